@@ -1,0 +1,10 @@
+/** Unit tests use no services; integration and chain tests start their own redis-server, nats-server and anvil. */
+module.exports = {
+  testEnvironment: "node",
+  roots: ["<rootDir>/test"],
+  testMatch: ["**/*.test.ts"],
+  transform: { "^.+\\.ts$": ["ts-jest", { tsconfig: "tsconfig.json" }] },
+  testTimeout: 60000,
+  restoreMocks: true,
+  maxWorkers: 2,
+};

@@ -1,0 +1,271 @@
+import type Joi from "joi";
+import { RouterError } from "../errors";
+import {
+  DEFAULT_MIN_GAS_WEI,
+  DEFAULT_REDIS_URL,
+  DEFAULT_RELAYER_FEE_THRESHOLD_PERCENT,
+  MESSAGING_DEFAULTS,
+  ZERO_ADDRESS,
+  defaultSubgraphSyncBuffer,
+  recommendedConfirmations,
+} from "./defaults";
+import { knownDeployments, type KnownDeployment } from "./deployments";
+import { CHAIN_KEYS, TOP_LEVEL_KEYS, configSchema } from "./schema";
+import type { ChainConfig, LoadedConfig, Network, RouterConfig, SwapPool } from "./types";
+
+/** Every problem of a config, one line each, naming the key path (`chainConfig.1337.providers[0]: ...`). */
+export class ConfigError extends RouterError {
+  readonly code = "CONFIG_INVALID";
+  readonly retriable = false;
+  readonly problems: readonly string[];
+
+  constructor(problems: readonly string[]) {
+    super(`invalid router config:\n${problems.map((p) => `  ${p}`).join("\n")}`, { problems });
+    this.problems = problems;
+  }
+}
+
+/** The environment variables the config reads; anything else in the environment is ignored. */
+export interface ConfigEnv {
+  readonly ROUTER_ADMIN_TOKEN?: string;
+  readonly ROUTER_MNEMONIC?: string;
+  readonly REDIS_URL?: string;
+}
+
+export interface LoadConfigOptions {
+  /** Contract addresses per chain; the `@connext/nxtp-contracts` deployments by default. */
+  readonly deployments?: ReadonlyMap<number, KnownDeployment>;
+}
+
+/**
+ * Validates a parsed config file plus the secret env overrides and returns the effective, frozen config.
+ * Pure: it reads no file and connects to nothing, so every process can refuse a bad config before it starts.
+ */
+export function loadConfig(raw: unknown, env: ConfigEnv, options: LoadConfigOptions = {}): LoadedConfig {
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
+    throw new ConfigError(["(root): the config must be a JSON object"]);
+  }
+  const input = applyEnvOverrides(raw as Record<string, unknown>, env);
+  const { value, error } = configSchema.validate(input, { abortEarly: false, convert: false, errors: { label: false } });
+  if (error) {
+    throw new ConfigError(error.details.map(formatDetail));
+  }
+  const problems: string[] = [];
+  const warnings: string[] = [];
+  const deployments = options.deployments ?? knownDeployments();
+  const parsed = value as ParsedConfig;
+
+  checkSignerSource(parsed, problems);
+  const chainConfig = buildChains(parsed.chainConfig, deployments, problems, warnings);
+  checkChainOne(chainConfig, problems);
+  checkSwapPools(parsed.swapPools, new Set(Object.keys(parsed.chainConfig)), problems, warnings);
+  warnUnknownKeys(raw as Record<string, unknown>, parsed.chainConfig, warnings);
+  if (parsed.adminToken.length < 16) {
+    warnings.push("adminToken: shorter than 16 characters; use a long random token");
+  }
+  if (problems.length > 0) {
+    throw new ConfigError(problems);
+  }
+
+  const network = parsed.network as Network;
+  const config: RouterConfig = {
+    adminToken: parsed.adminToken,
+    routerContractAddress: parsed.routerContractAddress,
+    remoteSignerUrl: parsed.remoteSignerUrl,
+    mnemonic: parsed.mnemonic,
+    chainConfig,
+    swapPools: parsed.swapPools,
+    logLevel: parsed.logLevel as RouterConfig["logLevel"],
+    port: parsed.port,
+    host: parsed.host,
+    network,
+    requestLimit: parsed.requestLimit,
+    cleanUpMode: parsed.cleanUpMode,
+    diagnosticMode: parsed.diagnosticMode,
+    redisUrl: parsed.redisUrl ?? DEFAULT_REDIS_URL,
+    redisPrefix: parsed.redisPrefix,
+    messagingUrl: parsed.messagingUrl ?? MESSAGING_DEFAULTS[network].messagingUrl,
+    authUrl: parsed.authUrl ?? MESSAGING_DEFAULTS[network].authUrl,
+  };
+  return { config: deepFreeze(withoutUndefined(config)), warnings };
+}
+
+interface ParsedChain {
+  providers: string[];
+  subgraph: string[];
+  analyticsSubgraph: string[];
+  transactionManagerAddress?: string;
+  priceOracleAddress?: string;
+  multicallAddress?: string;
+  confirmations?: number;
+  minGas?: string;
+  gasStations: string[];
+  allowRelay: boolean;
+  relayerFeeThreshold?: number;
+  subgraphSyncBuffer?: number;
+  defaultInitialGasPrice?: string;
+  routerContractRelayerAsset?: string;
+}
+
+interface ParsedConfig {
+  adminToken: string;
+  routerContractAddress?: string;
+  remoteSignerUrl?: string;
+  mnemonic?: string;
+  chainConfig: Record<string, ParsedChain>;
+  swapPools: SwapPool[];
+  logLevel: string;
+  port: number;
+  host: string;
+  network: string;
+  requestLimit: number;
+  cleanUpMode: boolean;
+  diagnosticMode: boolean;
+  redisUrl?: string;
+  redisPrefix: string;
+  messagingUrl?: string;
+  authUrl?: string;
+}
+
+/** Secrets may live in the environment instead of the file; the environment wins. */
+function applyEnvOverrides(raw: Record<string, unknown>, env: ConfigEnv): Record<string, unknown> {
+  const out = { ...raw };
+  if (env.ROUTER_ADMIN_TOKEN) {
+    out.adminToken = env.ROUTER_ADMIN_TOKEN;
+  }
+  if (env.ROUTER_MNEMONIC) {
+    out.mnemonic = env.ROUTER_MNEMONIC;
+  }
+  if (env.REDIS_URL) {
+    out.redisUrl = env.REDIS_URL;
+  }
+  return out;
+}
+
+export function formatPath(path: ReadonlyArray<string | number>): string {
+  let out = "";
+  for (const part of path) {
+    out += typeof part === "number" ? `[${part}]` : out === "" ? part : `.${part}`;
+  }
+  return out === "" ? "(root)" : out;
+}
+
+function formatDetail(detail: Joi.ValidationErrorItem): string {
+  return `${formatPath(detail.path)}: ${detail.message}`;
+}
+
+function checkSignerSource(parsed: ParsedConfig, problems: string[]): void {
+  if (parsed.mnemonic !== undefined && parsed.remoteSignerUrl !== undefined) {
+    problems.push("remoteSignerUrl: set either remoteSignerUrl or mnemonic, not both");
+  } else if (parsed.mnemonic === undefined && parsed.remoteSignerUrl === undefined) {
+    problems.push("remoteSignerUrl: a signer is required: set remoteSignerUrl (recommended) or mnemonic");
+  }
+}
+
+function buildChains(
+  chains: Record<string, ParsedChain>,
+  deployments: ReadonlyMap<number, KnownDeployment>,
+  problems: string[],
+  warnings: string[],
+): Record<string, ChainConfig> {
+  const out: Record<string, ChainConfig> = {};
+  for (const [key, chain] of Object.entries(chains)) {
+    const chainId = Number(key);
+    const known = deployments.get(chainId) ?? {};
+    const transactionManagerAddress = chain.transactionManagerAddress ?? known.transactionManagerAddress;
+    if (!transactionManagerAddress) {
+      problems.push(
+        `chainConfig.${key}.transactionManagerAddress: no TransactionManager deployment is known for chain ${key}; set the address`,
+      );
+      continue;
+    }
+    const recommended = recommendedConfirmations(chainId);
+    if (chain.confirmations !== undefined && chain.confirmations < recommended) {
+      warnings.push(
+        `chainConfig.${key}.confirmations: ${chain.confirmations} is below the recommended ${recommended} for chain ${key}`,
+      );
+    }
+    out[key] = {
+      chainId,
+      providers: chain.providers,
+      subgraph: chain.subgraph,
+      analyticsSubgraph: chain.analyticsSubgraph,
+      transactionManagerAddress,
+      priceOracleAddress: chain.priceOracleAddress ?? known.priceOracleAddress,
+      multicallAddress: chain.multicallAddress ?? known.multicallAddress,
+      confirmations: chain.confirmations ?? recommended,
+      minGas: chain.minGas ?? DEFAULT_MIN_GAS_WEI,
+      gasStations: chain.gasStations,
+      allowRelay: chain.allowRelay,
+      relayerFeeThreshold: chain.relayerFeeThreshold ?? DEFAULT_RELAYER_FEE_THRESHOLD_PERCENT,
+      subgraphSyncBuffer: chain.subgraphSyncBuffer ?? defaultSubgraphSyncBuffer(chainId),
+      defaultInitialGasPrice: chain.defaultInitialGasPrice,
+      routerContractRelayerAsset: chain.routerContractRelayerAsset ?? ZERO_ADDRESS,
+    };
+  }
+  return out;
+}
+
+/** router-spec §2.1: gas reimbursement prices are read on chain 1, so it needs a provider even with no pool there. */
+function checkChainOne(chains: Record<string, ChainConfig>, problems: string[]): void {
+  if (!problems.some((p) => p.startsWith("chainConfig.1.")) && !chains["1"]) {
+    problems.push("chainConfig.1: chain 1 must be configured with at least one provider (gas prices are read on chain 1)");
+  }
+}
+
+function checkSwapPools(
+  pools: readonly SwapPool[],
+  configuredChainIds: ReadonlySet<string>,
+  problems: string[],
+  warnings: string[],
+): void {
+  if (pools.length === 0) {
+    warnings.push("swapPools: no swap pools configured; the router will not bid");
+  }
+  pools.forEach((pool, poolIndex) => {
+    const seen = new Set<string>();
+    pool.assets.forEach((asset, assetIndex) => {
+      if (!configuredChainIds.has(String(asset.chainId))) {
+        problems.push(
+          `swapPools[${poolIndex}].assets[${assetIndex}].chainId: chain ${asset.chainId} is not in chainConfig`,
+        );
+      }
+      const key = `${asset.chainId}-${asset.assetId}`;
+      if (seen.has(key)) {
+        warnings.push(`swapPools[${poolIndex}].assets[${assetIndex}]: duplicate asset ${asset.assetId} on chain ${asset.chainId}`);
+      }
+      seen.add(key);
+    });
+  });
+}
+
+function warnUnknownKeys(raw: Record<string, unknown>, chains: Record<string, ParsedChain>, warnings: string[]): void {
+  const topLevel = new Set<string>(TOP_LEVEL_KEYS);
+  for (const key of Object.keys(raw)) {
+    if (!topLevel.has(key)) {
+      warnings.push(`${key}: unknown key, ignored`);
+    }
+  }
+  const chainKeys = new Set<string>(CHAIN_KEYS);
+  for (const [chainId, chain] of Object.entries(chains)) {
+    for (const key of Object.keys(chain)) {
+      if (!chainKeys.has(key)) {
+        warnings.push(`chainConfig.${chainId}.${key}: unknown key, ignored`);
+      }
+    }
+  }
+}
+
+function withoutUndefined<T extends object>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object") {
+    for (const v of Object.values(value)) {
+      deepFreeze(v);
+    }
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,0 +1,150 @@
+import Joi from "joi";
+import { getAddress, Mnemonic } from "ethers";
+import { LOG_LEVELS } from "../logging/create-logger";
+import { DEFAULT_REDIS_PREFIX } from "./defaults";
+
+/**
+ * The config file's shape (router-spec §2.1–§2.3, plus the keys docs/config.md adds). Cross-key rules that
+ * need more than one value (signer source, chain 1, pool chains, contract defaults) live in load-config.ts.
+ * No message may echo a value: the file holds secrets. Joi's pattern messages do, so every pattern here
+ * carries its own message.
+ */
+
+const address = (): Joi.StringSchema =>
+  Joi.string()
+    .custom((value: string, helpers) => {
+      try {
+        return getAddress(value);
+      } catch {
+        return helpers.error("address.invalid");
+      }
+    })
+    .messages({
+      "address.invalid": "must be a valid address (0x and 40 hex digits; a mixed-case address must have a valid checksum)",
+    });
+
+const decimalIntegerString = (): Joi.StringSchema =>
+  Joi.string()
+    .pattern(/^[0-9]+$/)
+    .messages({ "string.pattern.base": "must be a decimal integer string (wei, digits only)" });
+
+const httpUrl = (): Joi.StringSchema => Joi.string().uri({ scheme: ["http", "https"] });
+const providerUrl = (): Joi.StringSchema => Joi.string().uri({ scheme: ["http", "https", "ws", "wss"] });
+
+const urlList = (item: () => Joi.StringSchema): Joi.ArraySchema =>
+  Joi.array().items(item()).single();
+
+/** One or more NATS servers: nats:// for node clients, ws(s):// for websocket gateways. */
+const messagingUrl = (): Joi.StringSchema =>
+  Joi.string()
+    .custom((value: string, helpers) => {
+      const parts = value.split(",").map((p) => p.trim());
+      for (const part of parts) {
+        const check = Joi.string().uri({ scheme: ["nats", "ws", "wss"] }).validate(part);
+        if (check.error) {
+          return helpers.error("messagingUrl.invalid");
+        }
+      }
+      return parts.join(",");
+    })
+    .messages({ "messagingUrl.invalid": "must be one or more comma-separated nats://, ws:// or wss:// URLs" });
+
+const mnemonic = (): Joi.StringSchema =>
+  Joi.string()
+    .custom((value: string, helpers) =>
+      Mnemonic.isValidMnemonic(value.trim()) ? value.trim() : helpers.error("mnemonic.invalid"),
+    )
+    .messages({ "mnemonic.invalid": "must be a valid BIP-39 mnemonic phrase" });
+
+export const CHAIN_KEYS = [
+  "providers",
+  "subgraph",
+  "analyticsSubgraph",
+  "transactionManagerAddress",
+  "priceOracleAddress",
+  "multicallAddress",
+  "confirmations",
+  "minGas",
+  "gasStations",
+  "allowRelay",
+  "relayerFeeThreshold",
+  "subgraphSyncBuffer",
+  "defaultInitialGasPrice",
+  "routerContractRelayerAsset",
+] as const;
+
+export const chainSchema = Joi.object({
+  providers: urlList(providerUrl).min(1).required(),
+  subgraph: urlList(httpUrl).default([]),
+  analyticsSubgraph: urlList(httpUrl).default([]),
+  transactionManagerAddress: address(),
+  priceOracleAddress: address(),
+  multicallAddress: address(),
+  confirmations: Joi.number().integer().min(1),
+  minGas: decimalIntegerString(),
+  gasStations: urlList(httpUrl).default([]),
+  allowRelay: Joi.boolean().default(false),
+  relayerFeeThreshold: Joi.number().min(0).max(100),
+  subgraphSyncBuffer: Joi.number().integer().min(1),
+  defaultInitialGasPrice: decimalIntegerString(),
+  routerContractRelayerAsset: address(),
+}).unknown(true);
+
+const assetSchema = Joi.object({
+  assetId: address().required(),
+  chainId: Joi.number().integer().min(1).required(),
+}).unknown(false);
+
+const swapPoolSchema = Joi.object({
+  name: Joi.string().min(1),
+  assets: Joi.array().items(assetSchema).min(2).required(),
+}).unknown(true);
+
+export const TOP_LEVEL_KEYS = [
+  "adminToken",
+  "routerContractAddress",
+  "remoteSignerUrl",
+  "mnemonic",
+  "chainConfig",
+  "swapPools",
+  "logLevel",
+  "port",
+  "host",
+  "network",
+  "requestLimit",
+  "cleanUpMode",
+  "diagnosticMode",
+  "redisUrl",
+  "redisPrefix",
+  "messagingUrl",
+  "authUrl",
+] as const;
+
+export const configSchema = Joi.object({
+  adminToken: Joi.string().required(),
+  routerContractAddress: address(),
+  remoteSignerUrl: httpUrl(),
+  mnemonic: mnemonic(),
+  chainConfig: Joi.object()
+    .pattern(/^[0-9]+$/, chainSchema)
+    .min(1)
+    .required()
+    .messages({ "object.unknown": "is not a decimal chain id (chainConfig keys are chain ids such as \"1\")" }),
+  swapPools: Joi.array().items(swapPoolSchema).required(),
+  logLevel: Joi.string()
+    .valid(...Object.keys(LOG_LEVELS), "silent")
+    .default("info"),
+  port: Joi.number().integer().min(1).max(65535).default(8080),
+  host: Joi.string().hostname().default("0.0.0.0"),
+  network: Joi.string().valid("mainnet", "testnet", "local").default("mainnet"),
+  requestLimit: Joi.number().integer().min(0).default(500),
+  cleanUpMode: Joi.boolean().default(false),
+  diagnosticMode: Joi.boolean().default(false),
+  redisUrl: Joi.string().uri({ scheme: ["redis", "rediss"] }),
+  redisPrefix: Joi.string()
+    .pattern(/^[A-Za-z0-9_.{}-]+$/)
+    .default(DEFAULT_REDIS_PREFIX)
+    .messages({ "string.pattern.base": "must hold only letters, digits, '_', '-', '.', '{' and '}' (no ':')" }),
+  messagingUrl: messagingUrl(),
+  authUrl: httpUrl(),
+}).unknown(true);

@@ -1,0 +1,67 @@
+import type { LogLevel } from "../logging/create-logger";
+
+export type Network = "mainnet" | "testnet" | "local";
+
+/** One chain of `chainConfig` after defaults (router-spec §2.2 plus the keys we add, docs/config.md). */
+export interface ChainConfig {
+  readonly chainId: number;
+  readonly providers: readonly string[];
+  /** Empty means "no subgraph": the poller reads TransactionManager logs (docs/decisions.md). */
+  readonly subgraph: readonly string[];
+  readonly analyticsSubgraph: readonly string[];
+  readonly transactionManagerAddress: string;
+  readonly priceOracleAddress?: string;
+  readonly multicallAddress?: string;
+  readonly confirmations: number;
+  /** Wei, decimal integer string. */
+  readonly minGas: string;
+  readonly gasStations: readonly string[];
+  readonly allowRelay: boolean;
+  /** Percent. */
+  readonly relayerFeeThreshold: number;
+  /** Blocks. */
+  readonly subgraphSyncBuffer: number;
+  /** Wei, decimal integer string: the gas price used when gas stations and the provider give none. */
+  readonly defaultInitialGasPrice?: string;
+  /** Asset the Router contract pays relayer fees in; the zero address is the native asset. */
+  readonly routerContractRelayerAsset: string;
+}
+
+export interface SwapPoolAsset {
+  readonly assetId: string;
+  readonly chainId: number;
+}
+
+export interface SwapPool {
+  readonly name?: string;
+  readonly assets: readonly SwapPoolAsset[];
+}
+
+export interface RouterConfig {
+  readonly adminToken: string;
+  readonly routerContractAddress?: string;
+  readonly remoteSignerUrl?: string;
+  readonly mnemonic?: string;
+  readonly chainConfig: Readonly<Record<string, ChainConfig>>;
+  readonly swapPools: readonly SwapPool[];
+  readonly logLevel: LogLevel;
+  readonly port: number;
+  readonly host: string;
+  readonly network: Network;
+  /** Milliseconds (router-spec §2.1). */
+  readonly requestLimit: number;
+  readonly cleanUpMode: boolean;
+  readonly diagnosticMode: boolean;
+  readonly redisUrl: string;
+  /** Prefix of every BullMQ queue and router key in Redis; one per deployment sharing a Redis. */
+  readonly redisPrefix: string;
+  /** One or more NATS servers, comma-separated in the file. */
+  readonly messagingUrl: string;
+  readonly authUrl: string;
+}
+
+/** The result of loading: the frozen config plus warnings to log once a logger exists. */
+export interface LoadedConfig {
+  readonly config: RouterConfig;
+  readonly warnings: readonly string[];
+}

@@ -1,0 +1,104 @@
+/**
+ * Secret scrubbing for everything that leaves the process as text (logs, API errors, check-config output).
+ * Two layers: keys whose names say "secret" are masked wherever they appear, and the literal secret values
+ * known at start-up (admin token, mnemonic, ...) are cut out of any string, so a secret that slipped into a
+ * message is still masked.
+ */
+export const REDACTED = "[redacted]";
+
+const SECRET_KEY = /(token|mnemonic|private|secret|password|passphrase|seed|apikey|api_key|authorization)/i;
+
+/** Long opaque path segments and query values are how RPC vendors embed API keys in URLs. */
+const KEY_LIKE_SEGMENT = /^[A-Za-z0-9_-]{16,}$/;
+
+export function isSecretKey(key: string): boolean {
+  return SECRET_KEY.test(key);
+}
+
+/** A URL without user info, query values or key-like path segments; a non-URL comes back unchanged. */
+export function redactUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return raw;
+  }
+  if (!url.host) {
+    return raw;
+  }
+  const hadCredentials = url.username !== "" || url.password !== "";
+  const hasKeyLikeSegment = url.pathname.split("/").some((s) => KEY_LIKE_SEGMENT.test(s));
+  if (!hadCredentials && !hasKeyLikeSegment && url.search === "") {
+    return raw;
+  }
+  url.username = "";
+  url.password = "";
+  const segments = url.pathname.split("/").map((s) => (KEY_LIKE_SEGMENT.test(s) ? "***" : s));
+  url.pathname = segments.join("/");
+  for (const key of [...url.searchParams.keys()]) {
+    url.searchParams.set(key, "***");
+  }
+  const text = url.toString();
+  return hadCredentials ? text.replace("//", "//***@") : text;
+}
+
+const URL_IN_TEXT = /\b(?:https?|wss?|nats|redis|rediss):\/\/[^\s"'<>]+/g;
+
+export interface Redactor {
+  /** Masks secrets in a string: known secret values and credentials inside URLs. */
+  text(value: string): string;
+  /** A deep copy of `value` with secret-named keys masked and every string passed through `text`. */
+  value<T>(value: T): T;
+}
+
+export function createRedactor(secretValues: ReadonlyArray<string | undefined> = []): Redactor {
+  // Longest first, so a secret that contains another is masked whole.
+  const secrets = secretValues.filter((s): s is string => typeof s === "string" && s.length >= 4);
+  secrets.sort((a, b) => b.length - a.length);
+
+  const text = (value: string): string => {
+    let out = value;
+    for (const secret of secrets) {
+      if (out.includes(secret)) {
+        out = out.split(secret).join(REDACTED);
+      }
+    }
+    return out.replace(URL_IN_TEXT, (url) => redactUrl(url));
+  };
+
+  const walk = (value: unknown, seen: WeakSet<object>): unknown => {
+    if (typeof value === "string") {
+      return text(value);
+    }
+    if (typeof value === "bigint") {
+      return value.toString();
+    }
+    if (value === null || typeof value !== "object") {
+      return value;
+    }
+    if (seen.has(value)) {
+      return "[circular]";
+    }
+    seen.add(value);
+    if (Array.isArray(value)) {
+      return value.map((v) => walk(v, seen));
+    }
+    if (value instanceof Error) {
+      const out: Record<string, unknown> = { name: value.name, message: text(value.message) };
+      for (const [k, v] of Object.entries(value)) {
+        out[k] = isSecretKey(k) ? REDACTED : walk(v, seen);
+      }
+      if (value.stack) {
+        out.stack = text(value.stack);
+      }
+      return out;
+    }
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) {
+      out[k] = isSecretKey(k) && v !== undefined && v !== null ? REDACTED : walk(v, seen);
+    }
+    return out;
+  };
+
+  return { text, value: <T>(v: T): T => walk(v, new WeakSet()) as T };
+}

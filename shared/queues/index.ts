@@ -1,0 +1,4 @@
+export * from "./names";
+export * from "./jobs";
+export * from "./connection";
+export * from "./keys";
