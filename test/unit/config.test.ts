@@ -142,7 +142,7 @@ describe("loadConfig: a valid file", () => {
   });
 
   it("warns, without failing, on unknown keys, a short token and low confirmations", () => {
-    const raw = { ...validConfig(), adminToken: "short", metricsPort: 9000 };
+    const raw: Record<string, unknown> = { ...validConfig(), adminToken: "short", metricsPort: 9000 };
     (raw.chainConfig as Record<string, Record<string, unknown>>)["1"].gasPriceMaximum = "1";
     (raw.chainConfig as Record<string, Record<string, unknown>>)["1"].confirmations = 2;
     const { warnings } = loadConfig(raw, {});
