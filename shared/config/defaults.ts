@@ -20,6 +20,11 @@ export const DEFAULT_REDIS_PREFIX = "router";
 export const DEFAULT_MIN_GAS_WEI = "100000000000000000";
 export const DEFAULT_RELAYER_FEE_THRESHOLD_PERCENT = 10;
 export const MIN_SUBGRAPH_SYNC_BUFFER_BLOCKS = 25;
+/** The original txservice's defaults (PROTOCOL.md §7.3, §10.5): 1500 gwei ceiling, +20 % per bump, 90 s. */
+export const DEFAULT_GAS_PRICE_MAXIMUM_WEI = "1500000000000";
+export const DEFAULT_GAS_BUMP_PERCENT = 20;
+export const DEFAULT_MAX_GAS_BUMPS = 5;
+export const DEFAULT_CONFIRMATION_TIMEOUT_MS = 90_000;
 export const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
 
 /**

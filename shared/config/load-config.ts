@@ -1,6 +1,10 @@
 import type Joi from "joi";
 import { RouterError } from "../errors";
 import {
+  DEFAULT_CONFIRMATION_TIMEOUT_MS,
+  DEFAULT_GAS_BUMP_PERCENT,
+  DEFAULT_GAS_PRICE_MAXIMUM_WEI,
+  DEFAULT_MAX_GAS_BUMPS,
   DEFAULT_MIN_GAS_WEI,
   DEFAULT_REDIS_URL,
   DEFAULT_RELAYER_FEE_THRESHOLD_PERCENT,
@@ -105,6 +109,10 @@ interface ParsedChain {
   subgraphSyncBuffer?: number;
   defaultInitialGasPrice?: string;
   routerContractRelayerAsset?: string;
+  gasPriceMaximum?: string;
+  gasBumpPercent?: number;
+  maxGasBumps?: number;
+  confirmationTimeoutMs?: number;
 }
 
 interface ParsedConfig {
@@ -201,6 +209,10 @@ function buildChains(
       subgraphSyncBuffer: chain.subgraphSyncBuffer ?? defaultSubgraphSyncBuffer(chainId),
       defaultInitialGasPrice: chain.defaultInitialGasPrice,
       routerContractRelayerAsset: chain.routerContractRelayerAsset ?? ZERO_ADDRESS,
+      gasPriceMaximum: chain.gasPriceMaximum ?? DEFAULT_GAS_PRICE_MAXIMUM_WEI,
+      gasBumpPercent: chain.gasBumpPercent ?? DEFAULT_GAS_BUMP_PERCENT,
+      maxGasBumps: chain.maxGasBumps ?? DEFAULT_MAX_GAS_BUMPS,
+      confirmationTimeoutMs: chain.confirmationTimeoutMs ?? DEFAULT_CONFIRMATION_TIMEOUT_MS,
     };
   }
   return out;

@@ -71,6 +71,10 @@ export const CHAIN_KEYS = [
   "subgraphSyncBuffer",
   "defaultInitialGasPrice",
   "routerContractRelayerAsset",
+  "gasPriceMaximum",
+  "gasBumpPercent",
+  "maxGasBumps",
+  "confirmationTimeoutMs",
 ] as const;
 
 export const chainSchema = Joi.object({
@@ -88,6 +92,10 @@ export const chainSchema = Joi.object({
   subgraphSyncBuffer: Joi.number().integer().min(1),
   defaultInitialGasPrice: decimalIntegerString(),
   routerContractRelayerAsset: address(),
+  gasPriceMaximum: decimalIntegerString(),
+  gasBumpPercent: Joi.number().integer().min(10).max(100),
+  maxGasBumps: Joi.number().integer().min(0).max(20),
+  confirmationTimeoutMs: Joi.number().integer().min(1000),
 }).unknown(true);
 
 const assetSchema = Joi.object({

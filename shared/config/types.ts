@@ -25,6 +25,14 @@ export interface ChainConfig {
   readonly defaultInitialGasPrice?: string;
   /** Asset the Router contract pays relayer fees in; the zero address is the native asset. */
   readonly routerContractRelayerAsset: string;
+  /** Wei, decimal integer string: no transaction is priced above this, bumps included. */
+  readonly gasPriceMaximum: string;
+  /** Percent a stuck transaction's fee is raised by per bump (nodes need at least 10 to replace). */
+  readonly gasBumpPercent: number;
+  /** Bumps per transaction before the submitter only waits. */
+  readonly maxGasBumps: number;
+  /** How long a broadcast transaction may stay unmined before it is bumped. */
+  readonly confirmationTimeoutMs: number;
 }
 
 export interface SwapPoolAsset {

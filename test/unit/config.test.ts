@@ -80,6 +80,10 @@ describe("loadConfig: a valid file", () => {
       confirmations: 1,
       subgraphSyncBuffer: 25,
       routerContractRelayerAsset: "0x0000000000000000000000000000000000000000",
+      gasPriceMaximum: "1500000000000",
+      gasBumpPercent: 20,
+      maxGasBumps: 5,
+      confirmationTimeoutMs: 90000,
     });
     expect(chain.defaultInitialGasPrice).toBeUndefined();
   });
@@ -195,6 +199,10 @@ describe("loadConfig: every key refuses a bad value and names it", () => {
     ["chainConfig.1337.subgraphSyncBuffer", 0, "chainConfig.1337.subgraphSyncBuffer"],
     ["chainConfig.1337.defaultInitialGasPrice", "1e9", "chainConfig.1337.defaultInitialGasPrice"],
     ["chainConfig.1337.routerContractRelayerAsset", "native", "chainConfig.1337.routerContractRelayerAsset"],
+    ["chainConfig.1337.gasPriceMaximum", "1.5", "chainConfig.1337.gasPriceMaximum"],
+    ["chainConfig.1337.gasBumpPercent", 5, "chainConfig.1337.gasBumpPercent"],
+    ["chainConfig.1337.maxGasBumps", 21, "chainConfig.1337.maxGasBumps"],
+    ["chainConfig.1337.confirmationTimeoutMs", 10, "chainConfig.1337.confirmationTimeoutMs"],
     ["swapPools", undefined, "swapPools"],
     ["swapPools", {}, "swapPools"],
     ["swapPools.0.name", "", "swapPools[0].name"],
