@@ -1,0 +1,20 @@
+import { RouterError } from "../errors";
+
+/**
+ * A protocol function was handed a value it cannot encode or compare (a non-decimal amount, a malformed
+ * address, a chain id that is not a safe integer). Not retriable: the same input fails the same way, and
+ * for data built by the router itself it is a bug.
+ */
+export class ProtocolInputError extends RouterError {
+  readonly code = "PROTOCOL_INPUT_INVALID";
+  readonly retriable = false;
+}
+
+/**
+ * `encodedBid` is not the ABI encoding of an AuctionBid (§2.7): wrong layout, a number too large for its
+ * JSON type, or a non-canonical encoding. Not retriable: the bytes are on chain and will not change.
+ */
+export class BidDecodeError extends RouterError {
+  readonly code = "BID_DECODE_FAILED";
+  readonly retriable = false;
+}
