@@ -7,4 +7,5 @@ module.exports = {
   testTimeout: 60000,
   restoreMocks: true,
   maxWorkers: 2,
+  reporters: ["default", "<rootDir>/test/summary-reporter.js"],
 };

@@ -1,0 +1,56 @@
+/**
+ * PM2 process file: `npm run build && npx pm2 start ecosystem.config.js`.
+ * One admin API, and one transaction submitter per chain of the config file (config.json in this folder, or
+ * ROUTER_CONFIG_FILE). Every process validates the whole config itself before connecting to anything.
+ *
+ * Scaling: SUBMITTER_INSTANCES=2 runs two submitters per chain; the chain's queue admits one active job at a
+ * time, so the second is a hot standby, never a second nonce sequence.
+ */
+const fs = require("node:fs");
+const path = require("node:path");
+
+const configFile = path.resolve(__dirname, process.env.ROUTER_CONFIG_FILE || "config.json");
+
+function chainIds() {
+  let raw;
+  try {
+    raw = JSON.parse(fs.readFileSync(configFile, "utf8"));
+  } catch (err) {
+    throw new Error(`ecosystem.config.js: cannot read ${configFile} (${err.code || err.message}); create it from config.example.json`);
+  }
+  const ids = Object.keys((raw && raw.chainConfig) || {}).filter((id) => /^[0-9]+$/.test(id));
+  if (ids.length === 0) {
+    throw new Error(`ecosystem.config.js: ${configFile} has no chainConfig entries`);
+  }
+  return ids;
+}
+
+/** Shared by every app: graceful stop within kill_timeout, readiness signal, crash-loop backoff. */
+const common = {
+  cwd: __dirname,
+  exec_mode: "fork",
+  autorestart: true,
+  // Processes drain within 8 s (shared/process/run-service.ts); PM2's default 1.6 s would SIGKILL mid-drain.
+  kill_timeout: 10000,
+  wait_ready: true,
+  listen_timeout: 20000,
+  exp_backoff_restart_delay: 200,
+  max_memory_restart: "512M",
+  merge_logs: true,
+  env: { ROUTER_CONFIG_FILE: configFile, NODE_ENV: "production" },
+};
+
+const submitterInstances = Number(process.env.SUBMITTER_INSTANCES || 1);
+
+module.exports = {
+  apps: [
+    { ...common, name: "admin", script: "dist/services/admin/main.js", instances: 1 },
+    ...chainIds().map((chainId) => ({
+      ...common,
+      name: `submitter-${chainId}`,
+      script: "dist/services/submitter/main.js",
+      instances: submitterInstances,
+      env: { ...common.env, CHAIN_ID: chainId },
+    })),
+  ],
+};
