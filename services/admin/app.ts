@@ -1,0 +1,89 @@
+import express, { type RequestHandler } from "express";
+import type { RouterConfig } from "../../shared/config/types";
+import type { Logger } from "../../shared/logging/create-logger";
+import { createRedactor } from "../../shared/logging/redact";
+import { AdminApiError } from "./errors";
+import { authenticate } from "./middleware/authenticate";
+import { errorHandler, methodNotAllowed, notFound } from "./middleware/error-handler";
+import { bodyOf, jsonBody } from "./middleware/json-body";
+import { requestContext, requestIdOf } from "./middleware/request-context";
+import { decodeCancelSender, decodeRemoveLiquidity } from "./request-schemas";
+import type { AdminOperations, OperationContext, TransactionResponse } from "./types";
+
+export type { AdminOperations, CancelSenderRequest, RemoveLiquidityRequest } from "./types";
+
+export interface AdminAppDeps {
+  readonly config: RouterConfig;
+  readonly logger: Logger;
+  /** Checksummed address of the router's signer (router-spec §2.4), resolved once at start. */
+  readonly signerAddress: string;
+  readonly operations: AdminOperations;
+}
+
+/**
+ * The admin HTTP API of router-spec §4 (docs/admin-api.md), without listen(): routes only decode,
+ * validate and authenticate, then call an operation; one error handler maps every failure to a status.
+ */
+export function createApp(deps: AdminAppDeps): express.Express {
+  const { config, logger, operations } = deps;
+  const redactor = createRedactor([config.adminToken, config.mnemonic]);
+  const app = express();
+  app.disable("x-powered-by");
+  app.disable("etag");
+  app.use(requestContext(logger));
+
+  app.get("/ping", (_req, res) => {
+    res.type("text/plain").send("pong");
+  });
+  app.get("/config", (_req, res) => {
+    res.json({ signerAddress: deps.signerAddress });
+  });
+
+  // Same pipeline for every admin action, applied once: body checks, then the token, then the fields.
+  const adminPost = [...jsonBody(), authenticate({ adminToken: config.adminToken, logger })];
+  app.post(
+    "/remove-liquidity",
+    ...adminPost,
+    transactionRoute({
+      decode: decodeRemoveLiquidity,
+      chainOf: (request) => ({ field: "chainId", chainId: request.chainId }),
+      call: (request, ctx) => operations.removeLiquidity(request, ctx),
+      config,
+    }),
+  );
+  app.post(
+    "/cancel-sender",
+    ...adminPost,
+    transactionRoute({
+      decode: decodeCancelSender,
+      chainOf: (request) => ({ field: "senderChainId", chainId: request.senderChainId }),
+      call: (request, ctx) => operations.cancelSender(request, ctx),
+      config,
+    }),
+  );
+
+  app.all(["/ping", "/config"], methodNotAllowed(["GET", "HEAD"]));
+  app.all(["/remove-liquidity", "/cancel-sender"], methodNotAllowed(["POST"]));
+  app.use(notFound);
+  app.use(errorHandler({ logger, redactText: redactor.text }));
+  return app;
+}
+
+interface TransactionRouteParams<T> {
+  decode(body: Record<string, unknown>): T;
+  chainOf(request: T): { field: string; chainId: number };
+  call(request: T, ctx: OperationContext): Promise<TransactionResponse>;
+  config: RouterConfig;
+}
+
+function transactionRoute<T>(params: TransactionRouteParams<T>): RequestHandler {
+  return async (req, res) => {
+    const request = params.decode(bodyOf(req));
+    const { field, chainId } = params.chainOf(request);
+    if (!Object.prototype.hasOwnProperty.call(params.config.chainConfig, String(chainId))) {
+      throw new AdminApiError("UNKNOWN_CHAIN", `${field}: not a chain in this router's chainConfig`, { field });
+    }
+    const result = await params.call(request, { requestId: requestIdOf(res) });
+    res.status(200).json({ transactionHash: result.transactionHash });
+  };
+}

@@ -1,0 +1,97 @@
+import { Queue, QueueEvents, type RedisOptions as BullRedisOptions } from "bullmq";
+import type { RouterConfig } from "../../shared/config/types";
+import type { Logger } from "../../shared/logging/create-logger";
+import { producerConnection, txQueueName } from "../../shared/queues";
+
+/** Concurrent admin requests each listen on the shared QueueEvents; the default cap of 10 would warn. */
+const MAX_EVENT_LISTENERS = 200;
+/** Keeps stop() well inside the shutdown budget of runService even when Redis is unreachable. */
+const CLOSE_TIMEOUT_MS = 3_000;
+/** ioredis reports every failed reconnect (about once a second); one line per distinct error per window is enough. */
+const ERROR_LOG_WINDOW_MS = 60_000;
+
+export interface ChainQueues {
+  queueFor(chainId: number): Queue;
+  queueEventsFor(chainId: number): QueueEvents;
+  close(): Promise<void>;
+}
+
+/**
+ * One transaction Queue and one QueueEvents per configured chain, as a producer: Redis being down makes
+ * requests fail fast (503) instead of hanging. Nothing here waits for Redis, so the API (and /ping)
+ * starts even while Redis is unreachable.
+ */
+export function createChainQueues(config: RouterConfig, logger: Logger): ChainQueues {
+  const queues = new Map<number, Queue>();
+  const events = new Map<number, QueueEvents>();
+  for (const chain of Object.values(config.chainConfig)) {
+    const name = txQueueName(chain.chainId);
+    const queue = new Queue(name, { connection: producerOptions(config.redisUrl), prefix: config.redisPrefix });
+    // BullMQ forces maxRetriesPerRequest to null on its blocking reader anyway; saying so avoids its warning.
+    const queueEvents = new QueueEvents(name, {
+      connection: { ...producerOptions(config.redisUrl), maxRetriesPerRequest: null },
+      prefix: config.redisPrefix,
+    });
+    queueEvents.setMaxListeners(MAX_EVENT_LISTENERS);
+    queue.on("error", throttledErrorLog(logger, "queue error", name));
+    queueEvents.on("error", throttledErrorLog(logger, "queue events error", name));
+    queues.set(chain.chainId, queue);
+    events.set(chain.chainId, queueEvents);
+  }
+  return {
+    queueFor: (chainId) => lookup(queues, chainId),
+    queueEventsFor: (chainId) => lookup(events, chainId),
+    close: async () => {
+      const all = [...events.values(), ...queues.values()];
+      const results = await Promise.allSettled(all.map((c) => settleWithin(c.close(), CLOSE_TIMEOUT_MS)));
+      const failed = results.filter((r) => r.status === "rejected").length;
+      if (failed > 0) {
+        // With Redis down BullMQ's close() rejects or waits for a reconnect; the process exits anyway.
+        logger.warn("some queue connections did not close cleanly", { at: "admin.queue", failed });
+      }
+    },
+  };
+}
+
+/**
+ * ioredis types `retryStrategy` as nullable and BullMQ 6.7's own RedisOptions does not; producerConnection
+ * never sets it, so dropping the key only reconciles the two declarations.
+ */
+function producerOptions(redisUrl: string): BullRedisOptions {
+  const { retryStrategy: _unset, ...options } = producerConnection(redisUrl);
+  return options;
+}
+
+function lookup<T>(map: ReadonlyMap<number, T>, chainId: number): T {
+  const found = map.get(chainId);
+  if (!found) {
+    // The route checks chainConfig first, so reaching this is a wiring bug, not a client error.
+    throw new Error(`no transaction queue for chain ${chainId}`);
+  }
+  return found;
+}
+
+function throttledErrorLog(logger: Logger, message: string, queue: string): (err: Error) => void {
+  let lastMessage: string | undefined;
+  let lastAtMs = 0;
+  let suppressed = 0;
+  return (err) => {
+    const now = Date.now();
+    if (err.message === lastMessage && now - lastAtMs < ERROR_LOG_WINDOW_MS) {
+      suppressed += 1;
+      return;
+    }
+    logger.error(message, { at: "admin.queue", queue, error: err, suppressedRepeats: suppressed });
+    lastMessage = err.message;
+    lastAtMs = now;
+    suppressed = 0;
+  };
+}
+
+function settleWithin(promise: Promise<void>, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`not closed within ${timeoutMs} ms`)), timeoutMs);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

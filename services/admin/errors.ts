@@ -1,0 +1,71 @@
+import { RouterError } from "../../shared/errors";
+
+/**
+ * The one table from error `code` to HTTP status for the admin API (docs/admin-api.md lists the same).
+ * API-level conditions (AdminApiError) and the errors operations throw share it, so a status is decided in
+ * exactly one place. The response's `error` field is the code in lower case. `expose` names context fields
+ * that are safe and useful to return next to the message.
+ */
+export const HTTP_STATUS = {
+  BAD_REQUEST: { status: 400 },
+  MALFORMED_JSON: { status: 400 },
+  INVALID_BODY: { status: 400 },
+  INVALID_AMOUNT: { status: 400 },
+  UNKNOWN_CHAIN: { status: 400 },
+  UNAUTHORIZED: { status: 401 },
+  NOT_FOUND: { status: 404 },
+  METHOD_NOT_ALLOWED: { status: 405 },
+  INSUFFICIENT_LIQUIDITY: { status: 409 },
+  REQUEST_ID_CONFLICT: { status: 409, expose: ["jobId"] },
+  PAYLOAD_TOO_LARGE: { status: 413 },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415 },
+  INTERNAL_ERROR: { status: 500 },
+  NOT_AVAILABLE: { status: 501 },
+  TRANSACTION_FAILED: { status: 502, expose: ["jobId"] },
+  QUEUE_UNAVAILABLE: { status: 503 },
+  BALANCE_UNAVAILABLE: { status: 503 },
+  BROADCAST_TIMEOUT: { status: 504, expose: ["jobId"] },
+} as const satisfies Record<string, { status: number; expose?: readonly string[] }>;
+
+export type AdminErrorCode = keyof typeof HTTP_STATUS;
+
+/** A condition of the HTTP layer itself (auth, body, routing); its status comes from HTTP_STATUS. */
+export class AdminApiError extends RouterError {
+  readonly code: AdminErrorCode;
+  readonly retriable = false;
+  readonly status: number;
+
+  constructor(code: AdminErrorCode, message: string, context: Record<string, unknown> = {}) {
+    super(message, context);
+    this.code = code;
+    this.status = HTTP_STATUS[code].status;
+  }
+}
+
+export interface ErrorResponse {
+  readonly status: number;
+  readonly body: Record<string, unknown>;
+}
+
+/** Status and body for any thrown value; unknown errors become a bare 500 whose detail stays in the log. */
+export function toErrorResponse(err: unknown, requestId: string, redactText: (text: string) => string): ErrorResponse {
+  const entry = err instanceof RouterError ? lookup(err.code) : undefined;
+  if (!(err instanceof RouterError) || !entry) {
+    return {
+      status: 500,
+      body: { error: "internal_error", message: "internal error", requestId },
+    };
+  }
+  const body: Record<string, unknown> = { error: err.code.toLowerCase(), message: redactText(err.message), requestId };
+  for (const field of entry.expose ?? []) {
+    const value = err.context[field];
+    if (typeof value === "string") {
+      body[field] = redactText(value);
+    }
+  }
+  return { status: entry.status, body };
+}
+
+function lookup(code: string): { status: number; expose?: readonly string[] } | undefined {
+  return Object.prototype.hasOwnProperty.call(HTTP_STATUS, code) ? HTTP_STATUS[code as AdminErrorCode] : undefined;
+}

@@ -1,0 +1,42 @@
+import express, { type RequestHandler } from "express";
+import { AdminApiError } from "../errors";
+
+/** router-spec §8 sets no limit; admin bodies are a few hundred bytes, so 16 kB is generous. */
+export const BODY_LIMIT = "16kb";
+
+/**
+ * The body pipeline of every POST route, in order: content type (415), size and JSON syntax (413/400,
+ * translated in the error handler), then "is an object" (400). Compressed bodies are refused (415) so
+ * the limit is the size on the wire and nothing is inflated.
+ */
+export function jsonBody(): RequestHandler[] {
+  const parse = express.json({ limit: BODY_LIMIT, strict: false, inflate: false, type: () => true });
+  return [requireJsonContentType, parse, requireObjectBody];
+}
+
+const requireJsonContentType: RequestHandler = (req, _res, next) => {
+  const mediaType = (req.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+  if (mediaType !== "application/json") {
+    next(new AdminApiError("UNSUPPORTED_MEDIA_TYPE", "content-type must be application/json"));
+    return;
+  }
+  next();
+};
+
+const requireObjectBody: RequestHandler = (req, _res, next) => {
+  // No body at all reads like an empty one, so it too ends at authentication rather than earlier.
+  if (req.body === undefined) {
+    req.body = {};
+  }
+  const body: unknown = req.body;
+  if (body === null || typeof body !== "object" || Array.isArray(body)) {
+    next(new AdminApiError("INVALID_BODY", "(body): must be a JSON object"));
+    return;
+  }
+  next();
+};
+
+/** The parsed body; only valid after jsonBody() ran. */
+export function bodyOf(req: { body?: unknown }): Record<string, unknown> {
+  return req.body as Record<string, unknown>;
+}
