@@ -1,0 +1,58 @@
+import type { ChainProvider } from "../../../shared/chain/chain-provider";
+import { encodeRouterRemoveLiquidity, encodeTmRemoveLiquidity } from "../../../shared/chain/contracts";
+import type { ChainConfig, RouterConfig } from "../../../shared/config/types";
+import type { Logger } from "../../../shared/logging/create-logger";
+import { signRemoveLiquidity } from "../../../shared/protocol/router-signatures";
+import type { RemoveLiquidityJobData } from "../../../shared/queues";
+import type { RouterSigner } from "../../../shared/signer/router-signer";
+import type { TxCall } from "../send/tx-record";
+
+/**
+ * eth_estimateGas is exact for the state it ran against; the state can move (another transfer, a warm slot
+ * turning cold) before the transaction is mined. Unused gas is not charged, an out-of-gas revert is.
+ */
+export const GAS_LIMIT_HEADROOM_PERCENT = 20n;
+
+export interface OperationContext {
+  readonly config: RouterConfig;
+  readonly chain: ChainConfig;
+  readonly provider: Pick<ChainProvider, "estimateGas">;
+  readonly signer: Pick<RouterSigner, "signMessage">;
+  /** The signer's address: the sender, and the router in direct mode. */
+  readonly from: string;
+  readonly logger: Logger;
+}
+
+/**
+ * The call a remove-liquidity job sends, checked with eth_estimateGas first: a revert (`#RL:008`, not enough
+ * unlocked liquidity) fails the job there, before any nonce is used or gas is spent.
+ * - Direct mode: `TransactionManager.removeLiquidity(amount, assetId, recipientAddress)` from the signer.
+ * - Router-contract mode: `Router.removeLiquidity(amount, assetId, relayerFeeAsset, 0, signature)` from the
+ *   signer (PROTOCOL.md §4.6 step 4). The TransactionManager pays the Router's own `recipient`; the job's
+ *   recipientAddress cannot change that. The Router skips the signature check for its signer, but the
+ *   signature is still the valid one so the same call data would also work relayed.
+ */
+export async function prepareRemoveLiquidity(ctx: OperationContext, data: RemoveLiquidityJobData): Promise<TxCall> {
+  const routerContract = ctx.config.routerContractAddress;
+  let to: string;
+  let callData: string;
+  if (routerContract) {
+    ctx.logger.info("router-contract mode: funds go to the Router contract's recipient; recipientAddress is ignored", {
+      at: "submitter.removeLiquidity", routerContractAddress: routerContract, recipientAddress: data.recipientAddress,
+    });
+    const payload = {
+      amount: data.amount,
+      assetId: data.assetId,
+      routerRelayerFeeAsset: ctx.chain.routerContractRelayerAsset,
+      routerRelayerFee: 0n,
+      chainId: ctx.chain.chainId,
+    };
+    to = routerContract;
+    callData = encodeRouterRemoveLiquidity({ ...payload, signature: await signRemoveLiquidity(ctx.signer, payload) });
+  } else {
+    to = ctx.chain.transactionManagerAddress;
+    callData = encodeTmRemoveLiquidity({ amount: data.amount, assetId: data.assetId, recipient: data.recipientAddress });
+  }
+  const estimate = await ctx.provider.estimateGas({ from: ctx.from, to, data: callData, value: 0n });
+  return { to, data: callData, value: "0", gasLimit: ((estimate * (100n + GAS_LIMIT_HEADROOM_PERCENT)) / 100n).toString() };
+}

@@ -1,0 +1,146 @@
+import { keccak256 } from "ethers";
+import { InsufficientFundsError, NonceTooLowError, toChainError } from "../../../shared/chain/errors";
+import { errorCode, errorMessage } from "../../../shared/errors";
+import { feeToJson, type Fee } from "../../../shared/protocol/gas";
+import type { UnsignedTransaction } from "../../../shared/signer/router-signer";
+import { NonceRetriesExhaustedError } from "./errors";
+import type { SendContext, SendJob } from "./send-context";
+import { throwIfShuttingDown } from "./timing";
+import type { TxAttempt, TxCall, TxRecord } from "./tx-record";
+
+/** A node that keeps answering "nonce too low" for fresh nonces means someone else is sending: stop and retry later. */
+export const MAX_FRESH_NONCE_TRIES = 5;
+
+/**
+ * Signs the job's call at `nonce` with `fee` and saves it as the newest attempt. Nothing is broadcast here:
+ * the record must hold a transaction before any node can, or a crash would forget it.
+ */
+export async function persistNewAttempt(
+  ctx: SendContext,
+  record: TxRecord,
+  params: { nonce: number; fee: Fee; bumps: number },
+): Promise<{ record: TxRecord; attempt: TxAttempt }> {
+  const raw = await ctx.signer.signTransaction(unsignedTx(ctx.chainId, record.call, params.nonce, params.fee));
+  const attempt: TxAttempt = {
+    hash: keccak256(raw),
+    raw,
+    nonce: params.nonce,
+    fee: feeToJson(params.fee),
+    gasLimit: record.call.gasLimit,
+    sentAtMs: Date.now(),
+  };
+  const saved = await ctx.records.save({
+    ...record,
+    nonce: params.nonce,
+    bumps: params.bumps,
+    // A new nonce is a new transaction: a halt caused by the old one's replacement does not carry over.
+    bumpsHaltedBy: params.nonce === record.nonce ? record.bumpsHaltedBy : undefined,
+    attempts: [...record.attempts, attempt],
+  });
+  return { record: saved, attempt };
+}
+
+/** Sends one persisted attempt; on success advances the stored nonce and reports the broadcast. */
+export async function broadcastAttempt(ctx: SendContext, job: SendJob, attempt: TxAttempt): Promise<void> {
+  const result = await ctx.provider.broadcast(attempt.raw);
+  await ctx.nonces.advanceTo(attempt.nonce + 1);
+  job.trace.nonce = attempt.nonce;
+  job.trace.transactionHash = attempt.hash;
+  ctx.logger.info("transaction broadcast", {
+    at: "submitter.send",
+    transactionHash: attempt.hash,
+    nonce: attempt.nonce,
+    fee: attempt.fee,
+    acceptedBy: result.acceptedBy,
+    alreadyKnownBy: result.alreadyKnownBy,
+  });
+  try {
+    await job.reportBroadcast(attempt.hash, attempt.nonce);
+  } catch (err) {
+    // The transaction is persisted and sent; a lost progress update only delays the admin's answer.
+    ctx.logger.warn("could not report the broadcast", { at: "submitter.send", transactionHash: attempt.hash, error: errorMessage(err) });
+  }
+}
+
+/** Saves the error on the record (operators read `lastError` to see why a job waits). */
+export async function recordError(ctx: SendContext, record: TxRecord, err: unknown, extra: Partial<TxRecord> = {}): Promise<TxRecord> {
+  return ctx.records.save({
+    ...record,
+    ...extra,
+    lastError: { code: errorCode(err), message: errorMessage(err).slice(0, 500), atMs: Date.now() },
+  });
+}
+
+/**
+ * A new transaction at a nonce nobody used yet: max(stored, chain pending). "Nonce too low" means the nonce
+ * was taken after we read it; the transaction we signed can then never be mined, so it is rebuilt at the
+ * next nonce (bounded). Any other broadcast error is thrown after it is recorded: the job retries, and the
+ * next run rebroadcasts the persisted transaction instead of building another.
+ */
+export async function submitWithFreshNonce(ctx: SendContext, job: SendJob, record: TxRecord): Promise<TxRecord> {
+  let atLeast = 0;
+  let current = record;
+  for (let tries = 1; tries <= MAX_FRESH_NONCE_TRIES; tries += 1) {
+    throwIfShuttingDown(ctx.signal);
+    const allocation = await ctx.nonces.allocate(atLeast);
+    const fee = await ctx.gasPrice();
+    const persisted = await persistNewAttempt(ctx, current, { nonce: allocation.nonce, fee, bumps: 0 });
+    current = persisted.record;
+    job.trace.bumps = 0;
+    try {
+      await broadcastAttempt(ctx, job, persisted.attempt);
+      return current;
+    } catch (err) {
+      const chainError = toChainError(err);
+      current = await recordError(ctx, current, chainError);
+      if (chainError instanceof InsufficientFundsError) {
+        ctx.logger.error("the signer cannot pay for the transaction: top up its gas balance; the job is held and retried", {
+          at: "submitter.send", alert: true, nonce: allocation.nonce, from: ctx.from, code: chainError.code,
+        });
+      }
+      if (!(chainError instanceof NonceTooLowError)) {
+        throw chainError;
+      }
+      ctx.logger.warn("nonce already used on chain: rebuilding at the next nonce", {
+        at: "submitter.send", nonce: allocation.nonce, stored: allocation.stored, pending: allocation.pending, tries,
+      });
+      atLeast = allocation.nonce + 1;
+    }
+  }
+  throw new NonceRetriesExhaustedError(`${MAX_FRESH_NONCE_TRIES} fresh nonces were all taken on chain ${ctx.chainId}`, {
+    chainId: ctx.chainId,
+    lastNonce: atLeast - 1,
+  });
+}
+
+/**
+ * Sends the newest attempt again: a node may have dropped it (restart, eviction). Refusals are expected
+ * ("nonce too low" once it is mined) and left to the receipt checks, except the ones `rethrow` names.
+ */
+export async function rebroadcastLatest(
+  ctx: SendContext,
+  job: SendJob,
+  record: TxRecord,
+  rethrow: (err: Error) => boolean = () => false,
+): Promise<void> {
+  const latest = record.attempts[record.attempts.length - 1];
+  if (!latest) {
+    return;
+  }
+  try {
+    await broadcastAttempt(ctx, job, latest);
+  } catch (err) {
+    const chainError = toChainError(err);
+    ctx.logger.info("rebroadcast refused", { at: "submitter.send", transactionHash: latest.hash, code: chainError.code });
+    if (rethrow(chainError)) {
+      throw chainError;
+    }
+  }
+}
+
+function unsignedTx(chainId: number, call: TxCall, nonce: number, fee: Fee): UnsignedTransaction {
+  const common = { chainId, nonce, to: call.to, data: call.data, value: BigInt(call.value), gasLimit: BigInt(call.gasLimit) };
+  return fee.type === 0
+    ? { ...common, type: 0, gasPrice: fee.gasPrice }
+    : { ...common, type: 2, maxFeePerGas: fee.maxFeePerGas, maxPriorityFeePerGas: fee.maxPriorityFeePerGas };
+}

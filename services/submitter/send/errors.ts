@@ -1,0 +1,47 @@
+import { RouterError } from "../../../shared/errors";
+
+/**
+ * Another processor wrote this job's record since we read it: the BullMQ lock was lost (a long event-loop
+ * stall) and a second worker took the job over. Retriable so BullMQ sees an ordinary error, but the owner of
+ * the lock is the one that carries on; this processor stops before it signs or sends anything more.
+ */
+export class TxRecordConflictError extends RouterError {
+  readonly code = "TX_RECORD_CONFLICT";
+  readonly retriable = true;
+}
+
+/**
+ * The job's record was written for different job data (same job id, different request). Not retriable:
+ * resuming it would confirm someone else's transaction, and sending anew could pay twice.
+ */
+export class TxRecordMismatchError extends RouterError {
+  readonly code = "TX_RECORD_MISMATCH";
+  readonly retriable = false;
+}
+
+/** Every fresh nonce tried was already used on chain; the chain's nonce is moving under us (someone else sends). */
+export class NonceRetriesExhaustedError extends RouterError {
+  readonly code = "NONCE_RETRIES_EXHAUSTED";
+  readonly retriable = true;
+}
+
+/**
+ * The process is shutting down: the job stops at a safe point (its transaction, if any, is persisted) and is
+ * handed back to the queue for the next submitter instance. Not a failure of the job.
+ */
+export class SubmitterShutdownError extends RouterError {
+  readonly code = "SUBMITTER_SHUTDOWN";
+  readonly retriable = true;
+}
+
+/** Job data that no submitter can process (schema, unknown name, wrong chain's queue). */
+export class InvalidTxJobError extends RouterError {
+  readonly code = "INVALID_JOB";
+  readonly retriable = false;
+}
+
+/** The process was started for a chain it cannot serve (CHAIN_ID missing or not in chainConfig, bad tuning env). */
+export class SubmitterConfigError extends RouterError {
+  readonly code = "SUBMITTER_CONFIG_INVALID";
+  readonly retriable = false;
+}

@@ -1,0 +1,43 @@
+import type { ChainProvider } from "../../../shared/chain/chain-provider";
+import type { ChainConfig } from "../../../shared/config/types";
+import type { Logger } from "../../../shared/logging/create-logger";
+import type { Fee } from "../../../shared/protocol/gas";
+import type { RouterSigner } from "../../../shared/signer/router-signer";
+import type { NonceStore } from "./nonce-store";
+import type { TxRecordStore } from "./tx-record";
+
+/** What the send pipeline needs from the process: built once per submitter, shared by every job. */
+export interface SendContext {
+  readonly chain: ChainConfig;
+  readonly chainId: number;
+  /** The signer's checksummed address: the sender of every transaction. */
+  readonly from: string;
+  readonly provider: ChainProvider;
+  readonly signer: Pick<RouterSigner, "signTransaction">;
+  readonly records: TxRecordStore;
+  readonly nonces: NonceStore;
+  /** Price for a new transaction and the network floor for a bump (shared/chain/gas-price.ts). */
+  readonly gasPrice: () => Promise<Fee>;
+  readonly logger: Logger;
+  /** Receipt and head polling interval while waiting for mining and confirmations. */
+  readonly pollIntervalMs: number;
+  /** Aborted when the process shuts down: the job stops at a safe point and goes back to the queue. */
+  readonly signal: AbortSignal;
+}
+
+/** Filled in as the pipeline goes, so the job's outcome line can name nonce, hash and bumps even on failure. */
+export interface SendTrace {
+  nonce?: number;
+  transactionHash?: string;
+  bumps?: number;
+}
+
+/** The job, as far as the pipeline is concerned. */
+export interface SendJob {
+  readonly jobId: string;
+  readonly jobName: string;
+  readonly dataHash: string;
+  /** Called right after every successful broadcast: the admin API answers its HTTP request on this. */
+  reportBroadcast(transactionHash: string, nonce: number): Promise<void>;
+  readonly trace: SendTrace;
+}

@@ -1,0 +1,124 @@
+import type { Redis } from "ioredis";
+import type { FeeJson } from "../../../shared/protocol/gas";
+import { routerKey, type TxJobResult } from "../../../shared/queues";
+import { TxRecordConflictError } from "./errors";
+
+/**
+ * The crash-safe state of one job's transaction, at `routerKey(prefix, "tx", chainId, jobId)`.
+ * Written before every broadcast, so after a crash the next run knows every transaction the job may have
+ * put on chain (the raw bytes included: they are public the moment they are sent) and can rebroadcast
+ * instead of sending again.
+ */
+export interface TxAttempt {
+  readonly hash: string;
+  /** Signed serialized transaction. */
+  readonly raw: string;
+  readonly nonce: number;
+  readonly fee: FeeJson;
+  readonly gasLimit: string;
+  /** When the attempt was persisted, right before its broadcast; the bump timer runs from here. */
+  readonly sentAtMs: number;
+}
+
+/** What the job sends; fixed at the first attempt, reused for bumps and for a rebuild with a fresh nonce. */
+export interface TxCall {
+  readonly to: string;
+  readonly data: string;
+  /** Wei, decimal string. */
+  readonly value: string;
+  readonly gasLimit: string;
+}
+
+export interface TxRecord {
+  /** Compare-and-set counter: every save must name the version it read. */
+  readonly version: number;
+  readonly jobId: string;
+  readonly jobName: string;
+  readonly chainId: number;
+  readonly from: string;
+  /** sha256 of the job's name and data: a record never serves a different request under a reused job id. */
+  readonly dataHash: string;
+  readonly call: TxCall;
+  /** Nonce of the newest attempt; -1 before the first. */
+  readonly nonce: number;
+  /** Oldest first; may span nonces when a nonce was taken by a transaction this job did not send. */
+  readonly attempts: readonly TxAttempt[];
+  /** Fee bumps at the current nonce. */
+  readonly bumps: number;
+  /** Set when bumping must stop for good (INSUFFICIENT_FUNDS): only waiting is left. */
+  readonly bumpsHaltedBy?: string;
+  readonly status: "sending" | "reverted" | "confirmed";
+  readonly result?: TxJobResult;
+  readonly lastError?: { readonly code: string; readonly message: string; readonly atMs: number };
+  readonly createdAtMs: number;
+  readonly updatedAtMs: number;
+}
+
+/**
+ * Finished records live as long as finished jobs (TX_JOB_DEFAULTS keeps them 31 days), so a re-run of a
+ * completed job still finds its result. Unfinished records never expire: they may describe a live transaction.
+ */
+export const FINISHED_RECORD_TTL_MS = 31 * 24 * 3600 * 1000;
+
+// Compare-and-set on the `version` field: returns -1 on success, else the version found (0 = no record).
+const SAVE_SCRIPT = `
+local current = tonumber(redis.call("HGET", KEYS[1], "version") or "0")
+if current ~= tonumber(ARGV[1]) then return current end
+redis.call("HSET", KEYS[1], "version", ARGV[2], "record", ARGV[3])
+if tonumber(ARGV[4]) > 0 then redis.call("PEXPIRE", KEYS[1], ARGV[4]) else redis.call("PERSIST", KEYS[1]) end
+return -1
+`;
+
+export interface TxRecordStore {
+  load(jobId: string): Promise<TxRecord | undefined>;
+  /** Writes `record` if the stored version is still `record.version`; returns it with the version advanced. */
+  save(record: TxRecord): Promise<TxRecord>;
+}
+
+export function txRecordKey(prefix: string, chainId: number, jobId: string): string {
+  return routerKey(prefix, "tx", chainId, jobId);
+}
+
+export function createTxRecordStore(params: { redis: Redis; prefix: string; chainId: number }): TxRecordStore {
+  const { redis, prefix, chainId } = params;
+  return {
+    load: async (jobId) => {
+      const json = await redis.hget(txRecordKey(prefix, chainId, jobId), "record");
+      return json === null ? undefined : (JSON.parse(json) as TxRecord);
+    },
+    save: async (record) => {
+      const next: TxRecord = { ...record, version: record.version + 1, updatedAtMs: Date.now() };
+      const ttlMs = next.status === "sending" ? 0 : FINISHED_RECORD_TTL_MS;
+      const key = txRecordKey(prefix, chainId, record.jobId);
+      const found = Number(await redis.eval(SAVE_SCRIPT, 1, key, record.version, next.version, JSON.stringify(next), ttlMs));
+      if (found !== -1) {
+        throw new TxRecordConflictError("the job's transaction record was changed by another processor", {
+          jobId: record.jobId,
+          chainId,
+          expectedVersion: record.version,
+          foundVersion: found,
+        });
+      }
+      return next;
+    },
+  };
+}
+
+export interface NewTxRecordParams {
+  readonly jobId: string;
+  readonly jobName: string;
+  readonly chainId: number;
+  readonly from: string;
+  readonly dataHash: string;
+  readonly call: TxCall;
+}
+
+/** An unsaved record (version 0: "must not exist yet"); it is first saved together with its first attempt. */
+export function newTxRecord(params: NewTxRecordParams): TxRecord {
+  const nowMs = Date.now();
+  return { ...params, version: 0, nonce: -1, attempts: [], bumps: 0, status: "sending", createdAtMs: nowMs, updatedAtMs: nowMs };
+}
+
+export function latestAttempt(record: TxRecord): TxAttempt | undefined {
+  return record.attempts[record.attempts.length - 1];
+}
