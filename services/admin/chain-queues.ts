@@ -1,4 +1,4 @@
-import { Queue, QueueEvents, type RedisOptions as BullRedisOptions } from "bullmq";
+import { Queue, QueueEvents } from "bullmq";
 import type { RouterConfig } from "../../shared/config/types";
 import type { Logger } from "../../shared/logging/create-logger";
 import { producerConnection, txQueueName } from "../../shared/queues";
@@ -26,10 +26,10 @@ export function createChainQueues(config: RouterConfig, logger: Logger): ChainQu
   const events = new Map<number, QueueEvents>();
   for (const chain of Object.values(config.chainConfig)) {
     const name = txQueueName(chain.chainId);
-    const queue = new Queue(name, { connection: producerOptions(config.redisUrl), prefix: config.redisPrefix });
+    const queue = new Queue(name, { connection: producerConnection(config.redisUrl), prefix: config.redisPrefix });
     // BullMQ forces maxRetriesPerRequest to null on its blocking reader anyway; saying so avoids its warning.
     const queueEvents = new QueueEvents(name, {
-      connection: { ...producerOptions(config.redisUrl), maxRetriesPerRequest: null },
+      connection: { ...producerConnection(config.redisUrl), maxRetriesPerRequest: null },
       prefix: config.redisPrefix,
     });
     queueEvents.setMaxListeners(MAX_EVENT_LISTENERS);
@@ -53,14 +53,6 @@ export function createChainQueues(config: RouterConfig, logger: Logger): ChainQu
   };
 }
 
-/**
- * ioredis types `retryStrategy` as nullable and BullMQ 6.7's own RedisOptions does not; producerConnection
- * never sets it, so dropping the key only reconciles the two declarations.
- */
-function producerOptions(redisUrl: string): BullRedisOptions {
-  const { retryStrategy: _unset, ...options } = producerConnection(redisUrl);
-  return options;
-}
 
 function lookup<T>(map: ReadonlyMap<number, T>, chainId: number): T {
   const found = map.get(chainId);

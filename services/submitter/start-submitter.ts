@@ -1,4 +1,4 @@
-import { Queue, Worker, type RedisOptions as BullRedisOptions } from "bullmq";
+import { Queue, Worker } from "bullmq";
 import { getAddress } from "ethers";
 import { Redis } from "ioredis";
 import { createChainProvider, type ChainProvider, type ChainProviderOptions } from "../../shared/chain/chain-provider";
@@ -80,7 +80,7 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
   const redis = new Redis(workerConnection(config.redisUrl));
   redis.on("error", (err) => logger.error("redis error", { at: "submitter.redis", error: errorMessage(err) }));
   const queueName = txQueueName(chainId);
-  const queue = new Queue(queueName, { connection: bullConnection(config.redisUrl), prefix: config.redisPrefix });
+  const queue = new Queue(queueName, { connection: workerConnection(config.redisUrl), prefix: config.redisPrefix });
   queue.on("error", (err) => logger.error("queue error", { at: "submitter.queue", error: errorMessage(err) }));
   const records = createTxRecordStore({ redis, prefix: config.redisPrefix, chainId });
   const nonces = createNonceStore({ redis, prefix: config.redisPrefix, chainId, signerAddress: from, provider });
@@ -122,7 +122,7 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
     signal: abort.signal,
   };
   const worker = new Worker<TxJobData, TxJobResult, string>(queueName, createTxProcessor(ctx), {
-    connection: bullConnection(config.redisUrl),
+    connection: workerConnection(config.redisUrl),
     prefix: config.redisPrefix,
     concurrency: 1,
     lockDuration: options.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS,
@@ -183,14 +183,6 @@ function attachWorkerListeners(worker: Worker<TxJobData, TxJobResult, string>, l
   });
 }
 
-/**
- * ioredis types `retryStrategy` as nullable and BullMQ 6.7's RedisOptions does not; workerConnection never
- * sets it, so dropping the key only reconciles the two declarations.
- */
-function bullConnection(redisUrl: string): BullRedisOptions {
-  const { retryStrategy: _unset, ...options } = workerConnection(redisUrl);
-  return options;
-}
 
 async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;

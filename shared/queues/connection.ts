@@ -1,10 +1,11 @@
-import type { RedisOptions } from "ioredis";
-import type { DefaultJobOptions } from "bullmq";
+import type { DefaultJobOptions, RedisOptions } from "bullmq";
 
 /**
  * Redis connection options for the two roles BullMQ distinguishes. Workers wait out a Redis outage
  * (`maxRetriesPerRequest: null`, as BullMQ requires); producers in the admin API fail fast so a request
  * gets a 503 instead of hanging. Never an ioredis `keyPrefix`: BullMQ's own `prefix` does that job.
+ * Typed as BullMQ's RedisOptions (stricter than ioredis's about `retryStrategy`), so the same object fits
+ * both a BullMQ class and a plain ioredis client.
  */
 export function redisOptionsFromUrl(redisUrl: string): RedisOptions {
   const url = new URL(redisUrl);

@@ -4,7 +4,7 @@ import { randomUUID } from "node:crypto";
 import { Writable } from "node:stream";
 import { gzipSync } from "node:zlib";
 import IORedis from "ioredis";
-import { Queue, QueueEvents, UnrecoverableError, Worker, type RedisOptions as BullRedisOptions } from "bullmq";
+import { Queue, QueueEvents, UnrecoverableError, Worker } from "bullmq";
 import { loadConfig } from "../../shared/config";
 import type { RouterConfig } from "../../shared/config/types";
 import { createLogger, type Logger } from "../../shared/logging/create-logger";
@@ -409,11 +409,6 @@ describe("admin API (operation errors)", () => {
 
 // ---- remove-liquidity end to end against a real redis-server ---------------------------------------------
 
-/** ioredis and BullMQ 6.7 disagree on the nullability of retryStrategy; the helpers never set it. */
-function bullOptions(options: ReturnType<typeof producerConnection>): BullRedisOptions {
-  const { retryStrategy: _unset, ...rest } = options;
-  return rest;
-}
 
 describe("POST /remove-liquidity with a real queue", () => {
   let redis: RedisServer;
@@ -435,9 +430,9 @@ describe("POST /remove-liquidity with a real queue", () => {
   beforeEach(async () => {
     prefix = `test-${randomUUID()}`;
     unlockedBalance = 10n ** 24n;
-    queue = new Queue(txQueueName(CHAIN_ID), { connection: bullOptions(producerConnection(redis.url)), prefix });
+    queue = new Queue(txQueueName(CHAIN_ID), { connection: producerConnection(redis.url), prefix });
     events = new QueueEvents(txQueueName(CHAIN_ID), {
-      connection: { ...bullOptions(producerConnection(redis.url)), maxRetriesPerRequest: null },
+      connection: { ...producerConnection(redis.url), maxRetriesPerRequest: null },
       prefix,
     });
     await queue.waitUntilReady();
@@ -476,7 +471,7 @@ describe("POST /remove-liquidity with a real queue", () => {
         await job.updateProgress({ stage: "broadcast", transactionHash: TX_HASH, nonce: 0 });
         return { transactionHash: TX_HASH, blockNumber: 1 };
       },
-      { connection: bullOptions(workerConnection(redis.url)), prefix },
+      { connection: workerConnection(redis.url), prefix },
     );
   }
 
