@@ -1,4 +1,5 @@
 import Joi from "joi";
+import type { TransactionData } from "../protocol/types";
 
 /**
  * The transaction queue's contract: job names, their data, their Joi schema and their deterministic ids.
@@ -7,6 +8,14 @@ import Joi from "joi";
  */
 export const TX_JOB = {
   removeLiquidity: "remove-liquidity",
+  /** On the receiving chain: lock the router's liquidity for the user (TransactionManager.prepare). */
+  prepareReceiver: "prepare-receiver",
+  /** On the sending chain: claim the user's locked funds with the user's fulfill signature. */
+  fulfillSender: "fulfill-sender",
+  /** On the sending chain: refund the user (funds go to sendingChainFallback). */
+  cancelSender: "cancel-sender",
+  /** On the receiving chain: after expiry, return the router's locked liquidity. */
+  cancelReceiver: "cancel-receiver",
 } as const;
 export type TxJobName = (typeof TX_JOB)[keyof typeof TX_JOB];
 
@@ -22,8 +31,62 @@ export interface RemoveLiquidityJobData {
   readonly requestId: string;
 }
 
+/** The sending-side prepare as observed on chain; everything the receiving prepare must be checked against. */
+export interface SenderPrepareData {
+  /** The sending chain. */
+  readonly chainId: number;
+  readonly txData: TransactionData;
+  readonly encryptedCallData: string;
+  readonly encodedBid: string;
+  readonly bidSignature: string;
+  readonly prepareTransactionHash: string;
+  /** Block timestamp of the sending prepare, unix seconds. */
+  readonly preparedTimestamp?: number;
+}
+
+export interface PrepareReceiverJobData {
+  /** The receiving chain: the queue's chain. */
+  readonly chainId: number;
+  readonly sender: SenderPrepareData;
+}
+
+export interface FulfillSenderJobData {
+  /** The sending chain. */
+  readonly chainId: number;
+  /** The sending side's TransactionData (its own amount, expiry and preparedBlockNumber). */
+  readonly txData: TransactionData;
+  /** From the receiving-side fulfill: the user's signature (public on chain), relayer fee and call data. */
+  readonly signature: string;
+  readonly relayerFee: string;
+  readonly callData: string;
+  readonly receiverFulfillTransactionHash: string;
+}
+
+export interface CancelSenderJobData {
+  /** The sending chain. */
+  readonly chainId: number;
+  readonly txData: TransactionData;
+  /** Why the router cancels, for logs and the job record (e.g. "receiver-cancelled", "sender-expired"). */
+  readonly reason: string;
+  /** Set only by an admin's POST /cancel-sender with `"force": true`: skips the receiver-side safety check. */
+  readonly force: boolean;
+  readonly requestId?: string;
+}
+
+export interface CancelReceiverJobData {
+  /** The receiving chain. */
+  readonly chainId: number;
+  /** The receiving side's TransactionData. */
+  readonly txData: TransactionData;
+  readonly reason: string;
+}
+
 export interface TxJobDataByName {
   [TX_JOB.removeLiquidity]: RemoveLiquidityJobData;
+  [TX_JOB.prepareReceiver]: PrepareReceiverJobData;
+  [TX_JOB.fulfillSender]: FulfillSenderJobData;
+  [TX_JOB.cancelSender]: CancelSenderJobData;
+  [TX_JOB.cancelReceiver]: CancelReceiverJobData;
 }
 export type TxJobData = TxJobDataByName[TxJobName];
 
@@ -53,6 +116,27 @@ const address = Joi.string().pattern(/^0x[0-9a-fA-F]{40}$/);
 const decimal = Joi.string().pattern(/^[0-9]+$/);
 const chainId = Joi.number().integer().min(1);
 const bytes32 = Joi.string().pattern(/^0x[0-9a-fA-F]{64}$/);
+const hexBytes = Joi.string().pattern(/^0x([0-9a-fA-F]{2})*$/);
+const unixSeconds = Joi.number().integer().min(0);
+
+const txDataSchema = Joi.object<TransactionData>({
+  receivingChainTxManagerAddress: address.required(),
+  user: address.required(),
+  router: address.required(),
+  initiator: address.required(),
+  sendingAssetId: address.required(),
+  receivingAssetId: address.required(),
+  sendingChainFallback: address.required(),
+  callTo: address.required(),
+  receivingAddress: address.required(),
+  sendingChainId: chainId.required(),
+  receivingChainId: chainId.required(),
+  callDataHash: bytes32.required(),
+  transactionId: bytes32.required(),
+  amount: decimal.required(),
+  expiry: unixSeconds.required(),
+  preparedBlockNumber: Joi.number().integer().min(1).required(),
+});
 
 export const TX_JOB_SCHEMAS: Readonly<Record<TxJobName, Joi.ObjectSchema>> = {
   [TX_JOB.removeLiquidity]: Joi.object<RemoveLiquidityJobData>({
@@ -61,6 +145,38 @@ export const TX_JOB_SCHEMAS: Readonly<Record<TxJobName, Joi.ObjectSchema>> = {
     amount: decimal.required(),
     recipientAddress: address.required(),
     requestId: Joi.string().pattern(/^[A-Za-z0-9_-]{1,100}$/).required(),
+  }),
+  [TX_JOB.prepareReceiver]: Joi.object<PrepareReceiverJobData>({
+    chainId: chainId.required(),
+    sender: Joi.object<SenderPrepareData>({
+      chainId: chainId.required(),
+      txData: txDataSchema.required(),
+      encryptedCallData: hexBytes.required(),
+      encodedBid: hexBytes.required(),
+      bidSignature: hexBytes.required(),
+      prepareTransactionHash: bytes32.required(),
+      preparedTimestamp: unixSeconds,
+    }).required(),
+  }),
+  [TX_JOB.fulfillSender]: Joi.object<FulfillSenderJobData>({
+    chainId: chainId.required(),
+    txData: txDataSchema.required(),
+    signature: hexBytes.required(),
+    relayerFee: decimal.required(),
+    callData: hexBytes.required(),
+    receiverFulfillTransactionHash: bytes32.required(),
+  }),
+  [TX_JOB.cancelSender]: Joi.object<CancelSenderJobData>({
+    chainId: chainId.required(),
+    txData: txDataSchema.required(),
+    reason: Joi.string().max(200).required(),
+    force: Joi.boolean().required(),
+    requestId: Joi.string().pattern(/^[A-Za-z0-9_-]{1,100}$/),
+  }),
+  [TX_JOB.cancelReceiver]: Joi.object<CancelReceiverJobData>({
+    chainId: chainId.required(),
+    txData: txDataSchema.required(),
+    reason: Joi.string().max(200).required(),
   }),
 };
 
@@ -84,6 +200,14 @@ export function txJobId(name: TxJobName, businessKey: string): string {
     throw new TypeError(`invalid job id ${JSON.stringify(id)}`);
   }
   return id;
+}
+
+/**
+ * Business key of a transfer's jobs: the transaction id alone is chosen by the user, so another user could
+ * reuse it to make our de-duplication swallow a victim's job; the (transactionId, user) pair cannot be forged.
+ */
+export function transferKey(transactionId: string, user: string): string {
+  return `${transactionId}-${user}`.toLowerCase();
 }
 
 export { bytes32 as BYTES32_SCHEMA };
