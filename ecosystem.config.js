@@ -1,7 +1,7 @@
 /**
  * PM2 process file: `npm run build && npx pm2 start ecosystem.config.js`.
- * One admin API, and one transaction submitter per chain of the config file (config.json in this folder, or
- * ROUTER_CONFIG_FILE). Every process validates the whole config itself before connecting to anything.
+ * One admin API, and per chain of the config file (config.json in this folder, or ROUTER_CONFIG_FILE) one
+ * transaction submitter and one poller. Every process validates the whole config itself before connecting to anything.
  *
  * Scaling: SUBMITTER_INSTANCES=2 runs two submitters per chain; the chain's queue admits one active job at a
  * time, so the second is a hot standby, never a second nonce sequence.
@@ -50,6 +50,14 @@ module.exports = {
       name: `submitter-${chainId}`,
       script: "dist/services/submitter/main.js",
       instances: submitterInstances,
+      env: { ...common.env, CHAIN_ID: chainId },
+    })),
+    // One poller per chain: it owns the chain's block cursor; a second instance would only duplicate reads.
+    ...chainIds().map((chainId) => ({
+      ...common,
+      name: `poller-${chainId}`,
+      script: "dist/services/poller/main.js",
+      instances: 1,
       env: { ...common.env, CHAIN_ID: chainId },
     })),
   ],

@@ -1,0 +1,111 @@
+import { errorMessage } from "../../shared/errors";
+import type { PollerContext } from "./context";
+import { runTick, type TickResult } from "./tick";
+
+export interface PollLoopOptions {
+  /** How often eth_blockNumber is polled for a new block. */
+  readonly intervalMs: number;
+  /** A tick runs at least this often even without a new block (e.g. a chain that mines on demand). */
+  readonly maxIdleMs: number;
+  /** Called after each successful tick (tests, metrics). */
+  readonly onTick?: (result: TickResult) => void;
+}
+
+/** While a tick keeps failing, its error is logged once per this window, not once per poll. */
+const FAILURE_LOG_WINDOW_MS = 60_000;
+
+/**
+ * The poller's cadence: a sequential loop, never setInterval, so two ticks never overlap. Each iteration polls
+ * the head and runs a tick when something can have changed: a new block here, a new head stored by another
+ * chain's poller (a receiving side may have been fulfilled there), the previous tick failed, or `maxIdleMs`
+ * passed. Otherwise it only re-stamps this chain's head as current, so other pollers can tell it is alive.
+ * Resolves once `signal` aborts (after the running tick reaches a safe point).
+ */
+export async function runPollLoop(ctx: PollerContext, opts: PollLoopOptions, signal: AbortSignal): Promise<void> {
+  let last: TickResult | undefined;
+  let lastOk = false;
+  let lastFingerprint = "";
+  let lastTickAtMs = 0;
+  let tickNumber = 0;
+  const failures = createFailureLog(ctx);
+  while (!signal.aborted) {
+    try {
+      const head = await ctx.provider.getBlockNumber();
+      const fingerprint = await otherHeadsFingerprint(ctx);
+      const due = !lastOk || head !== last?.head || fingerprint !== lastFingerprint || Date.now() - lastTickAtMs >= opts.maxIdleMs;
+      if (due) {
+        lastOk = false;
+        last = await runTick(ctx, { head, tickNumber }, signal);
+        tickNumber += 1;
+        lastOk = true;
+        lastFingerprint = fingerprint;
+        lastTickAtMs = Date.now();
+        failures.recovered();
+        opts.onTick?.(last);
+      } else if (last !== undefined) {
+        await ctx.store.setHead(ctx.chainId, { blockNumber: last.head, timestamp: last.nowSec, syncedBlock: last.syncedBlock });
+      }
+    } catch (err) {
+      if (signal.aborted) {
+        break;
+      }
+      failures.report(err);
+    }
+    await abortableDelay(opts.intervalMs, signal);
+  }
+}
+
+/** Other configured chains' stored heads: a change means their pollers stored something new. */
+async function otherHeadsFingerprint(ctx: PollerContext): Promise<string> {
+  const others = Object.values(ctx.config.chainConfig).filter((c) => c.chainId !== ctx.chainId);
+  const heads = await Promise.all(others.map((c) => ctx.store.getHead(c.chainId)));
+  return heads.map((h, i) => `${others[i].chainId}:${h?.blockNumber ?? "-"}:${h?.syncedBlock ?? "-"}`).join(",");
+}
+
+function createFailureLog(ctx: PollerContext): { report(err: unknown): void; recovered(): void } {
+  let failingSinceMs: number | undefined;
+  let loggedAtMs = 0;
+  let suppressed = 0;
+  return {
+    report: (err) => {
+      const now = Date.now();
+      failingSinceMs ??= now;
+      if (now - loggedAtMs < FAILURE_LOG_WINDOW_MS) {
+        suppressed += 1;
+        return;
+      }
+      ctx.logger.error("tick failed; retrying", {
+        at: "poller.tick", chainId: ctx.chainId, error: errorMessage(err), failingForMs: now - failingSinceMs, suppressedRepeats: suppressed,
+      });
+      loggedAtMs = now;
+      suppressed = 0;
+    },
+    recovered: () => {
+      if (failingSinceMs !== undefined) {
+        ctx.logger.info("tick succeeded again", { at: "poller.tick", chainId: ctx.chainId, failedForMs: Date.now() - failingSinceMs });
+      }
+      failingSinceMs = undefined;
+      loggedAtMs = 0;
+      suppressed = 0;
+    },
+  };
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+export function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) {
+      resolve();
+      return;
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}

@@ -1,0 +1,238 @@
+import { Queue } from "bullmq";
+import { getAddress } from "ethers";
+import { Redis } from "ioredis";
+import { createChainProvider, type ChainProvider, type ChainProviderOptions } from "../../shared/chain/chain-provider";
+import { createRouterBalanceReader } from "../../shared/chain/router-balances";
+import type { ChainConfig, RouterConfig } from "../../shared/config/types";
+import { errorMessage } from "../../shared/errors";
+import type { Logger } from "../../shared/logging/create-logger";
+import { DEFAULT_TOLERANCE_PERCENT } from "../../shared/protocol/amounts";
+import { txQueueName, workerConnection } from "../../shared/queues";
+import { createSigner } from "../../shared/signer/create-signer";
+import { createBalanceStore } from "../../shared/transfers/balance-store";
+import { createTransferStore, type TransferStore } from "../../shared/transfers/transfer-store";
+import { createAlertOnce } from "./alert-once";
+import { poolAssetsOf } from "./balances";
+import type { PollerContext, TxQueue } from "./context";
+import { PollerConfigError } from "./errors";
+import { runPollLoop } from "./loop";
+import { createSourceSelector } from "./source-selector";
+import { createLogsSource } from "./sources/logs-source";
+import { createSubgraphClient } from "./sources/subgraph-client";
+import { createSubgraphSource, type WatchedTransfers } from "./sources/subgraph-source";
+import type { TickResult } from "./tick";
+
+export const DEFAULT_POLL_INTERVAL_MS = 1_000;
+export const DEFAULT_MAX_IDLE_MS = 10_000;
+export const DEFAULT_BALANCE_EVERY_TICKS = 10;
+/** Several block times on any chain, and far above the poll interval: a live poller re-stamps its head every poll. */
+export const DEFAULT_RECEIVING_STALE_MS = 60_000;
+/** Below run-service's 8 s shutdown bound, which is below PM2's kill_timeout. */
+export const DEFAULT_CLOSE_TIMEOUT_MS = 5_000;
+const RESOURCE_CLOSE_TIMEOUT_MS = 1_000;
+
+export interface PollerOptions {
+  readonly intervalMs?: number;
+  readonly maxIdleMs?: number;
+  /** First block to read when no log cursor is stored (POLLER_START_BLOCK); default head − 100 000. */
+  readonly startBlock?: number;
+  readonly maxRangeBlocks?: number;
+  readonly balanceEveryTicks?: number;
+  readonly receivingStaleMs?: number;
+  /** Accepted deviation of the locked amount from the bid, percent (§3.5 step 4). */
+  readonly tolerancePercent?: number;
+  readonly subgraphTimeoutMs?: number;
+  /** The signer's address; read from the config's signer (mnemonic or remote) by default. */
+  readonly signerAddress?: string;
+  readonly providerOptions?: Pick<ChainProviderOptions, "maxLagBlocks" | "headRefreshMs" | "requestTimeoutMs">;
+  readonly closeTimeoutMs?: number;
+  readonly onTick?: (result: TickResult) => void;
+}
+
+export interface StartPollerParams {
+  readonly config: RouterConfig;
+  readonly logger: Logger;
+  readonly chainId: number;
+  readonly options?: PollerOptions;
+}
+
+export interface RunningPoller {
+  readonly chainId: number;
+  readonly routerAddress?: string;
+  readonly signerAddress?: string;
+  /** Aborts the loop at its next safe point, then closes connections; idempotent. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Everything one poller process runs for its chain (main.ts and the tests both start it here): provider,
+ * Redis stores, producer queues of every configured chain, the transfer sources and the sequential loop.
+ * In diagnosticMode nothing runs: no loop, no lifecycle jobs, and the process idles until stopped.
+ */
+export async function startPoller(params: StartPollerParams): Promise<RunningPoller> {
+  const { config, chainId } = params;
+  const chain = chainConfigOf(config, chainId);
+  const logger = params.logger.child({ chainId });
+  const options = params.options ?? {};
+  if (config.diagnosticMode) {
+    logger.warn("diagnostic mode: poller idle", { at: "poller.start" });
+    // No connection holds the event loop in this mode; this timer keeps the process up until stop().
+    const keepAlive = setInterval(() => undefined, 2 ** 30);
+    return { chainId, stop: async () => clearInterval(keepAlive) };
+  }
+
+  const signerAddress = getAddress(
+    options.signerAddress ?? (await createSigner({ mnemonic: config.mnemonic, remoteSignerUrl: config.remoteSignerUrl }).getAddress()),
+  );
+  const routerAddress = getAddress(config.routerContractAddress ?? signerAddress);
+  const provider = createChainProvider({ chainId, urls: chain.providers, logger, ...options.providerOptions });
+  const redis = new Redis(workerConnection(config.redisUrl));
+  const logRedisError = createRedisErrorLog(logger);
+  redis.on("error", logRedisError);
+  const queues = createQueues(config, redis, logRedisError);
+  const closeResources = async (): Promise<void> => {
+    await Promise.all([...queues.values()].map((q) => settlesWithin(q.close(), RESOURCE_CLOSE_TIMEOUT_MS)));
+    if (!(await settlesWithin(redis.quit().catch(() => undefined), RESOURCE_CLOSE_TIMEOUT_MS))) {
+      redis.disconnect();
+    }
+    provider.destroy();
+  };
+
+  const ctx = buildContext({ config, chainId, chain, logger, provider, redis, queues, signerAddress, routerAddress, options });
+  const abort = new AbortController();
+  const loop = runPollLoop(
+    ctx,
+    { intervalMs: options.intervalMs ?? DEFAULT_POLL_INTERVAL_MS, maxIdleMs: options.maxIdleMs ?? DEFAULT_MAX_IDLE_MS, onTick: options.onTick },
+    abort.signal,
+  );
+  logger.info("poller started", {
+    at: "poller.start", routerAddress, signerAddress, confirmations: chain.confirmations, subgraphs: chain.subgraph.length,
+    intervalMs: options.intervalMs ?? DEFAULT_POLL_INTERVAL_MS,
+  });
+
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      abort.abort();
+      if (!(await settlesWithin(loop, options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS))) {
+        // An RPC or Redis call is stuck; dropping the connections below makes it reject and the loop end.
+        logger.warn("poll loop did not stop in time; closing connections under it", { at: "poller.stop" });
+      }
+      await closeResources();
+    })();
+    return stopping;
+  };
+  return { chainId, routerAddress, signerAddress, stop };
+}
+
+interface BuildContextParams {
+  readonly config: RouterConfig;
+  readonly chainId: number;
+  readonly chain: ChainConfig;
+  readonly logger: Logger;
+  readonly provider: ChainProvider;
+  readonly redis: Redis;
+  readonly queues: ReadonlyMap<number, TxQueue>;
+  readonly signerAddress: string;
+  readonly routerAddress: string;
+  readonly options: PollerOptions;
+}
+
+function buildContext(p: BuildContextParams): PollerContext {
+  const { config, chainId, chain, logger, provider, redis, options } = p;
+  const store = createTransferStore(redis, config.redisPrefix);
+  const lookup = store.get;
+  const logs = createLogsSource({
+    chainId, provider, transactionManagerAddress: chain.transactionManagerAddress, routerAddress: p.routerAddress,
+    redis, prefix: config.redisPrefix, lookup, logger, startBlock: options.startBlock, maxRangeBlocks: options.maxRangeBlocks,
+  });
+  const subgraph = chain.subgraph.length === 0 ? undefined : createSubgraphSource({
+    chainId, urls: chain.subgraph, routerAddress: p.routerAddress, syncBuffer: chain.subgraphSyncBuffer,
+    client: createSubgraphClient({ timeoutMs: options.subgraphTimeoutMs }), provider, lookup,
+    watched: () => watchedTransfers(config, store, chainId), logger,
+  });
+  return {
+    config, chainId, chain, logger, provider, redis, store,
+    balances: createBalanceStore(redis, config.redisPrefix),
+    queueFor: (id) => {
+      const queue = p.queues.get(id);
+      if (!queue) {
+        throw new RangeError(`no transaction queue for chain ${id}: not in chainConfig`);
+      }
+      return queue;
+    },
+    alertOnce: createAlertOnce(redis, config.redisPrefix, chainId),
+    sources: createSourceSelector({ logs, subgraph, logger }),
+    routerAddress: p.routerAddress,
+    signerAddress: p.signerAddress,
+    tolerancePercent: options.tolerancePercent ?? DEFAULT_TOLERANCE_PERCENT,
+    readRouterBalance: createRouterBalanceReader({ config, routerAddress: p.routerAddress, providers: new Map([[chainId, provider]]), logger }),
+    poolAssets: poolAssetsOf(config, chainId),
+    balanceEveryTicks: Math.max(1, options.balanceEveryTicks ?? DEFAULT_BALANCE_EVERY_TICKS),
+    receivingStaleMs: options.receivingStaleMs ?? DEFAULT_RECEIVING_STALE_MS,
+  };
+}
+
+/** What the subgraph source must follow besides its open lists (subgraph-source.ts). */
+async function watchedTransfers(config: RouterConfig, store: TransferStore, chainId: number): Promise<WatchedTransfers> {
+  const open = await store.listOpen(chainId);
+  const others = Object.values(config.chainConfig).filter((c) => c.chainId !== chainId);
+  const lists = await Promise.all(others.map((c) => store.listOpen(c.chainId)));
+  const incoming = lists.flat().filter((r) => r.txData.sendingChainId === r.chainId && r.txData.receivingChainId === chainId);
+  return { open, incoming };
+}
+
+/** One producer Queue per configured chain over the poller's single Redis connection. */
+function createQueues(config: RouterConfig, redis: Redis, onError: (err: Error) => void): Map<number, TxQueue> {
+  const queues = new Map<number, TxQueue>();
+  for (const chain of Object.values(config.chainConfig)) {
+    const queue: TxQueue = new Queue(txQueueName(chain.chainId), { connection: redis, prefix: config.redisPrefix });
+    // The queues share the client, so they re-emit its errors: one throttled log serves all of them.
+    queue.on("error", onError);
+    queues.set(chain.chainId, queue);
+  }
+  return queues;
+}
+
+/** ioredis reports every failed reconnect (several a second): one line per distinct error per window. */
+const REDIS_ERROR_LOG_WINDOW_MS = 60_000;
+
+function createRedisErrorLog(logger: Logger): (err: Error) => void {
+  let lastMessage: string | undefined;
+  let lastAtMs = 0;
+  let suppressed = 0;
+  return (err) => {
+    const now = Date.now();
+    if (err.message === lastMessage && now - lastAtMs < REDIS_ERROR_LOG_WINDOW_MS) {
+      suppressed += 1;
+      return;
+    }
+    logger.error("redis error", { at: "poller.redis", error: errorMessage(err), suppressedRepeats: suppressed });
+    lastMessage = err.message;
+    lastAtMs = now;
+    suppressed = 0;
+  };
+}
+
+function chainConfigOf(config: RouterConfig, chainId: number): ChainConfig {
+  const chain = config.chainConfig[String(chainId)];
+  if (!chain) {
+    throw new PollerConfigError(
+      `CHAIN_ID ${chainId} is not a key of chainConfig (configured: ${Object.keys(config.chainConfig).join(", ")})`,
+      { chainId },
+    );
+  }
+  return chain;
+}
+
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([promise.then(() => true, () => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

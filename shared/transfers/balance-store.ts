@@ -1,0 +1,43 @@
+import type { Redis } from "ioredis";
+import { gasBalanceKey, routerBalanceKey } from "../queues";
+
+/**
+ * Balances the poller refreshes so other processes (the auction) read Redis instead of calling RPCs:
+ * - `balance:<chainId>:<assetId lowercase>`: the router's unlocked TransactionManager liquidity;
+ * - `gas:<chainId>`: the signer's native balance (it pays gas, also in router-contract mode).
+ * Each is a hash `{amount: decimal string, updatedAtMs}`; readers decide how old a value may be.
+ */
+export interface StoredAmount {
+  readonly amount: bigint;
+  readonly updatedAtMs: number;
+}
+
+export interface BalanceStore {
+  setRouterBalance(chainId: number, assetId: string, amount: bigint, updatedAtMs?: number): Promise<void>;
+  getRouterBalance(chainId: number, assetId: string): Promise<StoredAmount | undefined>;
+  setGasBalance(chainId: number, amount: bigint, updatedAtMs?: number): Promise<void>;
+  getGasBalance(chainId: number): Promise<StoredAmount | undefined>;
+}
+
+export function createBalanceStore(redis: Redis, prefix: string): BalanceStore {
+  const write = async (key: string, amount: bigint, updatedAtMs = Date.now()): Promise<void> => {
+    if (amount < 0n) {
+      throw new RangeError(`balance must not be negative (${key})`);
+    }
+    // One HSET: a reader never sees a new amount with an old timestamp.
+    await redis.hset(key, { amount: amount.toString(), updatedAtMs: String(updatedAtMs) });
+  };
+  const read = async (key: string): Promise<StoredAmount | undefined> => {
+    const { amount, updatedAtMs } = await redis.hgetall(key);
+    if (amount === undefined || updatedAtMs === undefined || !/^[0-9]+$/.test(amount)) {
+      return undefined;
+    }
+    return { amount: BigInt(amount), updatedAtMs: Number(updatedAtMs) };
+  };
+  return {
+    setRouterBalance: (chainId, assetId, amount, updatedAtMs) => write(routerBalanceKey(prefix, chainId, assetId), amount, updatedAtMs),
+    getRouterBalance: (chainId, assetId) => read(routerBalanceKey(prefix, chainId, assetId)),
+    setGasBalance: (chainId, amount, updatedAtMs) => write(gasBalanceKey(prefix, chainId), amount, updatedAtMs),
+    getGasBalance: (chainId) => read(gasBalanceKey(prefix, chainId)),
+  };
+}

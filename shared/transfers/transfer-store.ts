@@ -1,0 +1,152 @@
+import type { Redis } from "ioredis";
+import type { TransferRecord, TransferStatus } from "../protocol/types";
+import { chainHeadKey, openTransfersKey, transferKey, transferRecordKey } from "../queues";
+
+/**
+ * The router's view of its transfers, one record per (chain, transactionId, user), shared between processes
+ * through Redis: each chain's poller writes the records it observes on its chain, the pollers of other chains
+ * read them (a sending chain's poller needs the receiving side), and the admin API reads them for
+ * /cancel-sender. Keys (shared/queues/keys.ts):
+ * - `transfer:<chainId>:<transferKey>`: the TransferRecord as JSON;
+ * - `open:<chainId>`: sorted set of the transfer keys still Prepared there, scored by expiry;
+ * - `head:<chainId>`: the chain head as last seen by its poller (ChainHead as JSON).
+ */
+export interface TransferStore {
+  /**
+   * Upsert. A status only moves forward (Prepared → Fulfilled | Cancelled): an older observation is ignored
+   * ("stale"), so re-reading old blocks or a lagging source can never reopen a settled transfer. Fields the
+   * incoming record lacks (undefined or "") are kept from the stored one, so a fulfill seen without its
+   * prepare keeps the prepare data. The record and the open index change in one atomic step.
+   */
+  put(record: TransferRecord): Promise<PutOutcome>;
+  get(chainId: number, transactionId: string, user: string): Promise<TransferRecord | undefined>;
+  /** Records still Prepared on the chain, soonest expiry first. */
+  listOpen(chainId: number): Promise<TransferRecord[]>;
+  setHead(chainId: number, head: ChainHeadInput): Promise<void>;
+  getHead(chainId: number): Promise<ChainHead | undefined>;
+}
+
+export type PutOutcome = "created" | "updated" | "unchanged" | "stale";
+
+export interface ChainHeadInput {
+  readonly blockNumber: number;
+  /** Timestamp of that block, unix seconds: the chain's own clock, which is what its contract compares with. */
+  readonly timestamp: number;
+  /** The block up to which this chain's records in the store are complete (logs read, or the subgraph's block). */
+  readonly syncedBlock?: number;
+  /** When the poller last confirmed this view is current; now by default. */
+  readonly updatedAtMs?: number;
+}
+
+export interface ChainHead extends ChainHeadInput {
+  readonly updatedAtMs: number;
+}
+
+/** Compare-and-set attempts before put() gives up; only concurrent writers of one record ever need a second. */
+const MAX_CAS_ATTEMPTS = 5;
+const MGET_CHUNK = 500;
+
+/**
+ * Compare-and-set of a record plus its open-index entry. A script rather than WATCH/MULTI: it is just as
+ * atomic, and WATCH is per connection, which a client shared with BullMQ and other callers cannot promise.
+ * KEYS: record, open index. ARGV: expected JSON ('' = absent), new JSON, '1' open / '0' closed, score, member.
+ */
+const CAS_SCRIPT = `
+local current = redis.call('GET', KEYS[1])
+if current == false then current = '' end
+if current ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+if ARGV[3] == '1' then
+  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5])
+else
+  redis.call('ZREM', KEYS[2], ARGV[5])
+end
+return 1
+`;
+
+export function createTransferStore(redis: Redis, prefix: string): TransferStore {
+  const recordKey = (chainId: number, transactionId: string, user: string): string =>
+    transferRecordKey(prefix, chainId, transferKey(transactionId, user));
+
+  const put = async (record: TransferRecord): Promise<PutOutcome> => {
+    const member = transferKey(record.txData.transactionId, record.txData.user);
+    const key = transferRecordKey(prefix, record.chainId, member);
+    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt += 1) {
+      const currentJson = (await redis.get(key)) ?? "";
+      const current = currentJson === "" ? undefined : parseRecord(currentJson);
+      const merged = mergeTransferRecord(current, record);
+      if (merged === "stale") {
+        return "stale";
+      }
+      const mergedJson = JSON.stringify(merged);
+      if (mergedJson === currentJson) {
+        return "unchanged";
+      }
+      const open = merged.status === "Prepared" ? "1" : "0";
+      const args = [currentJson, mergedJson, open, String(merged.txData.expiry), member];
+      const done = await redis.eval(CAS_SCRIPT, 2, key, openTransfersKey(prefix, record.chainId), ...args);
+      if (done === 1) {
+        return current === undefined ? "created" : "updated";
+      }
+    }
+    throw new Error(`transfer record ${key} kept changing under concurrent writers`);
+  };
+
+  return {
+    put,
+    get: async (chainId, transactionId, user) => {
+      const json = await redis.get(recordKey(chainId, transactionId, user));
+      return json === null ? undefined : parseRecord(json);
+    },
+    listOpen: async (chainId) => {
+      const members = await redis.zrange(openTransfersKey(prefix, chainId), 0, -1);
+      const records: TransferRecord[] = [];
+      for (let i = 0; i < members.length; i += MGET_CHUNK) {
+        const keys = members.slice(i, i + MGET_CHUNK).map((m) => transferRecordKey(prefix, chainId, m));
+        for (const json of await redis.mget(keys)) {
+          const record = json === null ? undefined : parseRecord(json);
+          // The index and the record change together; a non-Prepared record here would be a foreign write.
+          if (record?.status === "Prepared") {
+            records.push(record);
+          }
+        }
+      }
+      return records;
+    },
+    setHead: async (chainId, head) => {
+      const value: ChainHead = { ...head, updatedAtMs: head.updatedAtMs ?? Date.now() };
+      await redis.set(chainHeadKey(prefix, chainId), JSON.stringify(value));
+    },
+    getHead: async (chainId) => {
+      const json = await redis.get(chainHeadKey(prefix, chainId));
+      return json === null ? undefined : (JSON.parse(json) as ChainHead);
+    },
+  };
+}
+
+const STATUS_RANK: Readonly<Record<TransferStatus, number>> = { Prepared: 0, Fulfilled: 1, Cancelled: 1 };
+
+/**
+ * The record to store when `incoming` is observed while `existing` is stored, or "stale" to keep `existing`.
+ * Fulfilled and Cancelled exclude each other on chain; if both are ever seen, the first one stays.
+ */
+export function mergeTransferRecord(existing: TransferRecord | undefined, incoming: TransferRecord): TransferRecord | "stale" {
+  if (existing === undefined) {
+    return incoming;
+  }
+  const from = STATUS_RANK[existing.status];
+  const to = STATUS_RANK[incoming.status];
+  if (to < from || (to === from && incoming.status !== existing.status)) {
+    return "stale";
+  }
+  return { ...existing, ...knownFields(incoming) } as TransferRecord;
+}
+
+/** The fields of a record that carry a value: undefined and "" mean "this observation does not know". */
+function knownFields(record: TransferRecord): Partial<TransferRecord> {
+  return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined && value !== "")) as Partial<TransferRecord>;
+}
+
+function parseRecord(json: string): TransferRecord {
+  return JSON.parse(json) as TransferRecord;
+}

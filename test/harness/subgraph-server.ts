@@ -1,0 +1,222 @@
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { type Result } from "ethers";
+import { contractInterface } from "../../shared/chain/contracts";
+import { anvilProvider } from "./anvil";
+
+/**
+ * A stand-in for the NXTP v1-runtime subgraph of one chain (PROTOCOL.md §3.1, REAL_PARTS.md §3 "Subgraph"):
+ * on every request it rebuilds the Transaction and AssetBalance entities from the chain's TransactionManager
+ * logs and answers the router's queries by operation name. Ids and addresses lowercase, numbers as strings,
+ * `{"data": ...}` replies. `setLag(n)` makes it index only up to head − n (and report that block in _meta).
+ */
+export interface SubgraphServer {
+  readonly url: string;
+  setLag(blocks: number): void;
+  /** Answer every request with HTTP 500 while true. */
+  setFailing(failing: boolean): void;
+  /** Operation names received so far. */
+  operations(): readonly string[];
+  stop(): Promise<void>;
+}
+
+export interface StartSubgraphServerParams {
+  readonly rpcUrl: string;
+  readonly chainId: number;
+  readonly transactionManager: string;
+  readonly lagBlocks?: number;
+}
+
+type Entity = Record<string, unknown> & { id: string; status: string; router: { id: string }; user: { id: string } };
+
+interface Indexed {
+  readonly block: number;
+  readonly transactions: Map<string, Entity>;
+  readonly balances: Map<string, { amount: bigint; assetId: string; router: string }>;
+}
+
+const tm = contractInterface("TransactionManager");
+
+export async function startSubgraphServer(params: StartSubgraphServerParams): Promise<SubgraphServer> {
+  const provider = anvilProvider(params.rpcUrl, params.chainId);
+  const timestamps = new Map<number, number>();
+  let lag = params.lagBlocks ?? 0;
+  let failing = false;
+  const ops: string[] = [];
+
+  const index = async (): Promise<Indexed> => {
+    const block = Math.max(0, (await provider.getBlockNumber()) - lag);
+    const logs = await provider.getLogs({ address: params.transactionManager, fromBlock: 0, toBlock: block });
+    const state: Indexed = { block, transactions: new Map(), balances: new Map() };
+    for (const log of logs) {
+      const parsed = tm.parseLog({ topics: [...log.topics], data: log.data });
+      if (!parsed) continue;
+      let ts = timestamps.get(log.blockNumber);
+      if (ts === undefined) {
+        ts = (await provider.getBlock(log.blockNumber))?.timestamp ?? 0;
+        timestamps.set(log.blockNumber, ts);
+      }
+      apply(state, params.chainId, parsed.name, parsed.args, { hash: log.transactionHash.toLowerCase(), timestamp: ts });
+    }
+    return state;
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const body = JSON.parse(await readBody(req)) as { query?: string; variables?: Record<string, unknown> };
+    const query = body.query ?? "";
+    const op = /query\s+(\w+)/.exec(query)?.[1] ?? (query.includes("_meta") ? "GetBlockNumber" : "?");
+    ops.push(op);
+    if (failing) {
+      reply(res, 500, { errors: [{ message: "failing on purpose" }] });
+      return;
+    }
+    const data = answer(op, body.variables ?? {}, await index());
+    reply(res, 200, data === undefined ? { errors: [{ message: `unknown operation ${op}` }] } : { data });
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => reply(res, 500, { errors: [{ message: String(err) }] }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/subgraphs/name/connext/nxtp`,
+    setLag: (blocks) => {
+      lag = blocks;
+    },
+    setFailing: (value) => {
+      failing = value;
+    },
+    operations: () => ops,
+    stop: async () => {
+      provider.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+function apply(state: Indexed, chainId: number, name: string, args: Result, meta: { hash: string; timestamp: number }): void {
+  if (name === "LiquidityAdded" || name === "LiquidityRemoved") {
+    const sign = name === "LiquidityAdded" ? 1n : -1n;
+    addBalance(state, String(args.getValue("router")), String(args.getValue("assetId")), sign * (args.getValue("amount") as bigint));
+    return;
+  }
+  if (name === "TransactionPrepared") {
+    const tx = args.getValue("txData") as Result;
+    const p = args.getValue("args") as Result;
+    const entity = txEntity(tx, chainId);
+    Object.assign(entity, {
+      status: "Prepared",
+      preparedTimestamp: String(meta.timestamp),
+      encryptedCallData: lower(p.getValue("encryptedCallData")),
+      encodedBid: lower(p.getValue("encodedBid")),
+      bidSignature: lower(p.getValue("bidSignature")),
+      prepareCaller: lower(args.getValue("caller")),
+      prepareTransactionHash: meta.hash,
+    });
+    state.transactions.set(entity.id, entity);
+    if (Number(tx.getValue("receivingChainId")) === chainId) {
+      addBalance(state, entity.router.id, String(tx.getValue("receivingAssetId")), -(tx.getValue("amount") as bigint));
+    }
+    return;
+  }
+  if (name !== "TransactionFulfilled" && name !== "TransactionCancelled") return;
+  const a = args.getValue("args") as Result;
+  const tx = a.getValue("txData") as Result;
+  const entity = state.transactions.get(txEntity(tx, chainId).id);
+  if (!entity) return;
+  const sending = Number(tx.getValue("sendingChainId")) === chainId;
+  if (name === "TransactionFulfilled") {
+    Object.assign(entity, {
+      status: "Fulfilled", relayerFee: (a.getValue("relayerFee") as bigint).toString(), signature: lower(a.getValue("signature")),
+      callData: lower(a.getValue("callData")), fulfillCaller: lower(args.getValue("caller")), fulfillTransactionHash: meta.hash,
+    });
+    if (sending) addBalance(state, entity.router.id, String(tx.getValue("sendingAssetId")), tx.getValue("amount") as bigint);
+  } else {
+    Object.assign(entity, { status: "Cancelled", cancelCaller: lower(args.getValue("caller")), cancelTransactionHash: meta.hash });
+    if (!sending) addBalance(state, entity.router.id, String(tx.getValue("receivingAssetId")), tx.getValue("amount") as bigint);
+  }
+}
+
+function txEntity(tx: Result, chainId: number): Entity {
+  const s = (field: string): string => lower(tx.getValue(field));
+  const user = s("user");
+  const router = s("router");
+  return {
+    id: `${s("transactionId")}-${user}-${router}`,
+    status: "Prepared",
+    chainId: String(chainId),
+    user: { id: user },
+    router: { id: router },
+    ...Object.fromEntries(
+      ["initiator", "receivingChainTxManagerAddress", "sendingAssetId", "receivingAssetId", "sendingChainFallback", "receivingAddress",
+        "callTo", "callDataHash", "transactionId"].map((f) => [f, s(f)]),
+    ),
+    ...Object.fromEntries(["sendingChainId", "receivingChainId", "amount", "expiry", "preparedBlockNumber"].map((f) => [f, s(f)])),
+    relayerFee: null, signature: null, callData: null, fulfillCaller: null, cancelCaller: null,
+    fulfillTransactionHash: null, cancelTransactionHash: null,
+  };
+}
+
+function addBalance(state: Indexed, router: string, assetId: string, delta: bigint): void {
+  const id = `${assetId.toLowerCase()}-${router.toLowerCase()}`;
+  const current = state.balances.get(id) ?? { amount: 0n, assetId: assetId.toLowerCase(), router: router.toLowerCase() };
+  state.balances.set(id, { ...current, amount: current.amount + delta });
+}
+
+function answer(op: string, v: Record<string, unknown>, state: Indexed): unknown {
+  const all = [...state.transactions.values()];
+  const str = (key: string): string | undefined => (v[key] === undefined || v[key] === null ? undefined : String(v[key]).toLowerCase());
+  const routerId = str("routerId");
+  const page = (list: Entity[]): Entity[] => {
+    const sorted = list.sort((a, b) => Number(b.preparedBlockNumber) - Number(a.preparedBlockNumber));
+    const skip = Number(v.skip ?? 0);
+    return sorted.slice(skip, v.first === undefined ? undefined : skip + Number(v.first));
+  };
+  const ofRouter = (filter: (t: Entity) => boolean): unknown => {
+    const known = all.some((t) => t.router.id === routerId) || [...state.balances.values()].some((b) => b.router === routerId);
+    return { router: known ? { transactions: page(all.filter((t) => t.router.id === routerId && filter(t))) } : null };
+  };
+  const statusOk = (t: Entity): boolean => str("status") === undefined || t.status.toLowerCase() === str("status");
+  switch (op) {
+    case "GetBlockNumber":
+      return { _meta: { block: { number: state.block } } };
+    case "GetSenderTransactions":
+      return ofRouter((t) => statusOk(t) && t.sendingChainId === str("sendingChainId"));
+    case "GetReceiverTransactions":
+      return ofRouter((t) => statusOk(t) && t.receivingChainId === str("receivingChainId") && BigInt(String(t.expiry)) < BigInt(String(v.expiry_lt)));
+    case "GetTransactionsWithRouter": {
+      const ids = ((v.transactionIds as string[] | undefined) ?? []).map((id) => id.toLowerCase());
+      return { transactions: all.filter((t) => ids.includes(String(t.transactionId)) && t.router.id === routerId) };
+    }
+    case "GetTransaction":
+      return { transaction: state.transactions.get(str("transactionId") ?? "") ?? null };
+    case "GetAssetBalance": {
+      const balance = state.balances.get(str("assetBalanceId") ?? "");
+      return { assetBalance: balance ? { amount: balance.amount.toString() } : null };
+    }
+    case "GetAssetBalances":
+      return { assetBalances: [...state.balances.values()].filter((b) => b.router === routerId).map((b) => ({ amount: b.amount.toString(), assetId: b.assetId })) };
+    default:
+      return undefined;
+  }
+}
+
+function lower(value: unknown): string {
+  return String(value).toLowerCase();
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+  });
+}
+
+function reply(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { "content-type": "application/json" });
+  res.end(JSON.stringify(body));
+}

@@ -1,0 +1,241 @@
+import { Queue, Worker, type Job } from "bullmq";
+import { ContractFactory, HDNodeWallet, Wallet, ZeroAddress, hexlify, keccak256, parseEther, randomBytes, type ContractTransactionReceipt } from "ethers";
+import { Redis } from "ioredis";
+import { loadConfig } from "../../shared/config";
+import type { RouterConfig } from "../../shared/config/types";
+import { encodeBid, signBid } from "../../shared/protocol/bid";
+import type { AuctionBid, InvariantTransactionData } from "../../shared/protocol/types";
+import { loadArtifact } from "../../shared/chain/artifacts";
+import { chainHeadKey, transferKey, txJobId, txQueueName, type TxJobData, type TxJobName, type TxJobResult } from "../../shared/queues";
+import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
+import type { RouterSigner } from "../../shared/signer/router-signer";
+import { startPoller, type PollerOptions, type RunningPoller } from "../../services/poller/start-poller";
+import { anvilWallet } from "../harness/anvil";
+import { fundRouterLiquidity, mintToken, nxtpContractAt, sendTx } from "../harness/deploy";
+import { startStack, type Stack, type StackChain } from "../harness/stack";
+import type { CapturedLogger } from "./submitter-fixture";
+
+/** Two anvil chains with NXTP, redis, and a router signer of its own (account 0 of a fresh mnemonic). */
+export const SENDING = 1337;
+export const RECEIVING = 1338;
+export const AMOUNT = parseEther("100");
+export const FAST: PollerOptions = { intervalMs: 100, providerOptions: { headRefreshMs: 500 } };
+
+export interface PollerStack {
+  readonly stack: Stack;
+  readonly sending: StackChain;
+  readonly receiving: StackChain;
+  readonly redisUrl: string;
+  readonly mnemonic: string;
+  readonly routerSigner: RouterSigner;
+  /** The router wallet on the receiving chain, to simulate the receiving side as the submitter would. */
+  readonly routerWallet: Wallet;
+  /** A second approved token on the sending chain, outside every swap pool. */
+  readonly otherToken: string;
+}
+
+export async function startPollerStack(): Promise<PollerStack> {
+  const mnemonic = Wallet.createRandom().mnemonic?.phrase;
+  if (!mnemonic) throw new Error("random wallet without mnemonic");
+  const routerSigner = createMnemonicSigner(mnemonic);
+  const router = await routerSigner.getAddress();
+  const stack = await startStack({ chainIds: [SENDING, RECEIVING], nats: false, routerSigner: router });
+  if (!stack.redis) throw new Error("stack without redis");
+  const sending = stack.chain(SENDING);
+  const receiving = stack.chain(RECEIVING);
+  const routerWallet = new Wallet(HDNodeWallet.fromPhrase(mnemonic).privateKey, receiving.provider);
+  await receiving.anvil.setBalance(router, parseEther("100"));
+  const funder = anvilWallet(3, receiving.provider);
+  await mintToken(receiving.deployment, funder.address, AMOUNT * 100n);
+  await fundRouterLiquidity({ deployment: receiving.deployment, funder, router, assetId: receiving.deployment.token, amount: AMOUNT * 100n });
+  // A second TestERC20 the TransactionManager accepts, for the "different sending asset" fraud.
+  const { abi, bytecode } = loadArtifact("TestERC20");
+  const other = await new ContractFactory(abi, bytecode, anvilWallet(4, sending.provider)).deploy();
+  await other.waitForDeployment();
+  const otherToken = await other.getAddress();
+  await sendTx(sending.deployment.contracts.transactionManager, "addAssetId", [otherToken]);
+  return { stack, sending, receiving, redisUrl: stack.redis.url, mnemonic, routerSigner, routerWallet, otherToken };
+}
+
+export interface PollerConfigParams {
+  readonly diagnosticMode?: boolean;
+  readonly subgraph?: Readonly<Record<number, string>>;
+  readonly subgraphSyncBuffer?: number;
+}
+
+export function pollerConfig(s: PollerStack, prefix: string, p: PollerConfigParams = {}): RouterConfig {
+  const chain = (c: StackChain): Record<string, unknown> => ({
+    providers: [c.anvil.url],
+    transactionManagerAddress: c.deployment.transactionManager,
+    confirmations: 1,
+    ...(p.subgraph?.[c.chainId] ? { subgraph: [p.subgraph[c.chainId]], subgraphSyncBuffer: p.subgraphSyncBuffer ?? 5 } : {}),
+  });
+  const raw = {
+    adminToken: "integration-test-admin-token",
+    mnemonic: s.mnemonic,
+    logLevel: "debug",
+    redisUrl: s.redisUrl,
+    redisPrefix: prefix,
+    diagnosticMode: p.diagnosticMode ?? false,
+    swapPools: [{ assets: [{ chainId: SENDING, assetId: s.sending.deployment.token }, { chainId: RECEIVING, assetId: s.receiving.deployment.token }] }],
+    // Chain 1 is required by the config rules; its TransactionManager is the package's mainnet deployment.
+    chainConfig: { "1": { providers: [s.sending.anvil.url] }, [String(SENDING)]: chain(s.sending), [String(RECEIVING)]: chain(s.receiving) },
+  };
+  return loadConfig(raw, {}).config;
+}
+
+/** Both chains' pollers, reading from the current heads on (so earlier tests' transfers stay out). */
+export async function startPollers(s: PollerStack, config: RouterConfig, logs: CapturedLogger, options: PollerOptions = {}): Promise<RunningPoller[]> {
+  return Promise.all(
+    [s.sending, s.receiving].map(async (c) =>
+      startPoller({ config, logger: logs.logger, chainId: c.chainId, options: { ...FAST, startBlock: (await c.provider.getBlockNumber()) + 1, ...options } }),
+    ),
+  );
+}
+
+export interface Tamper {
+  readonly sendingAssetId?: string;
+  readonly receivingChainId?: number;
+  readonly receivingAddress?: string;
+  readonly amount?: bigint;
+}
+
+export interface UserPrepareParams {
+  /** Anvil account index of the user. */
+  readonly user: number;
+  readonly bid?: Partial<AuctionBid>;
+  /** What the user puts on chain instead of what the bid says. */
+  readonly tamper?: Tamper;
+  readonly bidSigner?: RouterSigner;
+}
+
+export interface UserPrepared {
+  readonly transactionId: string;
+  readonly user: string;
+  readonly bid: AuctionBid;
+  readonly encodedBid: string;
+  readonly bidSignature: string;
+  readonly invariant: InvariantTransactionData;
+  readonly lockedAmount: bigint;
+  readonly receipt: ContractTransactionReceipt;
+  /** Wall clock right after the receipt came back. */
+  readonly minedAtMs: number;
+  readonly transferKey: string;
+}
+
+/**
+ * What an NXTP user does on the sending chain: a bid signed by the router's key (as the auction would have
+ * answered), then approve and TransactionManager.prepare, with expiry = block time + 3 d 3 h like the SDK.
+ */
+export async function userPrepare(s: PollerStack, p: UserPrepareParams): Promise<UserPrepared> {
+  const wallet = anvilWallet(p.user, s.sending.provider);
+  const latest = await s.sending.provider.getBlock("latest");
+  if (!latest) throw new Error("no latest block");
+  const router = await s.routerSigner.getAddress();
+  const transactionId = hexlify(randomBytes(32));
+  const bid: AuctionBid = {
+    user: wallet.address, router, initiator: wallet.address, sendingChainId: SENDING, sendingAssetId: s.sending.deployment.token, amount: AMOUNT.toString(),
+    receivingChainId: RECEIVING, receivingAssetId: s.receiving.deployment.token, amountReceived: ((AMOUNT * 9995n) / 10000n).toString(),
+    receivingAddress: wallet.address, transactionId, expiry: latest.timestamp + 3 * 86400 + 3 * 3600, callDataHash: keccak256("0x"),
+    callTo: ZeroAddress, encryptedCallData: "0x", sendingChainTxManagerAddress: s.sending.deployment.transactionManager,
+    receivingChainTxManagerAddress: s.receiving.deployment.transactionManager, bidExpiry: latest.timestamp + 300, ...p.bid,
+  };
+  const encodedBid = encodeBid(bid);
+  const bidSignature = await signBid(p.bidSigner ?? s.routerSigner, bid);
+  const invariant: InvariantTransactionData = {
+    receivingChainTxManagerAddress: bid.receivingChainTxManagerAddress, user: wallet.address, router, initiator: wallet.address,
+    sendingAssetId: p.tamper?.sendingAssetId ?? bid.sendingAssetId, receivingAssetId: bid.receivingAssetId, sendingChainFallback: wallet.address,
+    callTo: bid.callTo, receivingAddress: p.tamper?.receivingAddress ?? bid.receivingAddress, sendingChainId: SENDING,
+    receivingChainId: p.tamper?.receivingChainId ?? bid.receivingChainId, callDataHash: bid.callDataHash, transactionId,
+  };
+  const lockedAmount = p.tamper?.amount ?? AMOUNT;
+  const token = nxtpContractAt("TestERC20", invariant.sendingAssetId, s.sending.deployer);
+  await sendTx(token, "mint", [wallet.address, lockedAmount]);
+  await sendTx(nxtpContractAt("ERC20", invariant.sendingAssetId, wallet), "approve", [s.sending.deployment.transactionManager, lockedAmount]);
+  const tm = nxtpContractAt("TransactionManager", s.sending.deployment.transactionManager, wallet);
+  const receipt = await sendTx(tm, "prepare", [
+    { invariantData: invariant, amount: lockedAmount, expiry: bid.expiry, encryptedCallData: "0x", encodedBid, bidSignature, encodedMeta: "0x" },
+  ]);
+  return {
+    transactionId, user: wallet.address, bid, encodedBid, bidSignature, invariant, lockedAmount, receipt, minedAtMs: Date.now(),
+    transferKey: transferKey(transactionId, wallet.address),
+  };
+}
+
+/** The receiving-side prepare as the router's submitter would send it (the colleague's operation, simulated). */
+export async function routerPrepareReceiver(s: PollerStack, prepared: UserPrepared): Promise<ContractTransactionReceipt> {
+  const tm = nxtpContractAt("TransactionManager", s.receiving.deployment.transactionManager, s.routerWallet);
+  return sendTx(tm, "prepare", [
+    {
+      invariantData: prepared.invariant, amount: BigInt(prepared.bid.amountReceived), expiry: prepared.bid.expiry - 86400, encryptedCallData: "0x",
+      encodedBid: prepared.encodedBid, bidSignature: prepared.bidSignature, encodedMeta: "0x",
+    },
+  ]);
+}
+
+/** Producer-side view of both chains' transaction queues under the test's prefix. */
+export interface Queues {
+  readonly redis: Redis;
+  job(chainId: number, name: TxJobName, key: string): Promise<Job<TxJobData, TxJobResult> | undefined>;
+  /** Adds a job under the deterministic id, as if a poller had (placeholder data: no submitter runs). */
+  add(chainId: number, name: TxJobName, key: string, opts: { attempts: number }): Promise<void>;
+  /** Runs a worker on the chain's queue that fails every waiting job with `error(jobId)`, until all failed. */
+  failAll(chainId: number, error: (jobId: string) => Error): Promise<void>;
+  count(chainId: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+export function openQueues(redisUrl: string, prefix: string, chainIds: readonly number[] = [1, SENDING, RECEIVING]): Queues {
+  const url = new URL(redisUrl);
+  const connection = { host: url.hostname, port: Number(url.port), maxRetriesPerRequest: null };
+  const queues = new Map(chainIds.map((id) => [id, new Queue<TxJobData, TxJobResult>(txQueueName(id), { connection, prefix })]));
+  const queue = (chainId: number): Queue<TxJobData, TxJobResult> => {
+    const q = queues.get(chainId);
+    if (!q) throw new Error(`no queue for ${chainId}`);
+    return q;
+  };
+  const redis = new Redis(connection);
+  return {
+    redis,
+    job: (chainId, name, key) => queue(chainId).getJob(txJobId(name, key)),
+    add: async (chainId, name, key, opts) => {
+      await queue(chainId).add(name, { chainId } as TxJobData, { jobId: txJobId(name, key), attempts: opts.attempts });
+    },
+    failAll: async (chainId, error) => {
+      const worker = new Worker(txQueueName(chainId), async (job) => Promise.reject(error(job.id ?? "")), { connection, prefix });
+      const q = queue(chainId);
+      const pending = async (): Promise<number> => Object.values(await q.getJobCounts("wait", "active", "delayed")).reduce((a, b) => a + b, 0);
+      for (let i = 0; i < 200 && (await pending()) > 0; i += 1) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await worker.close();
+    },
+    count: async (chainId) => {
+      const counts = await queue(chainId).getJobCounts();
+      return Object.values(counts).reduce((a, b) => a + b, 0);
+    },
+    close: async () => {
+      for (const q of queues.values()) {
+        await q.obliterate({ force: true }).catch(() => undefined);
+        await q.close();
+      }
+      redis.disconnect();
+    },
+  };
+}
+
+export function enqueueLines(logs: CapturedLogger, key?: string): Array<Record<string, unknown>> {
+  return logs.lines().filter((l) => l.at === "poller.enqueue" && (key === undefined || l.transferKey === key));
+}
+
+/** Resolves once this chain's poller stored a head at or past `block` (its records are complete to there). */
+export async function syncedPast(queues: Queues, prefix: string, chainId: number, block: number): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const json = await queues.redis.get(chainHeadKey(prefix, chainId));
+    const head = json === null ? undefined : (JSON.parse(json) as { syncedBlock?: number });
+    if ((head?.syncedBlock ?? -1) >= block) return;
+    if (Date.now() > deadline) throw new Error(`chain ${chainId} not synced past ${block}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

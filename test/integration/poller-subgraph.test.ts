@@ -1,0 +1,121 @@
+import { getBytes } from "ethers";
+import { fulfillPayloadHash } from "../../shared/protocol/user-signatures";
+import { TX_JOB } from "../../shared/queues";
+import type { RunningPoller } from "../../services/poller/start-poller";
+import { anvilWallet } from "../harness/anvil";
+import { liveChildPids } from "../harness/child-process";
+import { nxtpContractAt, sendTx } from "../harness/deploy";
+import { startSubgraphServer, type SubgraphServer } from "../harness/subgraph-server";
+import {
+  AMOUNT, RECEIVING, SENDING, enqueueLines, openQueues, pollerConfig, routerPrepareReceiver, startPollerStack, startPollers,
+  userPrepare, type PollerStack, type Queues, type UserPrepared,
+} from "./poller-fixture";
+import { captureLogs, uniquePrefix, waitFor, type CapturedLogger } from "./submitter-fixture";
+
+/** (e) The same detection through the subgraph source, served by the test GraphQL server over anvil's logs. */
+
+const USER = 7;
+const SYNC_BUFFER = 5;
+
+describe("poller with subgraphs (test GraphQL server over anvil logs)", () => {
+  let s: PollerStack;
+  let servers: Record<number, SubgraphServer>;
+  let queues: Queues;
+  let logs: CapturedLogger;
+  let prefix: string;
+  const running: RunningPoller[] = [];
+
+  const switches = (chainId: number): unknown[] =>
+    logs.lines().filter((l) => l.at === "poller.source" && l.chainId === chainId).map((l) => l.source);
+
+  beforeAll(async () => {
+    s = await startPollerStack();
+    servers = {
+      [SENDING]: await startSubgraphServer({ rpcUrl: s.sending.anvil.url, chainId: SENDING, transactionManager: s.sending.deployment.transactionManager }),
+      [RECEIVING]: await startSubgraphServer({ rpcUrl: s.receiving.anvil.url, chainId: RECEIVING, transactionManager: s.receiving.deployment.transactionManager }),
+    };
+  }, 120_000);
+
+  beforeEach(async () => {
+    prefix = uniquePrefix();
+    queues = openQueues(s.redisUrl, prefix);
+    logs = captureLogs();
+    const config = pollerConfig(s, prefix, { subgraph: { [SENDING]: servers[SENDING].url, [RECEIVING]: servers[RECEIVING].url }, subgraphSyncBuffer: SYNC_BUFFER });
+    running.push(...(await startPollers(s, config, logs)));
+  });
+
+  afterEach(async () => {
+    await Promise.all(running.splice(0).map((r) => r.stop()));
+    await queues.close();
+    for (const server of Object.values(servers)) {
+      server.setLag(0);
+      server.setFailing(false);
+    }
+  });
+
+  afterAll(async () => {
+    await Promise.all(Object.values(servers ?? {}).map((server) => server.stop()));
+    await s?.stack.stop();
+    expect(liveChildPids()).toEqual([]);
+  });
+
+  const prepareJob = (p: UserPrepared) => queues.job(RECEIVING, TX_JOB.prepareReceiver, p.transferKey);
+
+  it("detects a prepare through the subgraph, falls back to logs beyond the sync buffer and comes back, logging each switch once", async () => {
+    const viaSubgraph = await userPrepare(s, { user: USER });
+    const job = await waitFor("prepare-receiver via subgraph", () => prepareJob(viaSubgraph), 10_000);
+    expect(job.timestamp - viaSubgraph.minedAtMs).toBeLessThan(1000);
+    const block = await s.sending.provider.getBlock(viaSubgraph.receipt.blockNumber);
+    expect(job.data).toEqual({
+      chainId: RECEIVING,
+      sender: {
+        chainId: SENDING,
+        txData: { ...viaSubgraph.invariant, amount: AMOUNT.toString(), expiry: viaSubgraph.bid.expiry, preparedBlockNumber: viaSubgraph.receipt.blockNumber },
+        encryptedCallData: "0x", encodedBid: viaSubgraph.encodedBid, bidSignature: viaSubgraph.bidSignature.toLowerCase(),
+        prepareTransactionHash: viaSubgraph.receipt.hash, preparedTimestamp: block?.timestamp,
+      },
+    });
+    expect(enqueueLines(logs, viaSubgraph.transferKey)).toEqual([expect.objectContaining({ source: "subgraph", action: "prepare-receiver" })]);
+    expect(servers[SENDING].operations()).toEqual(expect.arrayContaining(["GetBlockNumber", "GetSenderTransactions", "GetReceiverTransactions"]));
+
+    // The subgraph lags beyond the buffer: the chain's own logs take over, and the transfer is still seen.
+    servers[SENDING].setLag(SYNC_BUFFER + 10);
+    await s.sending.anvil.mine(SYNC_BUFFER + 15);
+    const viaLogs = await userPrepare(s, { user: USER });
+    await waitFor("prepare-receiver via logs", () => prepareJob(viaLogs), 10_000);
+    expect(enqueueLines(logs, viaLogs.transferKey)).toEqual([expect.objectContaining({ source: "logs" })]);
+
+    servers[SENDING].setLag(0);
+    await s.sending.anvil.mine(1);
+    await waitFor("switch back to the subgraph", async () => (switches(SENDING).length === 3 ? true : undefined), 10_000);
+    await s.sending.anvil.mine(3);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(switches(SENDING)).toEqual(["subgraph", "logs", "subgraph"]);
+    expect(switches(RECEIVING)).toEqual(["subgraph"]);
+    expect(await queues.count(RECEIVING)).toBe(2);
+  });
+
+  it("falls back to logs when every subgraph fails, and follows a receiving fulfill through GetTransactionsWithRouter", async () => {
+    servers[SENDING].setFailing(true);
+    const prepared = await userPrepare(s, { user: USER });
+    await waitFor("prepare-receiver via logs", () => prepareJob(prepared), 10_000);
+    expect(enqueueLines(logs, prepared.transferKey)).toEqual([expect.objectContaining({ source: "logs" })]);
+    servers[SENDING].setFailing(false);
+
+    const receiverPrepare = await routerPrepareReceiver(s, prepared);
+    const txData = { ...prepared.invariant, amount: prepared.bid.amountReceived, expiry: prepared.bid.expiry - 86400, preparedBlockNumber: receiverPrepare.blockNumber };
+    // The receiving side must be stored as Prepared before it is fulfilled, so its fulfill is a change the
+    // subgraph source has to look up by id (it drops out of the open list).
+    await waitFor("receiving side stored", async () => ((await queues.redis.keys(`${prefix}:router:transfer:${RECEIVING}:*`)).length > 0 ? true : undefined));
+    const user = anvilWallet(USER, s.receiving.provider);
+    const payload = { transactionId: prepared.transactionId, relayerFee: "0", receivingChainId: RECEIVING, receivingChainTxManagerAddress: s.receiving.deployment.transactionManager };
+    const signature = await user.signMessage(getBytes(fulfillPayloadHash(payload)));
+    const fulfill = await sendTx(nxtpContractAt("TransactionManager", s.receiving.deployment.transactionManager, user), "fulfill", [
+      { txData, relayerFee: 0, signature, callData: "0x", encodedMeta: "0x" },
+    ]);
+
+    const job = await waitFor("fulfill-sender", () => queues.job(SENDING, TX_JOB.fulfillSender, prepared.transferKey), 10_000);
+    expect(job.data).toMatchObject({ chainId: SENDING, signature: signature.toLowerCase(), relayerFee: "0", receiverFulfillTransactionHash: fulfill.hash });
+    expect(servers[RECEIVING].operations()).toContain("GetTransactionsWithRouter");
+  });
+});
