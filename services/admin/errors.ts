@@ -14,9 +14,15 @@ export const HTTP_STATUS = {
   UNKNOWN_CHAIN: { status: 400 },
   UNAUTHORIZED: { status: 401 },
   NOT_FOUND: { status: 404 },
+  TRANSACTION_NOT_FOUND: { status: 404 },
   METHOD_NOT_ALLOWED: { status: 405 },
   INSUFFICIENT_LIQUIDITY: { status: 409 },
   REQUEST_ID_CONFLICT: { status: 409, expose: ["jobId"] },
+  SENDER_NOT_PREPARED: { status: 409 },
+  RECEIVER_LIVE: { status: 409 },
+  RECEIVER_FULFILLED: { status: 409 },
+  RECEIVER_UNVERIFIABLE: { status: 409 },
+  SENDER_TOO_NEW: { status: 409 },
   PAYLOAD_TOO_LARGE: { status: 413 },
   UNSUPPORTED_MEDIA_TYPE: { status: 415 },
   INTERNAL_ERROR: { status: 500 },
@@ -24,6 +30,7 @@ export const HTTP_STATUS = {
   TRANSACTION_FAILED: { status: 502, expose: ["jobId"] },
   QUEUE_UNAVAILABLE: { status: 503 },
   BALANCE_UNAVAILABLE: { status: 503 },
+  CHAIN_UNAVAILABLE: { status: 503 },
   BROADCAST_TIMEOUT: { status: 504, expose: ["jobId"] },
 } as const satisfies Record<string, { status: number; expose?: readonly string[] }>;
 

@@ -1,36 +1,69 @@
+import { Redis } from "ioredis";
+import { createChainProvider, type ChainProvider } from "../../shared/chain/chain-provider";
 import { runService, type ServiceContext } from "../../shared/process/run-service";
 import { createRouterBalanceReader } from "../../shared/chain/router-balances";
+import { errorMessage } from "../../shared/errors";
+import { producerConnection } from "../../shared/queues";
 import { createSigner } from "../../shared/signer/create-signer";
+import { createTransferStore } from "../../shared/transfers/transfer-store";
 import { createApp } from "./app";
 import { createChainQueues } from "./chain-queues";
-import { AdminApiError } from "./errors";
 import { closeServer, isLoopbackHost, listen } from "./listen";
+import { createCancelSenderOperation } from "./operations/cancel-sender";
 import { createRemoveLiquidityOperation, DEFAULT_BROADCAST_TIMEOUT_MS } from "./operations/remove-liquidity";
 import type { AdminOperations } from "./types";
 
 async function start({ config, logger }: ServiceContext): Promise<{ stop(): Promise<void> }> {
   const signer = createSigner({ mnemonic: config.mnemonic, remoteSignerUrl: config.remoteSignerUrl });
   const signerAddress = await signer.getAddress();
+  // The TransactionManager credits the Router contract in router-contract mode, else the signer itself.
+  const routerAddress = config.routerContractAddress ?? signerAddress;
   const queues = createChainQueues(config, logger);
+  // Providers only connect on first use, so building one per chain up front costs nothing.
+  const providers = new Map<number, ChainProvider>(
+    Object.values(config.chainConfig).map((chain) => [chain.chainId, createChainProvider({ chainId: chain.chainId, urls: chain.providers, logger })]),
+  );
+  // Unlike the queues' producer connection, commands may wait for the first connect (a request can arrive
+  // before it): every use is bounded by a timeout in the operation, so Redis down is still a fast 503.
+  const redis = new Redis({ ...producerConnection(config.redisUrl), enableOfflineQueue: true });
+  // ioredis reports every failed reconnect (about once a second): one line per distinct error.
+  let lastRedisError: string | undefined;
+  redis.on("error", (err) => {
+    if (err.message !== lastRedisError) {
+      lastRedisError = err.message;
+      logger.error("redis error", { at: "admin.redis", error: errorMessage(err) });
+    }
+  });
+  redis.on("ready", () => (lastRedisError = undefined));
+  const transfers = createTransferStore(redis, config.redisPrefix);
   const operations: AdminOperations = {
     removeLiquidity: createRemoveLiquidityOperation({
       queueFor: queues.queueFor,
       queueEventsFor: queues.queueEventsFor,
-      // The TransactionManager credits the Router contract in router-contract mode, else the signer itself.
-      readUnlockedBalance: createRouterBalanceReader({
-        config,
-        routerAddress: config.routerContractAddress ?? signerAddress,
-        logger,
-      }),
+      readUnlockedBalance: createRouterBalanceReader({ config, routerAddress, providers, logger }),
       broadcastTimeoutMs: DEFAULT_BROADCAST_TIMEOUT_MS,
       logger,
     }),
-    cancelSender: () =>
-      Promise.reject(new AdminApiError("NOT_AVAILABLE", "cancel-sender is not available in this version")),
+    cancelSender: createCancelSenderOperation({
+      config,
+      routerAddress,
+      queueFor: queues.queueFor,
+      queueEventsFor: queues.queueEventsFor,
+      redis,
+      readProvider: (chainId) => providerOf(providers, chainId),
+      findTransfer: (chainId, transactionId, user) => transfers.get(chainId, transactionId, user),
+      broadcastTimeoutMs: DEFAULT_BROADCAST_TIMEOUT_MS,
+      logger,
+    }),
+  };
+  const closeAll = async (): Promise<void> => {
+    await queues.close();
+    redis.disconnect();
+    providers.forEach((provider) => provider.destroy());
   };
   const app = createApp({ config, logger, signerAddress, operations });
   const server = await listen(app, config.host, config.port).catch(async (err: unknown) => {
-    await queues.close();
+    await closeAll();
     throw err;
   });
   logger.info("admin API listening", { at: "admin.listen", host: config.host, port: config.port, signerAddress });
@@ -44,9 +77,18 @@ async function start({ config, logger }: ServiceContext): Promise<{ stop(): Prom
   return {
     stop: async () => {
       await closeServer(server);
-      await queues.close();
+      await closeAll();
     },
   };
+}
+
+function providerOf(providers: ReadonlyMap<number, ChainProvider>, chainId: number): ChainProvider {
+  const provider = providers.get(chainId);
+  if (!provider) {
+    // The route checks chainConfig first, so reaching this is a wiring bug, not a client error.
+    throw new Error(`no provider for chain ${chainId}`);
+  }
+  return provider;
 }
 
 void runService({ service: "admin", start });

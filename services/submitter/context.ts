@@ -1,3 +1,6 @@
+import type { Queue } from "bullmq";
+import type { Redis } from "ioredis";
+import type { ChainProvider } from "../../shared/chain/chain-provider";
 import type { RouterConfig } from "../../shared/config/types";
 import type { RouterSigner } from "../../shared/signer/router-signer";
 import type { SendContext } from "./send/send-context";
@@ -6,4 +9,14 @@ import type { SendContext } from "./send/send-context";
 export interface SubmitterContext extends SendContext {
   readonly config: RouterConfig;
   readonly signer: RouterSigner;
+  /**
+   * Read-only provider of any configured chain (this chain's own provider for `chainId`), built on first
+   * use: a receiving prepare proves the sending side on the sending chain, a sender cancel reads the
+   * receiving chain. Undefined for a chain not in chainConfig.
+   */
+  readonly readProvider: (chainId: number) => ChainProvider | undefined;
+  /** Producer handle of a configured chain's tx queue (follow-up jobs, in-flight checks); built on first use. */
+  readonly txQueue: (chainId: number) => Queue | undefined;
+  /** Plain Redis connection (other chains' transaction records). */
+  readonly redis: Redis;
 }

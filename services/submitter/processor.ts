@@ -1,32 +1,47 @@
 import { createHash } from "node:crypto";
-import { UnrecoverableError, WaitingError, type Job } from "bullmq";
+import { DelayedError, UnrecoverableError, WaitingError, type Job } from "bullmq";
 import { errorCode, errorMessage, isRetriable } from "../../shared/errors";
 import type { Logger } from "../../shared/logging/create-logger";
 import {
   TX_JOB,
+  TX_JOB_DEFAULTS,
+  transferKey,
+  txJobId,
   validateTxJobData,
+  type CancelReceiverJobData,
+  type CancelSenderJobData,
+  type FulfillSenderJobData,
+  type PrepareReceiverJobData,
   type RemoveLiquidityJobData,
   type TxJobData,
   type TxJobProgress,
   type TxJobResult,
 } from "../../shared/queues";
 import type { SubmitterContext } from "./context";
+import { prepareCancelReceiver } from "./operations/cancel-receiver";
+import { prepareCancelSender } from "./operations/cancel-sender";
+import { isCancellable, RetryLaterError } from "./operations/errors";
+import { prepareFulfillSender } from "./operations/fulfill-sender";
+import { preparePrepareReceiver } from "./operations/prepare-receiver";
 import { prepareRemoveLiquidity } from "./operations/remove-liquidity";
 import { InvalidTxJobError, SubmitterShutdownError } from "./send/errors";
 import type { SendTrace } from "./send/send-context";
 import { sendJobTransaction } from "./send/send-transaction";
-import type { TxCall } from "./send/tx-record";
+import type { TxCall, TxNoop } from "./send/tx-record";
 
 export type TxJob = Job<TxJobData, TxJobResult, string>;
 export type TxProcessor = (job: TxJob, token?: string) => Promise<TxJobResult>;
 
-type Outcome = "completed" | "retry" | "failed" | "handover";
+type Outcome = "completed" | "retry" | "failed" | "handover" | "delayed";
 
 /**
  * The BullMQ boundary: job → validated data → operation → send pipeline, and an error → BullMQ's decision.
  * Retriable errors are rethrown (attempts + backoff apply); terminal ones become UnrecoverableError with the
- * cause's code first in the message; a shutdown hands the job back to the queue without using an attempt.
- * Exactly one outcome line is logged per attempt.
+ * cause's code first in the message; a shutdown hands the job back to the queue without using an attempt;
+ * a "not yet" error (RetryLaterError: an expiry or the 780 s rule) parks the job in the delayed set until
+ * then, also without using an attempt. A receiving prepare refused for a cancellable reason enqueues the
+ * sender's refund (enqueueSenderRefund). An operation finding its effect already on chain completes the job
+ * as a no-op. Exactly one outcome line is logged per attempt.
  */
 export function createTxProcessor(ctx: SubmitterContext): TxProcessor {
   return async (job, token) => {
@@ -35,7 +50,7 @@ export function createTxProcessor(ctx: SubmitterContext): TxProcessor {
     const logger = ctx.logger.child({ jobId: job.id, name: job.name });
     try {
       const result = await runJob({ ...ctx, logger }, job, trace);
-      logOutcome(logger, "completed", { ctx, trace, startedAtMs });
+      logOutcome(logger, "completed", { ctx, trace, startedAtMs, noop: result.noop });
       return result;
     } catch (err) {
       throw await toBullMqError({ err, job, token, logger, ctx, trace, startedAtMs });
@@ -72,10 +87,18 @@ async function runJob(ctx: SubmitterContext, job: TxJob, trace: SendTrace): Prom
   );
 }
 
-function prepareCall(ctx: SubmitterContext, name: string, data: TxJobData): Promise<TxCall> {
+function prepareCall(ctx: SubmitterContext, name: string, data: TxJobData): Promise<TxCall | TxNoop> {
   switch (name) {
     case TX_JOB.removeLiquidity:
       return prepareRemoveLiquidity(ctx, data as RemoveLiquidityJobData);
+    case TX_JOB.prepareReceiver:
+      return preparePrepareReceiver(ctx, data as PrepareReceiverJobData);
+    case TX_JOB.fulfillSender:
+      return prepareFulfillSender(ctx, data as FulfillSenderJobData);
+    case TX_JOB.cancelSender:
+      return prepareCancelSender(ctx, data as CancelSenderJobData);
+    case TX_JOB.cancelReceiver:
+      return prepareCancelReceiver(ctx, data as CancelReceiverJobData);
     default:
       throw new InvalidTxJobError(`no operation for job name ${JSON.stringify(name)}`);
   }
@@ -113,19 +136,57 @@ async function toBullMqError(p: FailureParams): Promise<Error> {
       logger.warn("could not hand the job back; it will be retried", { at: "submitter.job", error: errorMessage(moveErr) });
     }
   }
+  if (err instanceof RetryLaterError && p.token) {
+    try {
+      // "Not yet" (a time rule): park the job until then without using an attempt; nothing was sent.
+      await job.moveToDelayed(err.retryAtMs, p.token);
+      logOutcome(logger, "delayed", { ...p, code, error: errorMessage(err), retryAtMs: err.retryAtMs });
+      return new DelayedError();
+    } catch (moveErr) {
+      logger.warn("could not park the job; it is retried with backoff", { at: "submitter.job", error: errorMessage(moveErr) });
+    }
+  }
   if (isRetriable(err)) {
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     logOutcome(logger, lastAttempt ? "failed" : "retry", { ...p, code, error: errorMessage(err) });
     return err instanceof Error ? err : new Error(errorMessage(err));
   }
   logOutcome(logger, "failed", { ...p, code, error: errorMessage(err) });
+  if (job.name === TX_JOB.prepareReceiver && isCancellable(err)) {
+    await enqueueSenderRefund(p.ctx, job.data as PrepareReceiverJobData, code, logger);
+  }
   return new UnrecoverableError(`${code}: ${errorMessage(err)}`);
+}
+
+/**
+ * The one place a refused receiving prepare turns into a refund (§3.4 SenderPrepared, step 4): a cancel-sender
+ * job on the sending chain's queue under the transfer's deterministic id, so it is enqueued at most once.
+ * Safe by construction: that job re-checks every sender-cancel rule on chain before it sends. A failure to
+ * enqueue is logged, not thrown: the transfer still ends in a refund at the sender's expiry.
+ */
+async function enqueueSenderRefund(ctx: SubmitterContext, data: PrepareReceiverJobData, code: string, logger: Logger): Promise<void> {
+  const { txData } = data.sender;
+  const refundJobId = txJobId(TX_JOB.cancelSender, transferKey(txData.transactionId, txData.user));
+  const fields = { at: "submitter.refund", refundJobId, sendingChainId: txData.sendingChainId, transactionId: txData.transactionId, code };
+  const queue = ctx.txQueue(txData.sendingChainId);
+  if (!queue) {
+    logger.error("cannot enqueue the sender cancel: the sending chain has no queue in this config", fields);
+    return;
+  }
+  const refund: CancelSenderJobData = { chainId: txData.sendingChainId, txData, reason: code, force: false };
+  try {
+    // An existing job under this id (any state) is kept as it is: BullMQ ignores the add.
+    await queue.add(TX_JOB.cancelSender, refund, { ...TX_JOB_DEFAULTS, jobId: refundJobId });
+    logger.info("receiving prepare refused with a cancellable reason: sender cancel enqueued", fields);
+  } catch (enqueueErr) {
+    logger.error("could not enqueue the sender cancel", { ...fields, error: errorMessage(enqueueErr) });
+  }
 }
 
 function logOutcome(
   logger: Logger,
   outcome: Outcome,
-  p: { ctx: SubmitterContext; trace: SendTrace; startedAtMs: number; code?: string; error?: string },
+  p: { ctx: SubmitterContext; trace: SendTrace; startedAtMs: number; code?: string; error?: string; noop?: boolean; retryAtMs?: number },
 ): void {
   const fields = {
     at: "submitter.job",
@@ -134,6 +195,8 @@ function logOutcome(
     transactionHash: p.trace.transactionHash,
     nonce: p.trace.nonce,
     bumps: p.trace.bumps,
+    noop: p.noop,
+    retryAtMs: p.retryAtMs,
     code: p.code,
     error: p.error,
     durationMs: Date.now() - p.startedAtMs,

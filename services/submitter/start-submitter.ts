@@ -9,6 +9,7 @@ import type { Logger } from "../../shared/logging/create-logger";
 import { txQueueName, workerConnection, type TxJobData, type TxJobResult } from "../../shared/queues";
 import { createSigner } from "../../shared/signer/create-signer";
 import type { RouterSigner } from "../../shared/signer/router-signer";
+import { createChainHandles } from "./chain-handles";
 import type { SubmitterContext } from "./context";
 import { createTxProcessor } from "./processor";
 import { SubmitterConfigError } from "./send/errors";
@@ -84,9 +85,11 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
   queue.on("error", (err) => logger.error("queue error", { at: "submitter.queue", error: errorMessage(err) }));
   const records = createTxRecordStore({ redis, prefix: config.redisPrefix, chainId });
   const nonces = createNonceStore({ redis, prefix: config.redisPrefix, chainId, signerAddress: from, provider });
+  const handles = createChainHandles({ config, chainId, ownProvider: provider, ownQueue: queue, logger, providerOptions: options.providerOptions });
   const abort = new AbortController();
   // Bounded: with Redis unreachable, QUIT and Queue.close() wait for a reconnect that may never come.
   const closeResources = async (): Promise<void> => {
+    await settlesWithin(handles.close().catch(() => undefined), RESOURCE_CLOSE_TIMEOUT_MS);
     if (!(await settlesWithin(queue.close().catch(() => undefined), RESOURCE_CLOSE_TIMEOUT_MS))) {
       await queue.disconnect().catch(() => undefined);
     }
@@ -120,6 +123,9 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
     logger,
     pollIntervalMs: options.pollIntervalMs ?? Math.min(1000, Math.floor(chain.confirmationTimeoutMs / 10)),
     signal: abort.signal,
+    readProvider: handles.readProvider,
+    txQueue: handles.txQueue,
+    redis,
   };
   const worker = new Worker<TxJobData, TxJobResult, string>(queueName, createTxProcessor(ctx), {
     connection: workerConnection(config.redisUrl),

@@ -10,7 +10,6 @@ import type { RouterConfig } from "../../shared/config/types";
 import { createLogger, type Logger } from "../../shared/logging/create-logger";
 import { TX_JOB, producerConnection, txJobId, txQueueName, workerConnection } from "../../shared/queues";
 import { createApp } from "../../services/admin/app";
-import { AdminApiError } from "../../services/admin/errors";
 import { closeServer, isLoopbackHost, listen } from "../../services/admin/listen";
 import { createRemoveLiquidityOperation } from "../../services/admin/operations/remove-liquidity";
 import type { AdminOperations, CancelSenderRequest, RemoveLiquidityRequest } from "../../services/admin/types";
@@ -392,19 +391,6 @@ describe("admin API (operation errors)", () => {
     }
   });
 
-  it("answers 501 not_available for cancel-sender as wired in main.ts", async () => {
-    const app = await startApp({
-      cancelSender: () =>
-        Promise.reject(new AdminApiError("NOT_AVAILABLE", "cancel-sender is not available in this version")),
-    });
-    try {
-      const reply = await post(`${app.baseUrl}/cancel-sender`, cancelBody());
-      const body = expectErrorBody(reply, 501, "not_available");
-      expect(body.message).toBe("cancel-sender is not available in this version");
-    } finally {
-      await app.close();
-    }
-  });
 });
 
 // ---- remove-liquidity end to end against a real redis-server ---------------------------------------------

@@ -16,7 +16,7 @@ import {
   type TxJobResult,
 } from "../../shared/queues";
 import type { TxRecord } from "../../services/submitter/send/tx-record";
-import { txRecordKey } from "../../services/submitter/send/tx-record";
+import { txRecordKey } from "../../shared/queues";
 import { anvilWallet } from "../harness/anvil";
 import { fundRouterLiquidity, mintToken, readBigInt } from "../harness/deploy";
 import { startStack, type Stack, type StackChain } from "../harness/stack";

@@ -40,3 +40,45 @@ export class BroadcastTimeoutError extends RouterError {
   readonly code = "BROADCAST_TIMEOUT";
   readonly retriable = true;
 }
+
+/** No sending-side transaction for (senderChainId, transactionId, user) naming this router. */
+export class TransactionNotFoundError extends RouterError {
+  readonly code = "TRANSACTION_NOT_FOUND";
+  readonly retriable = false;
+}
+
+/** The sending side is no longer prepared on chain: already fulfilled or cancelled. */
+export class SenderNotPreparedError extends RouterError {
+  readonly code = "SENDER_NOT_PREPARED";
+  readonly retriable = false;
+}
+
+/** The receiving side is prepared and not expired, expired but not cancelled, or being prepared right now. */
+export class ReceiverLiveError extends RouterError {
+  readonly code = "RECEIVER_LIVE";
+  readonly retriable = false;
+}
+
+/** The receiving side was fulfilled: the sending side is the router's claim, cancelling it loses the funds. */
+export class ReceiverFulfilledError extends RouterError {
+  readonly code = "RECEIVER_FULFILLED";
+  readonly retriable = false;
+}
+
+/** The receiving side cannot be checked (chain not configured, or on-chain state the events do not explain). */
+export class ReceiverUnverifiableError extends RouterError {
+  readonly code = "RECEIVER_UNVERIFIABLE";
+  readonly retriable = false;
+}
+
+/** The sending prepare is less than 780 s old (PROTOCOL §3.6 rule 2). */
+export class SenderTooNewError extends RouterError {
+  readonly code = "SENDER_TOO_NEW";
+  readonly retriable = true;
+}
+
+/** A chain read the decision needs failed (no provider answered); nothing was enqueued. */
+export class ChainUnavailableError extends RouterError {
+  readonly code = "CHAIN_UNAVAILABLE";
+  readonly retriable = true;
+}

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import type { ChainProvider } from "../../../shared/chain/chain-provider";
-import { routerKey } from "../../../shared/queues";
+import { nonceKey } from "../../../shared/queues";
 
 /**
  * The next nonce of one (chain, signer), at `routerKey(prefix, "nonce", chainId, signerAddress)`, shared by
@@ -37,10 +37,6 @@ const RESET_SCRIPT = `
 if redis.call("GET", KEYS[1]) == ARGV[1] then redis.call("SET", KEYS[1], ARGV[2]) return 1 end
 return 0
 `;
-
-export function nonceKey(prefix: string, chainId: number, signerAddress: string): string {
-  return routerKey(prefix, "nonce", chainId, signerAddress);
-}
 
 export function createNonceStore(params: {
   redis: Redis;

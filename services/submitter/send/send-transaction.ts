@@ -1,12 +1,15 @@
-import type { TransactionReceipt } from "ethers";
+import { ZeroHash, type TransactionReceipt } from "ethers";
 import { InsufficientFundsError, TransactionRevertedError } from "../../../shared/chain/errors";
 import type { TxJobResult } from "../../../shared/queues";
 import { rebroadcastLatest, submitWithFreshNonce } from "./attempts";
 import { TxRecordMismatchError } from "./errors";
 import type { SendContext, SendJob } from "./send-context";
-import { newTxRecord, type TxCall, type TxRecord } from "./tx-record";
+import { isTxNoop, newTxRecord, type TxCall, type TxNoop, type TxRecord } from "./tx-record";
 import { waitForConfirmations } from "./wait-for-confirmations";
 import { waitForMining } from "./wait-for-mining";
+
+/** TxJobResult needs a hash; a no-op has none, so it carries the zero hash next to `noop: true`. */
+export const NO_TRANSACTION_HASH = ZeroHash;
 
 /**
  * The send pipeline for one job, resumable at any point:
@@ -14,6 +17,7 @@ import { waitForMining } from "./wait-for-mining";
  *   record? ─ confirmed ──────────────────────────────▶ stored result (nothing sent)
  *      │  └─ sending ─ rebroadcast newest ─┐
  *      └─ none ─ prepare (estimate) ─ fresh nonce ─ persist ─ broadcast ─┐
+ *                  └─ no-op (effect already on chain) ─▶ {noop: true} (no nonce, no record)
  *                                          ▼                             ▼
  *                      wait for mining (bump on timeout, same nonce) ◀───┘
  *                        ├─ receipt status 0 ─▶ reverted (terminal)
@@ -26,7 +30,7 @@ import { waitForMining } from "./wait-for-mining";
 export async function sendJobTransaction(
   ctx: SendContext,
   job: SendJob,
-  prepare: () => Promise<TxCall>,
+  prepare: () => Promise<TxCall | TxNoop>,
 ): Promise<TxJobResult> {
   let record = await ctx.records.load(job.jobId);
   if (record) {
@@ -50,6 +54,11 @@ export async function sendJobTransaction(
     await rebroadcastLatest(ctx, job, record, (err) => unbumped && err instanceof InsufficientFundsError);
   } else {
     const call = await prepare();
+    if (isTxNoop(call)) {
+      // Nothing was sent and nothing is persisted: a re-run checks the chain again and finds the same.
+      ctx.logger.info("the job's effect is already on chain: sending nothing", { at: "submitter.send", reason: call.reason });
+      return { transactionHash: NO_TRANSACTION_HASH, blockNumber: call.blockNumber, noop: true };
+    }
     record = newTxRecord({ jobId: job.jobId, jobName: job.jobName, chainId: ctx.chainId, from: ctx.from, dataHash: job.dataHash, call });
     record = await submitWithFreshNonce(ctx, job, record);
   }

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import type { FeeJson } from "../../../shared/protocol/gas";
-import { routerKey, type TxJobResult } from "../../../shared/queues";
+import { txRecordKey, type TxJobResult } from "../../../shared/queues";
 import { TxRecordConflictError } from "./errors";
 
 /**
@@ -27,6 +27,22 @@ export interface TxCall {
   /** Wei, decimal string. */
   readonly value: string;
   readonly gasLimit: string;
+}
+
+/**
+ * What an operation returns instead of a TxCall when the job's effect is already on chain: the pipeline
+ * completes the job with `{noop: true}` and never allocates a nonce or writes a record for it.
+ */
+export interface TxNoop {
+  readonly noop: true;
+  /** Why nothing is sent, for the job's outcome line. */
+  readonly reason: string;
+  /** The block the operation's chain reads were made at (or the latest block seen). */
+  readonly blockNumber: number;
+}
+
+export function isTxNoop(value: TxCall | TxNoop): value is TxNoop {
+  return (value as Partial<TxNoop>).noop === true;
 }
 
 export interface TxRecord {
@@ -73,10 +89,6 @@ export interface TxRecordStore {
   load(jobId: string): Promise<TxRecord | undefined>;
   /** Writes `record` if the stored version is still `record.version`; returns it with the version advanced. */
   save(record: TxRecord): Promise<TxRecord>;
-}
-
-export function txRecordKey(prefix: string, chainId: number, jobId: string): string {
-  return routerKey(prefix, "tx", chainId, jobId);
 }
 
 export function createTxRecordStore(params: { redis: Redis; prefix: string; chainId: number }): TxRecordStore {

@@ -1,0 +1,269 @@
+import type { Queue, QueueEvents } from "bullmq";
+import type { Redis } from "ioredis";
+import type { ChainProvider } from "../../../shared/chain/chain-provider";
+import { readVariantTransactionData } from "../../../shared/chain/router-balances";
+import { checkSenderCancelOnChain, type SenderCancelVerdict } from "../../../shared/chain/sender-cancel-check";
+import { blockTimestamp, findTransferEvents } from "../../../shared/chain/transfer-events";
+import type { RouterConfig } from "../../../shared/config/types";
+import { RouterError, errorCode } from "../../../shared/errors";
+import type { Logger } from "../../../shared/logging/create-logger";
+import { classifyVariant, invariantDigest, invariantOf } from "../../../shared/protocol/digests";
+import type { TransactionData, TransferRecord } from "../../../shared/protocol/types";
+import { sameHex } from "../../../shared/protocol/values";
+import { TX_JOB, TX_JOB_DEFAULTS, transferKey, txJobId, type CancelSenderJobData } from "../../../shared/queues";
+import { findPrepareReceiverInFlight } from "../../../shared/queues/in-flight";
+import type { CancelSenderRequest, OperationContext, TransactionResponse } from "../types";
+import {
+  DEFAULT_BROADCAST_TIMEOUT_MS,
+  QUEUE_CALL_TIMEOUT_MS,
+  enqueueAndWaitForBroadcast,
+  queueCall,
+  withTimeout,
+  type BroadcastOutcome,
+} from "./enqueue-and-wait";
+import {
+  ChainUnavailableError,
+  QueueUnavailableError,
+  ReceiverFulfilledError,
+  ReceiverLiveError,
+  ReceiverUnverifiableError,
+  SenderNotPreparedError,
+  SenderTooNewError,
+  TransactionNotFoundError,
+} from "./errors";
+
+/**
+ * How far back the sending chain's TransactionPrepared logs are searched when the transfer store has no
+ * record: 20 requests of 5 000 blocks at most (about 14 days on Ethereum, 2.3 on Polygon). Older transfers
+ * are found through the store, which the pollers fill.
+ */
+export const DEFAULT_SENDER_LOOKBACK_BLOCKS = 100_000;
+
+/** The transfer store's lookup (shared/transfers/transfer-store.ts): a record per (chain, transactionId, user). */
+export type FindTransfer = (chainId: number, transactionId: string, user: string) => Promise<TransferRecord | undefined>;
+
+export interface CancelSenderDeps {
+  readonly config: RouterConfig;
+  /** `invariant.router` of our transfers: the Router contract in router-contract mode, else the signer. */
+  readonly routerAddress: string;
+  queueFor(chainId: number): Queue;
+  queueEventsFor(chainId: number): QueueEvents;
+  /** For the receiving chain's prepare-receiver transaction record. */
+  readonly redis: Pick<Redis, "hget">;
+  /** Read provider of a configured chain. */
+  readProvider(chainId: number): ChainProvider;
+  readonly findTransfer?: FindTransfer;
+  readonly broadcastTimeoutMs?: number;
+  readonly senderLookbackBlocks?: number;
+  readonly logger: Logger;
+}
+
+export type CancelSenderOperation = (params: CancelSenderRequest, ctx: OperationContext) => Promise<TransactionResponse>;
+
+interface PreparedSender {
+  readonly txData: TransactionData;
+  readonly provider: ChainProvider;
+  /** Latest block timestamp of the sending chain. */
+  readonly nowSec: number;
+}
+
+/**
+ * POST /cancel-sender: refund a sending-side transaction to its fallback address, through the sending
+ * chain's submitter (job `cancel-sender-<transferKey>`, the same id the lifecycle uses, so one transfer
+ * is never cancelled by two jobs):
+ * 1. a cancel-sender job for the transfer that has not failed is reused: its hash is the answer;
+ * 2. the sending side: the transfer store's record, else the chain's TransactionPrepared logs (bounded
+ *    lookback), each proven on chain by its variant: none → 404; only completed ones → 409;
+ * 3. unless `force`, the on-chain sender-cancel check: 409 receiver_live (prepared and live, expired but
+ *    not cancelled, or being prepared), receiver_fulfilled, receiver_unverifiable, sender_too_new;
+ * 4. enqueue (a failed job under the id is replaced) and answer once broadcast. The submitter re-checks.
+ */
+export function createCancelSenderOperation(deps: CancelSenderDeps): CancelSenderOperation {
+  const timeoutMs = deps.broadcastTimeoutMs ?? DEFAULT_BROADCAST_TIMEOUT_MS;
+  return async (params, ctx) => {
+    const jobId = txJobId(TX_JOB.cancelSender, transferKey(params.transactionId, params.user));
+    const queue = deps.queueFor(params.senderChainId);
+    const events = deps.queueEventsFor(params.senderChainId);
+    const logger = deps.logger.child({ requestId: ctx.requestId, jobId, chainId: params.senderChainId });
+
+    const existing = await queueCall(() => queue.getJob(jobId));
+    if (existing && !(await queueCall(() => existing.isFailed()))) {
+      logger.info("a cancel-sender job exists for this transfer: answering with its transaction", { at: "admin.cancelSender" });
+      return answer(await enqueueAndWaitForBroadcast({ queue, events, jobId, timeoutMs }), logger);
+    }
+    const sender = await decisionRead(() => findPreparedSender(deps, params));
+    if (params.force) {
+      logger.warn("FORCED cancel-sender: receiving-side checks skipped; a live or fulfilled receiving side loses the router's funds", {
+        at: "admin.cancelSender", transactionId: params.transactionId, user: params.user, receivingChainId: sender.txData.receivingChainId,
+      });
+    } else {
+      await decisionRead(() => assertCancelSafe(deps, sender));
+    }
+    const data: CancelSenderJobData = {
+      chainId: params.senderChainId,
+      txData: sender.txData,
+      reason: "admin",
+      force: params.force,
+      requestId: ctx.requestId,
+    };
+    const outcome = await enqueueAndWaitForBroadcast({
+      queue,
+      events,
+      jobId,
+      timeoutMs,
+      enqueue: async () => {
+        if (existing) {
+          // A failed job would swallow the add (same id); the checks above are the fresh decision.
+          await queueCall(() => existing.remove());
+        }
+        await queueCall(() => queue.add(TX_JOB.cancelSender, data, { ...TX_JOB_DEFAULTS, jobId }));
+      },
+    });
+    return answer(outcome, logger);
+  };
+}
+
+function answer(outcome: BroadcastOutcome, logger: Logger): TransactionResponse {
+  if (outcome.noop) {
+    throw new SenderNotPreparedError("the sending side was already fulfilled or cancelled; nothing was sent");
+  }
+  logger.info("cancel-sender broadcast", { at: "admin.cancelSender", transactionHash: outcome.transactionHash });
+  return { transactionHash: outcome.transactionHash };
+}
+
+/** The newest candidate that the sending chain proves prepared; 404 when none exists, 409 when all are done. */
+async function findPreparedSender(deps: CancelSenderDeps, params: CancelSenderRequest): Promise<PreparedSender> {
+  const provider = deps.readProvider(params.senderChainId);
+  const tm = deps.config.chainConfig[String(params.senderChainId)].transactionManagerAddress;
+  let sawCompleted = false;
+  const firstPrepared = async (candidates: readonly TransactionData[]): Promise<TransactionData | undefined> => {
+    for (const txData of candidates) {
+      const actual = await readVariantTransactionData(provider, tm, invariantDigest(invariantOf(txData)));
+      const classification = classifyVariant(actual, txData);
+      if (classification === "prepared-matching") {
+        return txData;
+      }
+      sawCompleted ||= classification === "completed";
+    }
+    return undefined;
+  };
+  const stored = await fromStore(deps, params);
+  const found = (await firstPrepared(stored ? [stored] : [])) ?? (await firstPrepared(await fromLogs(deps, params, provider, tm)));
+  if (!found) {
+    throw sawCompleted
+      ? new SenderNotPreparedError(`sending side of ${params.transactionId} is already fulfilled or cancelled`)
+      : new TransactionNotFoundError(`no sending-side transaction ${params.transactionId} of ${params.user} on chain ${params.senderChainId}`);
+  }
+  return { txData: found, provider, nowSec: await blockTimestamp(provider, "latest") };
+}
+
+/** The store's record, if it is this router's sending side of exactly this transfer. A store failure is not fatal. */
+async function fromStore(deps: CancelSenderDeps, params: CancelSenderRequest): Promise<TransactionData | undefined> {
+  if (!deps.findTransfer) {
+    return undefined;
+  }
+  let record: TransferRecord | undefined;
+  try {
+    record = await withTimeout(deps.findTransfer(params.senderChainId, params.transactionId, params.user), QUEUE_CALL_TIMEOUT_MS);
+  } catch (err) {
+    deps.logger.warn("transfer store unavailable: searching the chain's logs", { at: "admin.cancelSender", code: errorCode(err) });
+    return undefined;
+  }
+  const txData = record?.txData;
+  const mine =
+    txData !== undefined &&
+    txData.sendingChainId === params.senderChainId &&
+    sameHex(txData.transactionId, params.transactionId) &&
+    sameHex(txData.user, params.user) &&
+    sameHex(txData.router, deps.routerAddress);
+  return mine ? txData : undefined;
+}
+
+/** Sending-side TransactionPrepared events of the transfer in the lookback window, newest first. */
+async function fromLogs(deps: CancelSenderDeps, params: CancelSenderRequest, provider: ChainProvider, tm: string): Promise<TransactionData[]> {
+  const head = await provider.getBlockNumber();
+  const lookback = deps.senderLookbackBlocks ?? DEFAULT_SENDER_LOOKBACK_BLOCKS;
+  const isSendingSide = (txData: TransactionData): boolean => txData.sendingChainId === params.senderChainId;
+  const events = await findTransferEvents({
+    provider,
+    transactionManager: tm,
+    user: params.user,
+    router: deps.routerAddress,
+    transactionId: params.transactionId,
+    kinds: ["prepared"],
+    fromBlock: Math.max(0, head - lookback + 1),
+    toBlock: head,
+    stopWhen: (found) => found.some((e) => isSendingSide(e.txData)),
+  });
+  return events.map((e) => e.txData).filter(isSendingSide).reverse();
+}
+
+async function assertCancelSafe(deps: CancelSenderDeps, sender: PreparedSender): Promise<void> {
+  const { txData } = sender;
+  const receivingChainId = txData.receivingChainId;
+  const receivingChain = deps.config.chainConfig[String(receivingChainId)];
+  const verdict = await checkSenderCancelOnChain({
+    txData,
+    sendingProvider: sender.provider,
+    sendingNowSec: sender.nowSec,
+    receiving: receivingChain
+      ? { provider: deps.readProvider(receivingChainId), transactionManager: receivingChain.transactionManagerAddress }
+      : undefined,
+    receiverPrepareInFlight: () =>
+      queueCall(() =>
+        findPrepareReceiverInFlight({
+          queue: deps.queueFor(receivingChainId),
+          redis: deps.redis,
+          prefix: deps.config.redisPrefix,
+          receivingChainId,
+          transactionId: txData.transactionId,
+          user: txData.user,
+        }),
+      ),
+  });
+  if (!verdict.ok) {
+    throw refusal(verdict);
+  }
+}
+
+function refusal(verdict: Extract<SenderCancelVerdict, { ok: false }>): RouterError {
+  const hint = "; \"force\": true cancels anyway and the router then bears the loss";
+  switch (verdict.refusal) {
+    case "receiver-live":
+    case "receiver-not-cancelled":
+    case "receiver-being-prepared":
+      return new ReceiverLiveError(verdict.detail + hint);
+    case "receiver-fulfilled":
+      return new ReceiverFulfilledError(verdict.detail);
+    case "receiver-state-unknown":
+    case "receiver-unverifiable":
+      return new ReceiverUnverifiableError(verdict.detail + hint);
+    default:
+      return new SenderTooNewError(`${verdict.detail}; retry after chain time ${verdict.retryAtSec ?? "?"}`);
+  }
+}
+
+const DECISION_ERRORS = [
+  TransactionNotFoundError,
+  SenderNotPreparedError,
+  ReceiverLiveError,
+  ReceiverFulfilledError,
+  ReceiverUnverifiableError,
+  SenderTooNewError,
+  QueueUnavailableError,
+];
+
+/**
+ * Chain reads behind the decision: a failure (no provider, a lagging one, a scan too large) is a 503 with
+ * nothing enqueued. Its message names only the code: provider errors may carry RPC URLs with API keys.
+ */
+async function decisionRead<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (err) {
+    if (DECISION_ERRORS.some((kind) => err instanceof kind)) {
+      throw err;
+    }
+    throw new ChainUnavailableError(`could not read the chain state the decision needs (${errorCode(err)}); nothing was enqueued`, {}, { cause: err });
+  }
+}

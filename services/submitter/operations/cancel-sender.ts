@@ -1,0 +1,138 @@
+import { checkSenderCancelOnChain, type SenderCancelVerdict } from "../../../shared/chain/sender-cancel-check";
+import type { TransactionData } from "../../../shared/protocol/types";
+import type { CancelSenderJobData } from "../../../shared/queues";
+import { findPrepareReceiverInFlight } from "../../../shared/queues/in-flight";
+import type { TxCall, TxNoop } from "../send/tx-record";
+import {
+  ReceiverBeingPreparedError,
+  ReceiverFulfilledError,
+  ReceiverLiveError,
+  ReceiverNotCancelledError,
+  ReceiverStateUnknownError,
+  ReceiverUnverifiableError,
+  SenderDataMismatchError,
+  SenderNotPreparedError,
+  SenderTooNewError,
+  TransferMismatchError,
+  type LifecycleError,
+} from "./errors";
+import {
+  assertOurTransfer,
+  buildTransferCall,
+  noop,
+  readSideState,
+  revertCodeOf,
+  wallClockMsWhenChainPasses,
+  type LifecycleContext,
+} from "./lifecycle";
+
+/**
+ * Refund of the sending side to `sendingChainFallback` (§3.6), on the sending chain (the queue's chain).
+ * Cancelling the sender while the receiving side can still pay the user loses the router's funds, so:
+ * 1. sanitation here: completed → no-op; not prepared / other variant → terminal;
+ * 2. unless `force` (admin only): the on-chain sender-cancel check (shared/chain/sender-cancel-check.ts):
+ *    receiving side never prepared (and no prepare-receiver in flight) or cancelled, never fulfilled
+ *    (RECEIVER_FULFILLED), never live (RECEIVER_LIVE); the 780 s rule before the sender's expiry. Time
+ *    rules park the job until they pass (SENDER_TOO_NEW, RECEIVER_UNVERIFIABLE);
+ * 3. cancel({txData, signature: 0x, encodedMeta: 0x}) from the router: before expiry only the router may
+ *    cancel (#C:025), so router-contract mode goes through Router.cancel; `#C:019` → re-check → no-op.
+ */
+export async function prepareCancelSender(ctx: LifecycleContext, data: CancelSenderJobData): Promise<TxCall | TxNoop> {
+  const { txData } = data;
+  if (txData.sendingChainId !== ctx.chainId) {
+    throw new TransferMismatchError(`transfer sent on chain ${txData.sendingChainId} cannot be cancelled on chain ${ctx.chainId}`, {
+      transactionId: txData.transactionId,
+    });
+  }
+  assertOurTransfer(ctx, txData);
+  const state = await readSideState(ctx.provider, ctx.chain.transactionManagerAddress, txData);
+  const context = { transactionId: txData.transactionId, classification: state.classification };
+  if (state.classification === "completed") {
+    return noop("sending side already fulfilled or cancelled", state.blockNumber);
+  }
+  if (state.classification === "not-prepared") {
+    throw new SenderNotPreparedError("the sending side is not prepared on chain", context);
+  }
+  if (state.classification === "mismatch") {
+    throw new SenderDataMismatchError("the chain stores another variant than the job's sending data", context);
+  }
+
+  if (data.force) {
+    ctx.logger.warn("FORCED sender cancel: the receiving side is not checked; if it is live the router loses the amount", {
+      at: "submitter.cancelSender", transactionId: txData.transactionId, requestId: data.requestId, reason: data.reason,
+    });
+  } else {
+    const verdict = await checkSenderCancelOnChain({
+      txData,
+      sendingProvider: ctx.provider,
+      sendingNowSec: state.nowSec,
+      receiving: receivingOf(ctx, txData),
+      receiverPrepareInFlight: () => prepareReceiverInFlight(ctx, txData),
+    });
+    if (!verdict.ok) {
+      throw refusalError(ctx, txData, verdict, state.nowSec);
+    }
+  }
+
+  try {
+    return await buildTransferCall(ctx, "cancel", { txData, signature: "0x", encodedMeta: "0x" });
+  } catch (err) {
+    if (revertCodeOf(err) === "C:019") {
+      const again = await readSideState(ctx.provider, ctx.chain.transactionManagerAddress, txData);
+      if (again.classification === "completed") {
+        return noop("sending side completed meanwhile (#C:019 at estimation)", again.blockNumber);
+      }
+    }
+    throw err;
+  }
+}
+
+function receivingOf(ctx: LifecycleContext, txData: TransactionData): { provider: NonNullable<ReturnType<LifecycleContext["readProvider"]>>; transactionManager: string } | undefined {
+  const chain = ctx.config.chainConfig[String(txData.receivingChainId)];
+  const provider = ctx.readProvider(txData.receivingChainId);
+  return chain && provider ? { provider, transactionManager: chain.transactionManagerAddress } : undefined;
+}
+
+async function prepareReceiverInFlight(ctx: LifecycleContext, txData: TransactionData): Promise<string | undefined> {
+  const queue = ctx.txQueue(txData.receivingChainId);
+  if (!queue) {
+    return undefined;
+  }
+  return findPrepareReceiverInFlight({
+    queue,
+    redis: ctx.redis,
+    prefix: ctx.config.redisPrefix,
+    receivingChainId: txData.receivingChainId,
+    transactionId: txData.transactionId,
+    user: txData.user,
+  });
+}
+
+function refusalError(
+  ctx: LifecycleContext,
+  txData: TransactionData,
+  verdict: Extract<SenderCancelVerdict, { ok: false }>,
+  nowSec: number,
+): LifecycleError {
+  const context = { transactionId: txData.transactionId, receivingChainId: txData.receivingChainId };
+  const retryAtMs = wallClockMsWhenChainPasses(nowSec, verdict.retryAtSec ?? nowSec);
+  switch (verdict.refusal) {
+    case "receiver-fulfilled":
+      ctx.logger.error("sender cancel requested after the receiving side was fulfilled: refused, the sender must be fulfilled instead", {
+        at: "submitter.cancelSender", alert: true, ...context, user: txData.user,
+      });
+      return new ReceiverFulfilledError(verdict.detail, context);
+    case "receiver-live":
+      return new ReceiverLiveError(verdict.detail, context);
+    case "receiver-not-cancelled":
+      return new ReceiverNotCancelledError(verdict.detail, context);
+    case "receiver-state-unknown":
+      return new ReceiverStateUnknownError(verdict.detail, context);
+    case "receiver-being-prepared":
+      return new ReceiverBeingPreparedError(verdict.detail, context);
+    case "receiver-unverifiable":
+      return new ReceiverUnverifiableError(verdict.detail, retryAtMs, context);
+    default:
+      return new SenderTooNewError(verdict.detail, retryAtMs, context);
+  }
+}

@@ -1,0 +1,178 @@
+import { RouterError } from "../../../shared/errors";
+
+/**
+ * Conditions of the transfer-lifecycle operations (prepare-receiver, fulfill-sender, cancel-sender,
+ * cancel-receiver). Each has a stable `code`, `retriable`, and `cancellable`: a terminal refusal of a
+ * receiving prepare that should refund the user now rather than at expiry (§3.5's cancellable classes).
+ * The processor enqueues that refund; the cancel-sender job re-checks the cancel rules itself.
+ */
+export abstract class LifecycleError extends RouterError {
+  readonly cancellable: boolean = false;
+}
+
+export function isCancellable(err: unknown): boolean {
+  return err instanceof LifecycleError && err.cancellable && !err.retriable;
+}
+
+/**
+ * "Not yet": the job can only succeed once the chain's time has passed `retryAtMs` (wall clock, computed
+ * from the chain's own clock). The processor parks the job in BullMQ's delayed set until then without using
+ * an attempt, so a job with a deterministic id waits instead of failing for good. Thrown only before
+ * anything is sent.
+ */
+export abstract class RetryLaterError extends LifecycleError {
+  readonly retriable = true;
+  readonly retryAtMs: number;
+
+  constructor(message: string, retryAtMs: number, context: Record<string, unknown> = {}) {
+    super(message, { ...context, retryAtMs });
+    this.retryAtMs = retryAtMs;
+  }
+}
+
+/** The job's transfer belongs to another chain than the queue's, or names another router. */
+export class TransferMismatchError extends LifecycleError {
+  readonly code = "TRANSFER_MISMATCH";
+  readonly retriable = false;
+}
+
+/** A chain the operation must read is not in chainConfig. */
+export class ChainNotConfiguredError extends LifecycleError {
+  readonly code = "CHAIN_NOT_CONFIGURED";
+  readonly retriable = false;
+}
+
+/** The sending side is not prepared on chain (never was, or the job's data names another transfer). */
+export class SenderNotPreparedError extends LifecycleError {
+  readonly code = "SENDER_NOT_PREPARED";
+  readonly retriable = false;
+}
+
+/**
+ * The sending prepare has fewer confirmations than its chain's `confirmations`: a re-org could still remove
+ * it, and a receiving side prepared for it would then pay the user for nothing. Retriable (backoff).
+ */
+export class SenderNotConfirmedError extends LifecycleError {
+  readonly code = "SENDER_NOT_CONFIRMED";
+  readonly retriable = true;
+}
+
+/** The sending side is already fulfilled or cancelled on chain. */
+export class SenderCompletedError extends LifecycleError {
+  readonly code = "SENDER_COMPLETED";
+  readonly retriable = false;
+}
+
+/** The sending side is prepared on chain with other amount, expiry or block than the job says (tampered or stale data). */
+export class SenderDataMismatchError extends LifecycleError {
+  readonly code = "SENDER_DATA_MISMATCH";
+  readonly retriable = false;
+}
+
+/**
+ * `verifySenderPrepare` refused the sending side. The code is the refusal reason in upper snake case
+ * (`bid-signer-mismatch` → `BID_SIGNER_MISMATCH`); `cancellable` is verify's own verdict.
+ */
+export class SenderVerificationError extends LifecycleError {
+  readonly code: string;
+  readonly retriable = false;
+  override readonly cancellable: boolean;
+  readonly reason: string;
+
+  constructor(params: { reason: string; cancellable: boolean; detail: string; context?: Record<string, unknown> }) {
+    super(`sending side refused: ${params.detail}`, { ...params.context, reason: params.reason });
+    this.reason = params.reason;
+    this.cancellable = params.cancellable;
+    this.code = verifyReasonCode(params.reason);
+  }
+}
+
+/** `receivingAddress-mismatch` → `RECEIVING_ADDRESS_MISMATCH`. */
+export function verifyReasonCode(reason: string): string {
+  return reason.replace(/([a-z0-9])([A-Z])/g, "$1_$2").replace(/-/g, "_").toUpperCase();
+}
+
+/** The router's unlocked liquidity on the receiving chain is below the receiving amount (§3.5 NotEnoughLiquidity). */
+export class NotEnoughLiquidityError extends LifecycleError {
+  readonly code = "NOT_ENOUGH_LIQUIDITY";
+  readonly retriable = false;
+  override readonly cancellable = true;
+}
+
+/** The fulfill signature does not recover to the transfer's user (the contract would revert #F:022). */
+export class InvalidUserSignatureError extends LifecycleError {
+  readonly code = "INVALID_USER_SIGNATURE";
+  readonly retriable = false;
+}
+
+/**
+ * The sending side expired before the router claimed it: the contract refuses the fulfill (#F:020) and
+ * anyone may now cancel it to the user. The router lost its claim; an operator must look.
+ */
+export class SenderExpiredError extends LifecycleError {
+  readonly code = "SENDER_EXPIRED";
+  readonly retriable = false;
+}
+
+/** Sender cancel refused: the receiving side is prepared and not expired, the user can still be paid there. */
+export class ReceiverLiveError extends LifecycleError {
+  readonly code = "RECEIVER_LIVE";
+  readonly retriable = false;
+}
+
+/** Sender cancel refused: the receiving side was fulfilled, so the sending side is the router's claim. */
+export class ReceiverFulfilledError extends LifecycleError {
+  readonly code = "RECEIVER_FULFILLED";
+  readonly retriable = false;
+}
+
+/** Sender cancel refused: the receiving side is expired but still prepared; it must be cancelled first. */
+export class ReceiverNotCancelledError extends LifecycleError {
+  readonly code = "RECEIVER_NOT_CANCELLED";
+  readonly retriable = false;
+}
+
+/** Sender cancel refused: the receiving chain shows a receiving side its events do not explain. */
+export class ReceiverStateUnknownError extends LifecycleError {
+  readonly code = "RECEIVER_STATE_UNKNOWN";
+  readonly retriable = false;
+}
+
+/**
+ * Sender cancel refused for now: a prepare-receiver job for the transfer can still run or has a transaction
+ * the chain may not show yet. Retriable: once that job ends the chain tells which way it went.
+ */
+export class ReceiverBeingPreparedError extends LifecycleError {
+  readonly code = "RECEIVER_BEING_PREPARED";
+  readonly retriable = true;
+}
+
+/** §3.6 rule 2: before the sender's expiry, the sending prepare must be 780 s old; parked until then. */
+export class SenderTooNewError extends RetryLaterError {
+  readonly code = "SENDER_TOO_NEW";
+}
+
+/**
+ * The receiving chain is not configured, so its side cannot be checked: the sender cancel waits for the
+ * sender's expiry (the receiving side, one day earlier, is then surely dead).
+ */
+export class ReceiverUnverifiableError extends RetryLaterError {
+  readonly code = "RECEIVER_UNVERIFIABLE";
+}
+
+/** Receiver cancel before the receiving expiry: only the user may cancel then (#C:022); parked until expiry. */
+export class ReceiverNotExpiredError extends RetryLaterError {
+  readonly code = "RECEIVER_NOT_EXPIRED";
+}
+
+/** The receiving side named by the job is not prepared on chain. */
+export class ReceiverNotPreparedError extends LifecycleError {
+  readonly code = "RECEIVER_NOT_PREPARED";
+  readonly retriable = false;
+}
+
+/** The receiving side is prepared on chain with other amount, expiry or block than the job says. */
+export class ReceiverDataMismatchError extends LifecycleError {
+  readonly code = "RECEIVER_DATA_MISMATCH";
+  readonly retriable = false;
+}

@@ -1,0 +1,114 @@
+import { isTransactionExpired } from "../../../shared/protocol/expiry";
+import { recoverFulfillSigner } from "../../../shared/protocol/user-signatures";
+import { sameHex } from "../../../shared/protocol/values";
+import type { FulfillSenderJobData } from "../../../shared/queues";
+import type { TxCall, TxNoop } from "../send/tx-record";
+import {
+  InvalidUserSignatureError,
+  SenderDataMismatchError,
+  SenderExpiredError,
+  SenderNotPreparedError,
+  TransferMismatchError,
+} from "./errors";
+import { assertOurTransfer, buildTransferCall, noop, readSideState, revertCodeOf, type LifecycleContext } from "./lifecycle";
+
+/**
+ * The router's claim on the sending chain (§3.4 ReceiverFulfilled), with the user's fulfill signature from
+ * the receiving-side fulfill:
+ * 1. the signature must recover to `txData.user` for the payload the sending chain checks (the transfer's
+ *    receiving chain id and receiving TransactionManager), or the contract reverts #F:022 anyway;
+ * 2. sanitation here: completed → no-op; not prepared / other variant → terminal; expired (latest block
+ *    after expiry) → terminal SENDER_EXPIRED with an alert: the router lost its claim window;
+ * 3. fulfill({txData, relayerFee, signature, callData, 0x}), or Router.fulfill in router-contract mode.
+ *    `#F:019` after sanitation said prepared means it was completed meanwhile: re-check → no-op.
+ */
+export async function prepareFulfillSender(ctx: LifecycleContext, data: FulfillSenderJobData): Promise<TxCall | TxNoop> {
+  const { txData } = data;
+  if (txData.sendingChainId !== ctx.chainId) {
+    throw new TransferMismatchError(`transfer sent on chain ${txData.sendingChainId} cannot be fulfilled on chain ${ctx.chainId}`, {
+      transactionId: txData.transactionId,
+    });
+  }
+  assertOurTransfer(ctx, txData);
+  assertUserSignature(data);
+
+  const state = await readSideState(ctx.provider, ctx.chain.transactionManagerAddress, txData);
+  const context = { transactionId: txData.transactionId, classification: state.classification };
+  if (state.classification === "completed") {
+    return noop("sending side already fulfilled or cancelled", state.blockNumber);
+  }
+  if (state.classification === "not-prepared") {
+    throw new SenderNotPreparedError("the sending side is not prepared on chain", context);
+  }
+  if (state.classification === "mismatch") {
+    throw new SenderDataMismatchError("the chain stores another variant than the job's sending data", context);
+  }
+  if (isTransactionExpired(txData.expiry, state.nowSec)) {
+    throw senderExpired(ctx, data, state.nowSec);
+  }
+
+  try {
+    return await buildTransferCall(ctx, "fulfill", {
+      txData,
+      relayerFee: data.relayerFee,
+      signature: data.signature,
+      callData: data.callData,
+      encodedMeta: "0x",
+    });
+  } catch (err) {
+    const code = revertCodeOf(err);
+    if (code === "F:019") {
+      const again = await readSideState(ctx.provider, ctx.chain.transactionManagerAddress, txData);
+      if (again.classification === "completed") {
+        return noop("sending side completed meanwhile (#F:019 at estimation)", again.blockNumber);
+      }
+    }
+    if (code === "F:020") {
+      throw senderExpired(ctx, data, state.nowSec);
+    }
+    throw err;
+  }
+}
+
+function assertUserSignature(data: FulfillSenderJobData): void {
+  const { txData } = data;
+  let signer: string;
+  try {
+    signer = recoverFulfillSigner(
+      {
+        transactionId: txData.transactionId,
+        relayerFee: data.relayerFee,
+        receivingChainId: txData.receivingChainId,
+        receivingChainTxManagerAddress: txData.receivingChainTxManagerAddress,
+      },
+      data.signature,
+    );
+  } catch (err) {
+    throw new InvalidUserSignatureError("the fulfill signature is malformed", { transactionId: txData.transactionId }, { cause: err });
+  }
+  if (!sameHex(signer, txData.user)) {
+    throw new InvalidUserSignatureError(`the fulfill signature recovers to ${signer}, not to the user ${txData.user}`, {
+      transactionId: txData.transactionId,
+    });
+  }
+}
+
+/** Logged here, at the one place that knows the claim is lost, at alert level for the operator. */
+function senderExpired(ctx: LifecycleContext, data: FulfillSenderJobData, nowSec: number): SenderExpiredError {
+  const { txData } = data;
+  ctx.logger.error("sending side expired before the router claimed it: the user was paid on the receiving chain and the claim is lost", {
+    at: "submitter.fulfillSender",
+    alert: true,
+    transactionId: txData.transactionId,
+    user: txData.user,
+    expiry: txData.expiry,
+    chainNowSec: nowSec,
+    amount: txData.amount,
+    sendingAssetId: txData.sendingAssetId,
+    receiverFulfillTransactionHash: data.receiverFulfillTransactionHash,
+  });
+  return new SenderExpiredError(`the sending side expired at ${txData.expiry} (chain time ${nowSec})`, {
+    transactionId: txData.transactionId,
+    expiry: txData.expiry,
+  });
+}

@@ -1,0 +1,164 @@
+import type { Queue } from "bullmq";
+import type { Redis } from "ioredis";
+import type { ChainProvider } from "../../../shared/chain/chain-provider";
+import { contractInterface } from "../../../shared/chain/contracts";
+import { TransactionRevertedError } from "../../../shared/chain/errors";
+import { readVariantTransactionData } from "../../../shared/chain/router-balances";
+import { blockTimestamp } from "../../../shared/chain/transfer-events";
+import type { ChainConfig, RouterConfig } from "../../../shared/config/types";
+import type { Logger } from "../../../shared/logging/create-logger";
+import { classifyVariant, invariantDigest, invariantOf, type VariantClassification } from "../../../shared/protocol/digests";
+import {
+  abiCancelArgs,
+  abiFulfillArgs,
+  abiPrepareArgs,
+  signRouterCall,
+  type CancelArgs,
+  type FulfillArgs,
+  type PrepareArgs,
+  type RouterCallKind,
+} from "../../../shared/protocol/router-signatures";
+import type { TransactionData } from "../../../shared/protocol/types";
+import { sameHex } from "../../../shared/protocol/values";
+import type { RouterSigner } from "../../../shared/signer/router-signer";
+import type { TxCall, TxNoop } from "../send/tx-record";
+import { ChainNotConfiguredError, TransferMismatchError } from "./errors";
+import { GAS_LIMIT_HEADROOM_PERCENT } from "./remove-liquidity";
+
+/** What the lifecycle operations need from the submitter process; SubmitterContext satisfies it. */
+export interface LifecycleContext {
+  readonly config: RouterConfig;
+  /** The queue's chain: the one this job's transaction is sent on. */
+  readonly chain: ChainConfig;
+  readonly chainId: number;
+  readonly provider: ChainProvider;
+  readonly signer: Pick<RouterSigner, "signMessage">;
+  /** The signer's address: the sender of every transaction, and the router in direct mode. */
+  readonly from: string;
+  readonly logger: Logger;
+  /** A read provider for another configured chain (this chain's own provider for `chainId`); undefined if not configured. */
+  readonly readProvider: (chainId: number) => ChainProvider | undefined;
+  /** Producer handle of a configured chain's transaction queue; undefined if not configured. */
+  readonly txQueue: (chainId: number) => Queue | undefined;
+  /** Plain Redis connection, for other chains' transaction records. */
+  readonly redis: Pick<Redis, "hget">;
+}
+
+interface TransferArgs {
+  prepare: PrepareArgs;
+  fulfill: FulfillArgs;
+  cancel: CancelArgs;
+}
+
+/** `invariant.router` of our transfers: the Router contract in router-contract mode, else the signer. */
+export function routerAddressOf(ctx: Pick<LifecycleContext, "config" | "from">): string {
+  return ctx.config.routerContractAddress ?? ctx.from;
+}
+
+/** Refuses a transfer that does not name our router: only that address may prepare, fulfill or cancel (before expiry). */
+export function assertOurTransfer(ctx: LifecycleContext, txData: TransactionData): void {
+  if (!sameHex(txData.router, routerAddressOf(ctx))) {
+    throw new TransferMismatchError(`transfer router ${txData.router} is not ours (${routerAddressOf(ctx)})`, {
+      transactionId: txData.transactionId,
+    });
+  }
+}
+
+export function chainConfigOf(ctx: Pick<LifecycleContext, "config">, chainId: number): ChainConfig {
+  const chain = ctx.config.chainConfig[String(chainId)];
+  if (!chain) {
+    throw new ChainNotConfiguredError(`chain ${chainId} is not in chainConfig`, { chainId });
+  }
+  return chain;
+}
+
+export function readProviderOf(ctx: LifecycleContext, chainId: number): ChainProvider {
+  const provider = ctx.readProvider(chainId);
+  if (!provider) {
+    throw new ChainNotConfiguredError(`chain ${chainId} is not in chainConfig`, { chainId });
+  }
+  return provider;
+}
+
+export interface SideState {
+  readonly classification: VariantClassification;
+  readonly blockNumber: number;
+  /** Timestamp of the latest block: the chain's "now" (the contract compares expiries with block.timestamp). */
+  readonly nowSec: number;
+}
+
+/** §3.7 sanitation check of one side of `txData` on the chain behind `provider`, with the chain's time. */
+export async function readSideState(
+  provider: ChainProvider,
+  transactionManager: string,
+  txData: TransactionData,
+): Promise<SideState> {
+  const [actual, latest] = await Promise.all([
+    readVariantTransactionData(provider, transactionManager, invariantDigest(invariantOf(txData))),
+    provider.getBlock("latest"),
+  ]);
+  const blockNumber = latest?.number ?? (await provider.getBlockNumber());
+  const nowSec = latest?.timestamp ?? (await blockTimestamp(provider, "latest"));
+  return { classification: classifyVariant(actual, txData), blockNumber, nowSec };
+}
+
+/** Wall-clock ms at which the chain's clock (now `chainNowSec`) will be past `targetSec`, plus a block's slack. */
+export function wallClockMsWhenChainPasses(chainNowSec: number, targetSec: number): number {
+  return Date.now() + Math.max(0, targetSec - chainNowSec + 1) * 1000 + 2_000;
+}
+
+export function noop(reason: string, blockNumber: number): TxNoop {
+  return { noop: true, reason, blockNumber };
+}
+
+/**
+ * The transaction for `TransactionManager.<kind>(args)`, sent on this chain by the signer:
+ * - direct mode: to the TransactionManager (the signer is the router);
+ * - router-contract mode: `Router.<kind>(args, relayerFeeAsset, 0, routerSignature)` (§4.5–4.6 step 4). The
+ *   Router skips the signature for its signer, but it is the valid one for this chain, so the same call data
+ *   would also work relayed. The fee asset comes from *this* chain's config (the original took the receiving
+ *   chain's for a sending fulfill, weak point 12).
+ * Checked with eth_estimateGas: a revert fails here, before any nonce is used.
+ */
+export async function buildTransferCall<K extends RouterCallKind>(
+  ctx: LifecycleContext,
+  kind: K,
+  args: TransferArgs[K],
+): Promise<TxCall> {
+  const routerContract = ctx.config.routerContractAddress;
+  const tmArgs = abiTransferArgs(kind, args);
+  let to: string;
+  let data: string;
+  if (routerContract) {
+    const payload = {
+      args,
+      routerRelayerFeeAsset: ctx.chain.routerContractRelayerAsset,
+      routerRelayerFee: 0n,
+      chainId: ctx.chainId,
+    };
+    const signature = await signRouterCall(ctx.signer, kind, payload);
+    to = routerContract;
+    data = contractInterface("Router").encodeFunctionData(kind, [tmArgs, payload.routerRelayerFeeAsset.toLowerCase(), 0n, signature]);
+  } else {
+    to = ctx.chain.transactionManagerAddress;
+    data = contractInterface("TransactionManager").encodeFunctionData(kind, [tmArgs]);
+  }
+  const estimate = await ctx.provider.estimateGas({ from: ctx.from, to, data, value: 0n });
+  return { to, data, value: "0", gasLimit: ((estimate * (100n + GAS_LIMIT_HEADROOM_PERCENT)) / 100n).toString() };
+}
+
+function abiTransferArgs<K extends RouterCallKind>(kind: K, args: TransferArgs[K]): Record<string, unknown> {
+  switch (kind) {
+    case "prepare":
+      return abiPrepareArgs(args as PrepareArgs);
+    case "fulfill":
+      return abiFulfillArgs(args as FulfillArgs);
+    default:
+      return abiCancelArgs(args as CancelArgs);
+  }
+}
+
+/** The NXTP revert code (`P:015`) of a revert at estimation, if that is what `err` is. */
+export function revertCodeOf(err: unknown): string | undefined {
+  return err instanceof TransactionRevertedError ? err.revertCode : undefined;
+}

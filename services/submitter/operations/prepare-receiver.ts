@@ -1,0 +1,161 @@
+import { decodeRouterBalances, encodeRouterBalances } from "../../../shared/chain/contracts";
+import { blockTimestamp } from "../../../shared/chain/transfer-events";
+import { DEFAULT_TOLERANCE_PERCENT } from "../../../shared/protocol/amounts";
+import { verifySenderPrepare, type VerifySenderPrepareOk } from "../../../shared/protocol/verify-sender";
+import type { PrepareReceiverJobData } from "../../../shared/queues";
+import type { TxCall, TxNoop } from "../send/tx-record";
+import {
+  NotEnoughLiquidityError,
+  SenderCompletedError,
+  SenderDataMismatchError,
+  SenderNotConfirmedError,
+  SenderNotPreparedError,
+  SenderVerificationError,
+  TransferMismatchError,
+} from "./errors";
+import {
+  buildTransferCall,
+  chainConfigOf,
+  noop,
+  readProviderOf,
+  readSideState,
+  revertCodeOf,
+  routerAddressOf,
+  type LifecycleContext,
+} from "./lifecycle";
+
+/**
+ * The receiving-side prepare (§3.5), on the receiving chain (the queue's chain). Locks the router's
+ * liquidity for the user, so every input is proven before anything is sent:
+ * 1. sanitation: already prepared here (any non-zero variant) → no-op;
+ * 2. the sending side on the SENDING chain: its stored variant must be exactly the job's
+ *    (amount, expiry, preparedBlockNumber). That proves the job's TransactionData is real and still
+ *    prepared; the prepare must have the sending chain's confirmations (SENDER_NOT_CONFIRMED, retried);
+ *    the prepare block's timestamp is then read from the chain, never taken from the job;
+ * 3. `verifySenderPrepare` (bid signature, every bid field against the invariant, pools, bid expiry,
+ *    expiry window, amount): a refusal is terminal, its code the reason, cancellable as verify says;
+ * 4. our unlocked liquidity covers the receiving amount (cancellable NOT_ENOUGH_LIQUIDITY otherwise);
+ * 5. prepare({invariantData, amount, expiry, encryptedCallData, encodedBid, bidSignature, 0x}), estimated:
+ *    `#P:015` → no-op (prepared meanwhile), `#P:018` → NOT_ENOUGH_LIQUIDITY, other reverts terminal.
+ */
+export async function preparePrepareReceiver(ctx: LifecycleContext, data: PrepareReceiverJobData): Promise<TxCall | TxNoop> {
+  const { txData } = data.sender;
+  if (txData.receivingChainId !== ctx.chainId || data.sender.chainId !== txData.sendingChainId) {
+    throw new TransferMismatchError(
+      `transfer ${txData.sendingChainId} → ${txData.receivingChainId} (record on ${data.sender.chainId}) is not received on chain ${ctx.chainId}`,
+      { transactionId: txData.transactionId },
+    );
+  }
+  const here = await readSideState(ctx.provider, ctx.chain.transactionManagerAddress, txData);
+  if (here.classification !== "not-prepared") {
+    return noop(`receiving side already ${here.classification === "completed" ? "prepared and completed" : "prepared"}`, here.blockNumber);
+  }
+  const senderPreparedAtSec = await assertSenderPrepared(ctx, data);
+  const verified = verify(ctx, data, senderPreparedAtSec, here.nowSec);
+  await assertLiquidity(ctx, verified);
+
+  try {
+    return await buildTransferCall(ctx, "prepare", {
+      invariantData: verified.invariant,
+      amount: verified.receiverAmount,
+      expiry: verified.receiverExpiry,
+      encryptedCallData: data.sender.encryptedCallData,
+      encodedBid: data.sender.encodedBid,
+      bidSignature: data.sender.bidSignature,
+      encodedMeta: "0x",
+    });
+  } catch (err) {
+    const code = revertCodeOf(err);
+    if (code === "P:015") {
+      return noop("receiving side prepared meanwhile (#P:015 at estimation)", here.blockNumber);
+    }
+    if (code === "P:018") {
+      throw new NotEnoughLiquidityError("router balance too low at estimation (#P:018)", { transactionId: txData.transactionId }, { cause: err });
+    }
+    throw err;
+  }
+}
+
+/**
+ * Step 2; returns the sending prepare's block timestamp (authentic: the variant commits to its block number).
+ * Also demands the sending chain's confirmations on the prepare (the poller waits for them before it
+ * enqueues; this does not rely on it): a re-orged sending side with a live receiving side is a loss.
+ */
+async function assertSenderPrepared(ctx: LifecycleContext, data: PrepareReceiverJobData): Promise<number> {
+  const { txData } = data.sender;
+  const sendingChain = chainConfigOf(ctx, txData.sendingChainId);
+  const sending = readProviderOf(ctx, txData.sendingChainId);
+  const state = await readSideState(sending, sendingChain.transactionManagerAddress, txData);
+  const context = { transactionId: txData.transactionId, sendingChainId: txData.sendingChainId, classification: state.classification };
+  switch (state.classification) {
+    case "prepared-matching": {
+      const confirmations = state.blockNumber - txData.preparedBlockNumber + 1;
+      if (confirmations < sendingChain.confirmations) {
+        throw new SenderNotConfirmedError(
+          `the sending prepare has ${confirmations} of ${sendingChain.confirmations} confirmations`,
+          { ...context, confirmations, required: sendingChain.confirmations },
+        );
+      }
+      return blockTimestamp(sending, txData.preparedBlockNumber);
+    }
+    case "completed":
+      throw new SenderCompletedError("the sending side is already fulfilled or cancelled", context);
+    case "not-prepared":
+      throw new SenderNotPreparedError("the sending side is not prepared on the sending chain", context);
+    default:
+      throw new SenderDataMismatchError("the sending chain stores another variant than the job's sending data", context);
+  }
+}
+
+/** Step 3: defence in depth, whoever built the job; `nowSec` is this (receiving) chain's time. */
+function verify(ctx: LifecycleContext, data: PrepareReceiverJobData, senderPreparedAtSec: number, nowSec: number): VerifySenderPrepareOk {
+  const sender = data.sender;
+  const result = verifySenderPrepare({
+    sender: {
+      status: "Prepared",
+      chainId: sender.chainId,
+      txData: sender.txData,
+      encryptedCallData: sender.encryptedCallData,
+      encodedBid: sender.encodedBid,
+      bidSignature: sender.bidSignature,
+      prepareTransactionHash: sender.prepareTransactionHash,
+      preparedTimestamp: senderPreparedAtSec,
+    },
+    routerSignerAddress: ctx.from,
+    routerAddress: routerAddressOf(ctx),
+    receivingTxManagerAddress: ctx.chain.transactionManagerAddress,
+    sendingTxManagerAddress: chainConfigOf(ctx, sender.txData.sendingChainId).transactionManagerAddress,
+    swapPools: ctx.config.swapPools,
+    nowSec,
+    tolerancePercent: DEFAULT_TOLERANCE_PERCENT,
+  });
+  if (!result.ok) {
+    throw new SenderVerificationError({
+      reason: result.reason,
+      cancellable: result.cancellable,
+      detail: result.detail,
+      context: { transactionId: sender.txData.transactionId },
+    });
+  }
+  return result;
+}
+
+/** Step 4: on chain, not from a cache; the contract would revert #P:018 anyway, this names it first. */
+async function assertLiquidity(ctx: LifecycleContext, verified: VerifySenderPrepareOk): Promise<void> {
+  const router = routerAddressOf(ctx);
+  const assetId = verified.invariant.receivingAssetId;
+  const balance = decodeRouterBalances(
+    await ctx.provider.call({ to: ctx.chain.transactionManagerAddress, data: encodeRouterBalances(router, assetId) }),
+  );
+  if (balance < verified.receiverAmount) {
+    throw new NotEnoughLiquidityError(
+      `unlocked liquidity ${balance.toString()} is below the receiving amount ${verified.receiverAmount.toString()}`,
+      {
+        transactionId: verified.invariant.transactionId,
+        assetId,
+        balance: balance.toString(),
+        receiverAmount: verified.receiverAmount.toString(),
+      },
+    );
+  }
+}

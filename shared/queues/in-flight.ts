@@ -1,0 +1,43 @@
+import type { Queue } from "bullmq";
+import type { Redis } from "ioredis";
+import { TX_JOB, transferKey, txJobId } from "./jobs";
+import { txRecordKey } from "./keys";
+
+/** Job states in which a job can still run (and send). */
+const LIVE_JOB_STATES: ReadonlySet<string> = new Set(["waiting", "active", "delayed", "prioritized", "waiting-children"]);
+
+export interface PrepareReceiverInFlightParams {
+  /** The receiving chain's transaction queue. */
+  readonly queue: Pick<Queue, "getJobState">;
+  readonly redis: Pick<Redis, "hget">;
+  readonly prefix: string;
+  readonly receivingChainId: number;
+  readonly transactionId: string;
+  readonly user: string;
+}
+
+/**
+ * Why the receiving side may be getting prepared right now although the chain does not show it yet, or
+ * undefined. A sender cancel must never race a receiver prepare: the user would be refunded on the sending
+ * chain and could still be paid on the receiving one. Two signs, both needed:
+ * - the prepare-receiver job can still run (waiting, active, delayed for a retry, ...);
+ * - its transaction record says `sending` (a transaction may be in a mempool even if the job itself failed,
+ *   e.g. attempts exhausted while waiting for mining) or `confirmed` (then the prepare is mined and a read
+ *   that shows no receiving side came from a provider behind it).
+ */
+export async function findPrepareReceiverInFlight(params: PrepareReceiverInFlightParams): Promise<string | undefined> {
+  const jobId = txJobId(TX_JOB.prepareReceiver, transferKey(params.transactionId, params.user));
+  const state = await params.queue.getJobState(jobId);
+  if (LIVE_JOB_STATES.has(state)) {
+    return `the prepare-receiver job ${jobId} on chain ${params.receivingChainId} is ${state}`;
+  }
+  const json = await params.redis.hget(txRecordKey(params.prefix, params.receivingChainId, jobId), "record");
+  if (json === null) {
+    return undefined;
+  }
+  const status = (JSON.parse(json) as { status?: unknown }).status;
+  if (status === "sending" || status === "confirmed") {
+    return `the prepare-receiver job ${jobId} on chain ${params.receivingChainId} has a ${String(status)} transaction`;
+  }
+  return undefined;
+}
