@@ -26,7 +26,6 @@ export const HTTP_STATUS = {
   PAYLOAD_TOO_LARGE: { status: 413 },
   UNSUPPORTED_MEDIA_TYPE: { status: 415 },
   INTERNAL_ERROR: { status: 500 },
-  NOT_AVAILABLE: { status: 501 },
   TRANSACTION_FAILED: { status: 502, expose: ["jobId"] },
   QUEUE_UNAVAILABLE: { status: 503 },
   BALANCE_UNAVAILABLE: { status: 503 },
