@@ -28,8 +28,10 @@ export type SenderCancelVerdict =
       readonly ok: false;
       readonly refusal: SenderCancelRefusal;
       readonly detail: string;
-      /** Sending-chain time after which the same check may pass (time rules only). */
+      /** Chain time after which the same check may pass (time rules only)... */
       readonly retryAtSec?: number;
+      /** ...measured on the clock the check judged by (the earlier of the two chains' clocks). */
+      readonly judgedAtSec?: number;
     };
 
 export interface CheckSenderCancelOnChainParams {
@@ -69,6 +71,7 @@ export async function checkSenderCancelOnChain(params: CheckSenderCancelOnChainP
           refusal: "receiver-unverifiable",
           detail: `receiving chain ${txData.receivingChainId} is not configured; the sender can be cancelled after its expiry`,
           retryAtSec: txData.expiry,
+          judgedAtSec: sendingNowSec,
         };
   }
   const senderPreparedAtSec = await blockTimestamp(params.sendingProvider, txData.preparedBlockNumber);
@@ -112,7 +115,13 @@ export async function checkSenderCancelOnChain(params: CheckSenderCancelOnChainP
     default: {
       // sender-too-new (the two other reasons cannot occur: the record is Prepared and its time is given).
       const retryAtSec = senderPreparedAtSec + SENDER_PREPARE_BUFFER_SEC;
-      return { ok: false, refusal: "sender-too-new", detail: `the sending prepare is less than ${SENDER_PREPARE_BUFFER_SEC} s old`, retryAtSec };
+      return {
+        ok: false,
+        refusal: "sender-too-new",
+        detail: `the sending prepare is less than ${SENDER_PREPARE_BUFFER_SEC} s old`,
+        retryAtSec,
+        judgedAtSec: Math.min(sendingNowSec, receivingNowSec),
+      };
     }
   }
 }

@@ -106,7 +106,7 @@ export function decodeTransferLog(log: Pick<Log, "topics" | "data" | "blockNumbe
 }
 
 /** The JSON shape of §1.7: checksummed addresses, lower-case hashes, decimal amount, numbers for the rest. */
-function toTransactionData(r: Result): TransactionData {
+export function toTransactionData(r: Result): TransactionData {
   const address = (field: string): string => getAddress(String(r.getValue(field)));
   const num = (field: string): number => toSafeNumber(r.getValue(field) as bigint, field);
   return {

@@ -1,6 +1,6 @@
 import { getAddress, zeroPadValue, type Result } from "ethers";
 import { contractInterface } from "../../../shared/chain/contracts";
-import { toSafeNumber } from "../../../shared/protocol/values";
+import { toTransactionData } from "../../../shared/chain/transfer-events";
 import type {
   CancelledTransferRecord,
   FulfilledTransferRecord,
@@ -116,30 +116,6 @@ export function decodeTmLog(log: RawLog): DecodedTmEvent | undefined {
         },
       };
   }
-}
-
-/** The ABI TransactionData struct as the JSON TransactionData: checksummed addresses, lowercase hashes. */
-export function toTransactionData(r: Result): TransactionData {
-  const address = (field: string): string => getAddress(String(r.getValue(field)));
-  const uint = (field: string): bigint => r.getValue(field) as bigint;
-  return {
-    receivingChainTxManagerAddress: address("receivingChainTxManagerAddress"),
-    user: address("user"),
-    router: address("router"),
-    initiator: address("initiator"),
-    sendingAssetId: address("sendingAssetId"),
-    receivingAssetId: address("receivingAssetId"),
-    sendingChainFallback: address("sendingChainFallback"),
-    callTo: address("callTo"),
-    receivingAddress: address("receivingAddress"),
-    sendingChainId: toSafeNumber(uint("sendingChainId"), "sendingChainId"),
-    receivingChainId: toSafeNumber(uint("receivingChainId"), "receivingChainId"),
-    callDataHash: String(r.getValue("callDataHash")).toLowerCase(),
-    transactionId: String(r.getValue("transactionId")).toLowerCase(),
-    amount: uint("amount").toString(),
-    expiry: toSafeNumber(uint("expiry"), "expiry"),
-    preparedBlockNumber: toSafeNumber(uint("preparedBlockNumber"), "preparedBlockNumber"),
-  };
 }
 
 /** The prepare-side fields of a record; "" where unknown (the store keeps what it has). */

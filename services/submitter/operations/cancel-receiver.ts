@@ -1,16 +1,8 @@
 import { isTransactionExpired } from "../../../shared/protocol/expiry";
 import type { CancelReceiverJobData } from "../../../shared/queues";
 import type { TxCall, TxNoop } from "../send/tx-record";
-import { ReceiverDataMismatchError, ReceiverNotExpiredError, ReceiverNotPreparedError, TransferMismatchError } from "./errors";
-import {
-  assertOurTransfer,
-  buildTransferCall,
-  noop,
-  readSideState,
-  revertCodeOf,
-  wallClockMsWhenChainPasses,
-  type LifecycleContext,
-} from "./lifecycle";
+import { ReceiverNotExpiredError } from "./errors";
+import { buildUnlessCompleted, openPreparedSide, wallClockMsWhenChainPasses, type LifecycleContext } from "./lifecycle";
 
 /**
  * Returns the router's locked liquidity after the receiving side expired unfulfilled (§3.6 receiver side),
@@ -26,40 +18,17 @@ import {
  */
 export async function prepareCancelReceiver(ctx: LifecycleContext, data: CancelReceiverJobData): Promise<TxCall | TxNoop> {
   const { txData } = data;
-  if (txData.receivingChainId !== ctx.chainId) {
-    throw new TransferMismatchError(`transfer received on chain ${txData.receivingChainId} cannot be cancelled on chain ${ctx.chainId}`, {
-      transactionId: txData.transactionId,
-    });
+  const opened = await openPreparedSide(ctx, txData, "receiving");
+  if ("noop" in opened) {
+    return opened.noop;
   }
-  assertOurTransfer(ctx, txData);
-  const state = await readSideState(ctx.provider, ctx.chain.transactionManagerAddress, txData);
-  const context = { transactionId: txData.transactionId, classification: state.classification };
-  if (state.classification === "completed") {
-    return noop("receiving side already fulfilled or cancelled", state.blockNumber);
-  }
-  if (state.classification === "not-prepared") {
-    throw new ReceiverNotPreparedError("the receiving side is not prepared on chain", context);
-  }
-  if (state.classification === "mismatch") {
-    throw new ReceiverDataMismatchError("the chain stores another variant than the job's receiving data", context);
-  }
-  if (!isTransactionExpired(txData.expiry, state.nowSec)) {
+  const { nowSec } = opened.state;
+  if (!isTransactionExpired(txData.expiry, nowSec)) {
     throw new ReceiverNotExpiredError(
-      `the receiving side expires at ${txData.expiry} (chain time ${state.nowSec})`,
-      wallClockMsWhenChainPasses(state.nowSec, txData.expiry),
-      { ...context, expiry: txData.expiry, chainNowSec: state.nowSec },
+      `the receiving side expires at ${txData.expiry} (chain time ${nowSec})`,
+      wallClockMsWhenChainPasses(nowSec, txData.expiry),
+      { transactionId: txData.transactionId, expiry: txData.expiry, chainNowSec: nowSec },
     );
   }
-
-  try {
-    return await buildTransferCall(ctx, "cancel", { txData, signature: "0x", encodedMeta: "0x" });
-  } catch (err) {
-    if (revertCodeOf(err) === "C:019") {
-      const again = await readSideState(ctx.provider, ctx.chain.transactionManagerAddress, txData);
-      if (again.classification === "completed") {
-        return noop("receiving side completed meanwhile (#C:019 at estimation)", again.blockNumber);
-      }
-    }
-    throw err;
-  }
+  return buildUnlessCompleted(ctx, "cancel", { txData, signature: "0x", encodedMeta: "0x" });
 }

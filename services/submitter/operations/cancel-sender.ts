@@ -10,21 +10,10 @@ import {
   ReceiverNotCancelledError,
   ReceiverStateUnknownError,
   ReceiverUnverifiableError,
-  SenderDataMismatchError,
-  SenderNotPreparedError,
   SenderTooNewError,
-  TransferMismatchError,
   type LifecycleError,
 } from "./errors";
-import {
-  assertOurTransfer,
-  buildTransferCall,
-  noop,
-  readSideState,
-  revertCodeOf,
-  wallClockMsWhenChainPasses,
-  type LifecycleContext,
-} from "./lifecycle";
+import { buildUnlessCompleted, openPreparedSide, wallClockMsWhenChainPasses, type LifecycleContext } from "./lifecycle";
 
 /**
  * Refund of the sending side to `sendingChainFallback` (§3.6), on the sending chain (the queue's chain).
@@ -39,23 +28,11 @@ import {
  */
 export async function prepareCancelSender(ctx: LifecycleContext, data: CancelSenderJobData): Promise<TxCall | TxNoop> {
   const { txData } = data;
-  if (txData.sendingChainId !== ctx.chainId) {
-    throw new TransferMismatchError(`transfer sent on chain ${txData.sendingChainId} cannot be cancelled on chain ${ctx.chainId}`, {
-      transactionId: txData.transactionId,
-    });
+  const opened = await openPreparedSide(ctx, txData, "sending");
+  if ("noop" in opened) {
+    return opened.noop;
   }
-  assertOurTransfer(ctx, txData);
-  const state = await readSideState(ctx.provider, ctx.chain.transactionManagerAddress, txData);
-  const context = { transactionId: txData.transactionId, classification: state.classification };
-  if (state.classification === "completed") {
-    return noop("sending side already fulfilled or cancelled", state.blockNumber);
-  }
-  if (state.classification === "not-prepared") {
-    throw new SenderNotPreparedError("the sending side is not prepared on chain", context);
-  }
-  if (state.classification === "mismatch") {
-    throw new SenderDataMismatchError("the chain stores another variant than the job's sending data", context);
-  }
+  const { state } = opened;
 
   if (data.force) {
     ctx.logger.warn("FORCED sender cancel: the receiving side is not checked; if it is live the router loses the amount", {
@@ -74,17 +51,7 @@ export async function prepareCancelSender(ctx: LifecycleContext, data: CancelSen
     }
   }
 
-  try {
-    return await buildTransferCall(ctx, "cancel", { txData, signature: "0x", encodedMeta: "0x" });
-  } catch (err) {
-    if (revertCodeOf(err) === "C:019") {
-      const again = await readSideState(ctx.provider, ctx.chain.transactionManagerAddress, txData);
-      if (again.classification === "completed") {
-        return noop("sending side completed meanwhile (#C:019 at estimation)", again.blockNumber);
-      }
-    }
-    throw err;
-  }
+  return buildUnlessCompleted(ctx, "cancel", { txData, signature: "0x", encodedMeta: "0x" });
 }
 
 function receivingOf(ctx: LifecycleContext, txData: TransactionData): { provider: NonNullable<ReturnType<LifecycleContext["readProvider"]>>; transactionManager: string } | undefined {
@@ -108,6 +75,9 @@ async function prepareReceiverInFlight(ctx: LifecycleContext, txData: Transactio
   });
 }
 
+/** The longest a refused sender cancel waits before the rules are checked again. */
+const MAX_PARK_MS = 5 * 60_000;
+
 function refusalError(
   ctx: LifecycleContext,
   txData: TransactionData,
@@ -115,7 +85,14 @@ function refusalError(
   nowSec: number,
 ): LifecycleError {
   const context = { transactionId: txData.transactionId, receivingChainId: txData.receivingChainId };
-  const retryAtMs = wallClockMsWhenChainPasses(nowSec, verdict.retryAtSec ?? nowSec);
+  // Park until the clock the check judged by passes the rule, not the sending chain's clock alone: a receiving
+  // chain whose clock lags would otherwise bring the job back every few seconds. Bounded, since a quiet chain's
+  // latest block may be old and its clock advance in jumps.
+  const judgedAtSec = verdict.judgedAtSec ?? nowSec;
+  const retryAtMs = Math.min(
+    wallClockMsWhenChainPasses(judgedAtSec, verdict.retryAtSec ?? judgedAtSec),
+    Date.now() + MAX_PARK_MS,
+  );
   switch (verdict.refusal) {
     case "receiver-fulfilled":
       ctx.logger.error("sender cancel requested after the receiving side was fulfilled: refused, the sender must be fulfilled instead", {

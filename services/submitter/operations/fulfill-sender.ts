@@ -3,14 +3,8 @@ import { recoverFulfillSigner } from "../../../shared/protocol/user-signatures";
 import { sameHex } from "../../../shared/protocol/values";
 import type { FulfillSenderJobData } from "../../../shared/queues";
 import type { TxCall, TxNoop } from "../send/tx-record";
-import {
-  InvalidUserSignatureError,
-  SenderDataMismatchError,
-  SenderExpiredError,
-  SenderNotPreparedError,
-  TransferMismatchError,
-} from "./errors";
-import { assertOurTransfer, buildTransferCall, noop, readSideState, revertCodeOf, type LifecycleContext } from "./lifecycle";
+import { InvalidUserSignatureError, SenderExpiredError } from "./errors";
+import { buildUnlessCompleted, openPreparedSide, revertCodeOf, type LifecycleContext } from "./lifecycle";
 
 /**
  * The router's claim on the sending chain (§3.4 ReceiverFulfilled), with the user's fulfill signature from
@@ -24,31 +18,18 @@ import { assertOurTransfer, buildTransferCall, noop, readSideState, revertCodeOf
  */
 export async function prepareFulfillSender(ctx: LifecycleContext, data: FulfillSenderJobData): Promise<TxCall | TxNoop> {
   const { txData } = data;
-  if (txData.sendingChainId !== ctx.chainId) {
-    throw new TransferMismatchError(`transfer sent on chain ${txData.sendingChainId} cannot be fulfilled on chain ${ctx.chainId}`, {
-      transactionId: txData.transactionId,
-    });
-  }
-  assertOurTransfer(ctx, txData);
   assertUserSignature(data);
-
-  const state = await readSideState(ctx.provider, ctx.chain.transactionManagerAddress, txData);
-  const context = { transactionId: txData.transactionId, classification: state.classification };
-  if (state.classification === "completed") {
-    return noop("sending side already fulfilled or cancelled", state.blockNumber);
+  const opened = await openPreparedSide(ctx, txData, "sending");
+  if ("noop" in opened) {
+    return opened.noop;
   }
-  if (state.classification === "not-prepared") {
-    throw new SenderNotPreparedError("the sending side is not prepared on chain", context);
-  }
-  if (state.classification === "mismatch") {
-    throw new SenderDataMismatchError("the chain stores another variant than the job's sending data", context);
-  }
+  const { state } = opened;
   if (isTransactionExpired(txData.expiry, state.nowSec)) {
     throw senderExpired(ctx, data, state.nowSec);
   }
 
   try {
-    return await buildTransferCall(ctx, "fulfill", {
+    return await buildUnlessCompleted(ctx, "fulfill", {
       txData,
       relayerFee: data.relayerFee,
       signature: data.signature,
@@ -56,14 +37,7 @@ export async function prepareFulfillSender(ctx: LifecycleContext, data: FulfillS
       encodedMeta: "0x",
     });
   } catch (err) {
-    const code = revertCodeOf(err);
-    if (code === "F:019") {
-      const again = await readSideState(ctx.provider, ctx.chain.transactionManagerAddress, txData);
-      if (again.classification === "completed") {
-        return noop("sending side completed meanwhile (#F:019 at estimation)", again.blockNumber);
-      }
-    }
-    if (code === "F:020") {
+    if (revertCodeOf(err) === "F:020") {
       throw senderExpired(ctx, data, state.nowSec);
     }
     throw err;

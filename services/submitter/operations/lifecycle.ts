@@ -22,7 +22,14 @@ import type { TransactionData } from "../../../shared/protocol/types";
 import { sameHex } from "../../../shared/protocol/values";
 import type { RouterSigner } from "../../../shared/signer/router-signer";
 import type { TxCall, TxNoop } from "../send/tx-record";
-import { ChainNotConfiguredError, TransferMismatchError } from "./errors";
+import {
+  ChainNotConfiguredError,
+  ReceiverDataMismatchError,
+  ReceiverNotPreparedError,
+  SenderDataMismatchError,
+  SenderNotPreparedError,
+  TransferMismatchError,
+} from "./errors";
 import { GAS_LIMIT_HEADROOM_PERCENT } from "./remove-liquidity";
 
 /** What the lifecycle operations need from the submitter process; SubmitterContext satisfies it. */
@@ -161,4 +168,67 @@ function abiTransferArgs<K extends RouterCallKind>(kind: K, args: TransferArgs[K
 /** The NXTP revert code (`P:015`) of a revert at estimation, if that is what `err` is. */
 export function revertCodeOf(err: unknown): string | undefined {
   return err instanceof TransactionRevertedError ? err.revertCode : undefined;
+}
+
+/** Which side of the transfer lives on the queue's chain. */
+export type TransferSide = "sending" | "receiving";
+
+/**
+ * The common opening of the fulfill and cancel jobs: the transfer must name our router and have this side on
+ * the queue's chain; then the §3.7 sanitation check here: completed (fulfilled or cancelled) is a no-op,
+ * not prepared or another variant is terminal. Returns the chain's state when the side is prepared as the
+ * job says.
+ */
+export async function openPreparedSide(
+  ctx: LifecycleContext,
+  txData: TransactionData,
+  side: TransferSide,
+): Promise<{ state: SideState } | { noop: TxNoop }> {
+  const sideChainId = side === "sending" ? txData.sendingChainId : txData.receivingChainId;
+  if (sideChainId !== ctx.chainId) {
+    throw new TransferMismatchError(`the ${side} side of this transfer is on chain ${sideChainId}, not on chain ${ctx.chainId}`, {
+      transactionId: txData.transactionId,
+    });
+  }
+  assertOurTransfer(ctx, txData);
+  const state = await readSideState(ctx.provider, ctx.chain.transactionManagerAddress, txData);
+  const context = { transactionId: txData.transactionId, classification: state.classification };
+  switch (state.classification) {
+    case "completed":
+      return { noop: noop(`${side} side already fulfilled or cancelled`, state.blockNumber) };
+    case "not-prepared":
+      throw side === "sending"
+        ? new SenderNotPreparedError("the sending side is not prepared on chain", context)
+        : new ReceiverNotPreparedError("the receiving side is not prepared on chain", context);
+    case "mismatch":
+      throw side === "sending"
+        ? new SenderDataMismatchError("the chain stores another variant than the job's sending data", context)
+        : new ReceiverDataMismatchError("the chain stores another variant than the job's receiving data", context);
+    default:
+      return { state };
+  }
+}
+
+/**
+ * `buildTransferCall` for a fulfill or cancel whose "variant mismatch" revert (#F:019 / #C:019) most often
+ * means the side was completed after the sanitation check (the user fulfilled at the last second, another
+ * caller cancelled after expiry): the chain is read again and a completed side is a no-op.
+ */
+export async function buildUnlessCompleted<K extends "fulfill" | "cancel">(
+  ctx: LifecycleContext,
+  kind: K,
+  args: TransferArgs[K],
+): Promise<TxCall | TxNoop> {
+  try {
+    return await buildTransferCall(ctx, kind, args);
+  } catch (err) {
+    const alreadyDone = kind === "fulfill" ? "F:019" : "C:019";
+    if (revertCodeOf(err) === alreadyDone) {
+      const again = await readSideState(ctx.provider, ctx.chain.transactionManagerAddress, args.txData);
+      if (again.classification === "completed") {
+        return noop(`completed meanwhile (#${alreadyDone} at estimation)`, again.blockNumber);
+      }
+    }
+    throw err;
+  }
 }
