@@ -1,4 +1,4 @@
-import { PollerConfigError } from "./errors";
+import { readChainIdEnv, readOptionalIntegerEnv } from "../../shared/process/process-env";
 import type { PollerOptions } from "./start-poller";
 
 export interface PollerEnv {
@@ -16,28 +16,12 @@ export interface PollerEnv {
  * - POLLER_MAX_RANGE_BLOCKS (default 2000): blocks per eth_getLogs, for RPCs with a smaller range cap.
  */
 export function readPollerEnv(env: NodeJS.ProcessEnv): PollerEnv {
-  const raw = env.CHAIN_ID;
-  if (raw === undefined || !/^[0-9]+$/.test(raw) || Number(raw) < 1 || !Number.isSafeInteger(Number(raw))) {
-    throw new PollerConfigError(`CHAIN_ID must be set to a chain id of chainConfig (got ${JSON.stringify(raw ?? null)})`);
-  }
   return {
-    chainId: Number(raw),
+    chainId: readChainIdEnv(env),
     options: {
-      intervalMs: optionalInteger(env, "POLLER_INTERVAL_MS", 10),
-      startBlock: optionalInteger(env, "POLLER_START_BLOCK", 0),
-      maxRangeBlocks: optionalInteger(env, "POLLER_MAX_RANGE_BLOCKS", 1),
+      intervalMs: readOptionalIntegerEnv(env, "POLLER_INTERVAL_MS", 10),
+      startBlock: readOptionalIntegerEnv(env, "POLLER_START_BLOCK", 0),
+      maxRangeBlocks: readOptionalIntegerEnv(env, "POLLER_MAX_RANGE_BLOCKS", 1),
     },
   };
-}
-
-function optionalInteger(env: NodeJS.ProcessEnv, name: string, minimum: number): number | undefined {
-  const raw = env[name];
-  if (raw === undefined || raw === "") {
-    return undefined;
-  }
-  const value = Number(raw);
-  if (!/^[0-9]+$/.test(raw) || value < minimum || !Number.isSafeInteger(value)) {
-    throw new PollerConfigError(`${name} must be an integer >= ${minimum} (got ${JSON.stringify(raw)})`);
-  }
-  return value;
 }

@@ -14,7 +14,7 @@ import { createTransferStore, type TransferStore } from "../../shared/transfers/
 import { createAlertOnce } from "./alert-once";
 import { poolAssetsOf } from "./balances";
 import type { PollerContext, TxQueue } from "./context";
-import { PollerConfigError } from "./errors";
+import { chainConfigFor } from "../../shared/process/process-env";
 import { runPollLoop } from "./loop";
 import { createSourceSelector } from "./source-selector";
 import { createLogsSource } from "./sources/logs-source";
@@ -71,7 +71,7 @@ export interface RunningPoller {
  */
 export async function startPoller(params: StartPollerParams): Promise<RunningPoller> {
   const { config, chainId } = params;
-  const chain = chainConfigOf(config, chainId);
+  const chain = chainConfigFor(config, chainId);
   const logger = params.logger.child({ chainId });
   const options = params.options ?? {};
   if (config.diagnosticMode) {
@@ -214,16 +214,6 @@ function createRedisErrorLog(logger: Logger): (err: Error) => void {
   };
 }
 
-function chainConfigOf(config: RouterConfig, chainId: number): ChainConfig {
-  const chain = config.chainConfig[String(chainId)];
-  if (!chain) {
-    throw new PollerConfigError(
-      `CHAIN_ID ${chainId} is not a key of chainConfig (configured: ${Object.keys(config.chainConfig).join(", ")})`,
-      { chainId },
-    );
-  }
-  return chain;
-}
 
 async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;

@@ -3,7 +3,7 @@ import { getAddress } from "ethers";
 import { Redis } from "ioredis";
 import { createChainProvider, type ChainProvider, type ChainProviderOptions } from "../../shared/chain/chain-provider";
 import { getGasPrice } from "../../shared/chain/gas-price";
-import type { ChainConfig, RouterConfig } from "../../shared/config/types";
+import type { RouterConfig } from "../../shared/config/types";
 import { errorMessage } from "../../shared/errors";
 import type { Logger } from "../../shared/logging/create-logger";
 import { txQueueName, workerConnection, type TxJobData, type TxJobResult } from "../../shared/queues";
@@ -12,7 +12,7 @@ import type { RouterSigner } from "../../shared/signer/router-signer";
 import { createChainHandles } from "./chain-handles";
 import type { SubmitterContext } from "./context";
 import { createTxProcessor } from "./processor";
-import { SubmitterConfigError } from "./send/errors";
+import { chainConfigFor } from "../../shared/process/process-env";
 import { createNonceStore } from "./send/nonce-store";
 import { reconcileNonce } from "./send/reconcile-nonce";
 import { createTxRecordStore } from "./send/tx-record";
@@ -73,7 +73,7 @@ export interface RunningSubmitter {
 export async function startSubmitter(params: StartSubmitterParams): Promise<RunningSubmitter> {
   const { config, chainId } = params;
   const options = params.options ?? {};
-  const chain = chainConfigOf(config, chainId);
+  const chain = chainConfigFor(config, chainId);
   const logger = params.logger.child({ chainId });
   const signer = options.signer ?? createSigner({ mnemonic: config.mnemonic, remoteSignerUrl: config.remoteSignerUrl });
   const from = getAddress(await signer.getAddress());
@@ -142,16 +142,6 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
   return { worker, signerAddress: from, provider, stop };
 }
 
-function chainConfigOf(config: RouterConfig, chainId: number): ChainConfig {
-  const chain = config.chainConfig[String(chainId)];
-  if (!chain) {
-    throw new SubmitterConfigError(
-      `CHAIN_ID ${chainId} is not a key of chainConfig (configured: ${Object.keys(config.chainConfig).join(", ")})`,
-      { chainId },
-    );
-  }
-  return chain;
-}
 
 /** Idempotent: the active job hands itself back (abort), the worker closes within a bound, then the rest. */
 function createStop(p: {

@@ -105,7 +105,7 @@ export interface CancelArgs {
   encodedMeta: string;
 }
 
-interface RouterCallArgs {
+export interface RouterCallArgs {
   prepare: PrepareArgs;
   fulfill: FulfillArgs;
   cancel: CancelArgs;
@@ -192,7 +192,8 @@ export function abiCancelArgs(args: CancelArgs): Record<string, unknown> {
   };
 }
 
-function abiRouterCallArgs<K extends RouterCallKind>(kind: K, args: RouterCallArgs[K]): Record<string, unknown> {
+/** A TransactionManager call's args in ABI form, for `TransactionManager.<kind>` and `Router.<kind>` alike. */
+export function abiRouterCallArgs<K extends RouterCallKind>(kind: K, args: RouterCallArgs[K]): Record<string, unknown> {
   switch (kind) {
     case "prepare":
       return abiPrepareArgs(args as PrepareArgs);

@@ -3,7 +3,7 @@ import type { TransferRecord } from "../../shared/protocol/types";
 import { mergeTransferRecord } from "../../shared/transfers/transfer-store";
 import { exhaustedByRetriableErrors } from "../../services/poller/plan-executor";
 import { readPollerEnv } from "../../services/poller/env";
-import { PollerConfigError } from "../../services/poller/errors";
+import { ProcessEnvError } from "../../shared/process/process-env";
 
 const USER = "0x1111111111111111111111111111111111111111";
 const PREPARED: TransferRecord = {
@@ -58,8 +58,8 @@ describe("poller env", () => {
     expect(readPollerEnv({ CHAIN_ID: "1337", POLLER_INTERVAL_MS: "100", POLLER_START_BLOCK: "0" })).toEqual({
       chainId: 1337, options: { intervalMs: 100, startBlock: 0, maxRangeBlocks: undefined },
     });
-    expect(() => readPollerEnv({})).toThrow(PollerConfigError);
-    expect(() => readPollerEnv({ CHAIN_ID: "1337", POLLER_START_BLOCK: "-1" })).toThrow(PollerConfigError);
-    expect(() => readPollerEnv({ CHAIN_ID: "abc" })).toThrow(PollerConfigError);
+    expect(() => readPollerEnv({})).toThrow(ProcessEnvError);
+    expect(() => readPollerEnv({ CHAIN_ID: "1337", POLLER_START_BLOCK: "-1" })).toThrow(ProcessEnvError);
+    expect(() => readPollerEnv({ CHAIN_ID: "abc" })).toThrow(ProcessEnvError);
   });
 });

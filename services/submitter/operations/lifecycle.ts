@@ -9,13 +9,9 @@ import type { ChainConfig, RouterConfig } from "../../../shared/config/types";
 import type { Logger } from "../../../shared/logging/create-logger";
 import { classifyVariant, invariantDigest, invariantOf, type VariantClassification } from "../../../shared/protocol/digests";
 import {
-  abiCancelArgs,
-  abiFulfillArgs,
-  abiPrepareArgs,
+  abiRouterCallArgs,
   signRouterCall,
-  type CancelArgs,
-  type FulfillArgs,
-  type PrepareArgs,
+  type RouterCallArgs,
   type RouterCallKind,
 } from "../../../shared/protocol/router-signatures";
 import type { TransactionData } from "../../../shared/protocol/types";
@@ -49,12 +45,6 @@ export interface LifecycleContext {
   readonly txQueue: (chainId: number) => Queue | undefined;
   /** Plain Redis connection, for other chains' transaction records. */
   readonly redis: Pick<Redis, "hget">;
-}
-
-interface TransferArgs {
-  prepare: PrepareArgs;
-  fulfill: FulfillArgs;
-  cancel: CancelArgs;
 }
 
 /** `invariant.router` of our transfers: the Router contract in router-contract mode, else the signer. */
@@ -130,10 +120,10 @@ export function noop(reason: string, blockNumber: number): TxNoop {
 export async function buildTransferCall<K extends RouterCallKind>(
   ctx: LifecycleContext,
   kind: K,
-  args: TransferArgs[K],
+  args: RouterCallArgs[K],
 ): Promise<TxCall> {
   const routerContract = ctx.config.routerContractAddress;
-  const tmArgs = abiTransferArgs(kind, args);
+  const tmArgs = abiRouterCallArgs(kind, args);
   let to: string;
   let data: string;
   if (routerContract) {
@@ -154,16 +144,6 @@ export async function buildTransferCall<K extends RouterCallKind>(
   return { to, data, value: "0", gasLimit: ((estimate * (100n + GAS_LIMIT_HEADROOM_PERCENT)) / 100n).toString() };
 }
 
-function abiTransferArgs<K extends RouterCallKind>(kind: K, args: TransferArgs[K]): Record<string, unknown> {
-  switch (kind) {
-    case "prepare":
-      return abiPrepareArgs(args as PrepareArgs);
-    case "fulfill":
-      return abiFulfillArgs(args as FulfillArgs);
-    default:
-      return abiCancelArgs(args as CancelArgs);
-  }
-}
 
 /** The NXTP revert code (`P:015`) of a revert at estimation, if that is what `err` is. */
 export function revertCodeOf(err: unknown): string | undefined {
@@ -217,7 +197,7 @@ export async function openPreparedSide(
 export async function buildUnlessCompleted<K extends "fulfill" | "cancel">(
   ctx: LifecycleContext,
   kind: K,
-  args: TransferArgs[K],
+  args: RouterCallArgs[K],
 ): Promise<TxCall | TxNoop> {
   try {
     return await buildTransferCall(ctx, kind, args);

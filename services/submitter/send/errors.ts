@@ -40,8 +40,3 @@ export class InvalidTxJobError extends RouterError {
   readonly retriable = false;
 }
 
-/** The process was started for a chain it cannot serve (CHAIN_ID missing or not in chainConfig, bad tuning env). */
-export class SubmitterConfigError extends RouterError {
-  readonly code = "SUBMITTER_CONFIG_INVALID";
-  readonly retriable = false;
-}
