@@ -4,12 +4,16 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { getFreePort } from "../harness/free-port";
 import { startRedis, type RedisServer } from "../harness/redis";
+import { startWeb3SignerServer } from "../harness/web3signer-server";
 
 const MAIN = resolve(__dirname, "../../dist/services/admin/main.js");
 const ADMIN_TOKEN = "process-test-admin-token-0123456789";
 const ANVIL_MNEMONIC = "test test test test test test test test test test test junk";
 const ANVIL_ADDRESS_0 = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
 const TM_ADDRESS = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
+/** Anvil account 2: a key the mnemonic above does not derive at the default path. */
+const REMOTE_KEY = "0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a";
+const REMOTE_ADDRESS = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
 
 interface AdminProcess {
   readonly child: ChildProcess;
@@ -97,12 +101,12 @@ describe("admin process (dist/services/admin/main.js)", () => {
     }
   });
 
-  function writeConfig(name: string, port: number, providers: unknown): string {
+  function writeConfig(name: string, port: number, providers: unknown, signer: Record<string, string> = { mnemonic: ANVIL_MNEMONIC }): string {
     const unusedRpcPort = 1;
     const path = join(dir, name);
     const config = {
       adminToken: ADMIN_TOKEN,
-      mnemonic: ANVIL_MNEMONIC,
+      ...signer,
       host: "127.0.0.1",
       port,
       logLevel: "debug",
@@ -148,6 +152,21 @@ describe("admin process (dist/services/admin/main.js)", () => {
     expect(output).toContain('"at":"service.shutdown"');
     expect(output).not.toContain(ADMIN_TOKEN);
     expect(output).not.toContain(ANVIL_MNEMONIC);
+  });
+
+  it("answers /config with the remote signer's address when the key lives in a web3signer", async () => {
+    const signer = await startWeb3SignerServer({ privateKey: REMOTE_KEY });
+    try {
+      const port = await getFreePort();
+      const proc = spawnAdmin(writeConfig("remote.json", port, undefined, { remoteSignerUrl: signer.url }));
+      running.push(proc);
+      await waitForPing(`http://127.0.0.1:${port}`, proc);
+      const config = await fetch(`http://127.0.0.1:${port}/config`);
+      expect(await config.json()).toEqual({ signerAddress: REMOTE_ADDRESS });
+      expect(signer.requests.some((r) => r.path === "/api/v1/eth1/publicKeys")).toBe(true);
+    } finally {
+      await signer.stop();
+    }
   });
 
   it("exits 1 with a fatal log line when start() fails (port already taken)", async () => {
