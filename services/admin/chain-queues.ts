@@ -1,14 +1,13 @@
 import { Queue, QueueEvents } from "bullmq";
 import type { RouterConfig } from "../../shared/config/types";
 import type { Logger } from "../../shared/logging/create-logger";
+import { throttledErrorLog } from "../../shared/logging/throttled-error-log";
 import { producerConnection, txQueueName } from "../../shared/queues";
 
 /** Concurrent admin requests each listen on the shared QueueEvents; the default cap of 10 would warn. */
 const MAX_EVENT_LISTENERS = 200;
 /** Keeps stop() well inside the shutdown budget of runService even when Redis is unreachable. */
 const CLOSE_TIMEOUT_MS = 3_000;
-/** ioredis reports every failed reconnect (about once a second); one line per distinct error per window is enough. */
-const ERROR_LOG_WINDOW_MS = 60_000;
 
 export interface ChainQueues {
   queueFor(chainId: number): Queue;
@@ -33,8 +32,8 @@ export function createChainQueues(config: RouterConfig, logger: Logger): ChainQu
       prefix: config.redisPrefix,
     });
     queueEvents.setMaxListeners(MAX_EVENT_LISTENERS);
-    queue.on("error", throttledErrorLog(logger, "queue error", name));
-    queueEvents.on("error", throttledErrorLog(logger, "queue events error", name));
+    queue.on("error", throttledErrorLog(logger, "queue error", { at: "admin.queue", queue: name }));
+    queueEvents.on("error", throttledErrorLog(logger, "queue events error", { at: "admin.queue", queue: name }));
     queues.set(chain.chainId, queue);
     events.set(chain.chainId, queueEvents);
   }
@@ -63,22 +62,6 @@ function lookup<T>(map: ReadonlyMap<number, T>, chainId: number): T {
   return found;
 }
 
-function throttledErrorLog(logger: Logger, message: string, queue: string): (err: Error) => void {
-  let lastMessage: string | undefined;
-  let lastAtMs = 0;
-  let suppressed = 0;
-  return (err) => {
-    const now = Date.now();
-    if (err.message === lastMessage && now - lastAtMs < ERROR_LOG_WINDOW_MS) {
-      suppressed += 1;
-      return;
-    }
-    logger.error(message, { at: "admin.queue", queue, error: err, suppressedRepeats: suppressed });
-    lastMessage = err.message;
-    lastAtMs = now;
-    suppressed = 0;
-  };
-}
 
 function settleWithin(promise: Promise<void>, timeoutMs: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;

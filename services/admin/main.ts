@@ -2,7 +2,7 @@ import { Redis } from "ioredis";
 import { createChainProvider, type ChainProvider } from "../../shared/chain/chain-provider";
 import { runService, type ServiceContext } from "../../shared/process/run-service";
 import { createRouterBalanceReader } from "../../shared/chain/router-balances";
-import { errorMessage } from "../../shared/errors";
+import { throttledErrorLog } from "../../shared/logging/throttled-error-log";
 import { producerConnection } from "../../shared/queues";
 import { createSigner } from "../../shared/signer/create-signer";
 import { createTransferStore } from "../../shared/transfers/transfer-store";
@@ -26,15 +26,7 @@ async function start({ config, logger }: ServiceContext): Promise<{ stop(): Prom
   // Unlike the queues' producer connection, commands may wait for the first connect (a request can arrive
   // before it): every use is bounded by a timeout in the operation, so Redis down is still a fast 503.
   const redis = new Redis({ ...producerConnection(config.redisUrl), enableOfflineQueue: true });
-  // ioredis reports every failed reconnect (about once a second): one line per distinct error.
-  let lastRedisError: string | undefined;
-  redis.on("error", (err) => {
-    if (err.message !== lastRedisError) {
-      lastRedisError = err.message;
-      logger.error("redis error", { at: "admin.redis", error: errorMessage(err) });
-    }
-  });
-  redis.on("ready", () => (lastRedisError = undefined));
+  redis.on("error", throttledErrorLog(logger, "redis error", { at: "admin.redis" }));
   const transfers = createTransferStore(redis, config.redisPrefix);
   const operations: AdminOperations = {
     removeLiquidity: createRemoveLiquidityOperation({

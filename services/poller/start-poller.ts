@@ -4,7 +4,6 @@ import { Redis } from "ioredis";
 import { createChainProvider, type ChainProvider, type ChainProviderOptions } from "../../shared/chain/chain-provider";
 import { createRouterBalanceReader } from "../../shared/chain/router-balances";
 import type { ChainConfig, RouterConfig } from "../../shared/config/types";
-import { errorMessage } from "../../shared/errors";
 import type { Logger } from "../../shared/logging/create-logger";
 import { DEFAULT_TOLERANCE_PERCENT } from "../../shared/protocol/amounts";
 import { txQueueName, workerConnection } from "../../shared/queues";
@@ -15,6 +14,7 @@ import { createAlertOnce } from "./alert-once";
 import { poolAssetsOf } from "./balances";
 import type { PollerContext, TxQueue } from "./context";
 import { chainConfigFor } from "../../shared/process/process-env";
+import { throttledErrorLog } from "../../shared/logging/throttled-error-log";
 import { runPollLoop } from "./loop";
 import { createSourceSelector } from "./source-selector";
 import { createLogsSource } from "./sources/logs-source";
@@ -87,7 +87,7 @@ export async function startPoller(params: StartPollerParams): Promise<RunningPol
   const routerAddress = getAddress(config.routerContractAddress ?? signerAddress);
   const provider = createChainProvider({ chainId, urls: chain.providers, logger, ...options.providerOptions });
   const redis = new Redis(workerConnection(config.redisUrl));
-  const logRedisError = createRedisErrorLog(logger);
+  const logRedisError = throttledErrorLog(logger, "redis error", { at: "poller.redis" });
   redis.on("error", logRedisError);
   const queues = createQueues(config, redis, logRedisError);
   const closeResources = async (): Promise<void> => {
@@ -194,25 +194,6 @@ function createQueues(config: RouterConfig, redis: Redis, onError: (err: Error) 
   return queues;
 }
 
-/** ioredis reports every failed reconnect (several a second): one line per distinct error per window. */
-const REDIS_ERROR_LOG_WINDOW_MS = 60_000;
-
-function createRedisErrorLog(logger: Logger): (err: Error) => void {
-  let lastMessage: string | undefined;
-  let lastAtMs = 0;
-  let suppressed = 0;
-  return (err) => {
-    const now = Date.now();
-    if (err.message === lastMessage && now - lastAtMs < REDIS_ERROR_LOG_WINDOW_MS) {
-      suppressed += 1;
-      return;
-    }
-    logger.error("redis error", { at: "poller.redis", error: errorMessage(err), suppressedRepeats: suppressed });
-    lastMessage = err.message;
-    lastAtMs = now;
-    suppressed = 0;
-  };
-}
 
 
 async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {

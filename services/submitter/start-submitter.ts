@@ -13,6 +13,7 @@ import { createChainHandles } from "./chain-handles";
 import type { SubmitterContext } from "./context";
 import { createTxProcessor } from "./processor";
 import { chainConfigFor } from "../../shared/process/process-env";
+import { throttledErrorLog } from "../../shared/logging/throttled-error-log";
 import { createNonceStore } from "./send/nonce-store";
 import { reconcileNonce } from "./send/reconcile-nonce";
 import { createTxRecordStore } from "./send/tx-record";
@@ -79,10 +80,10 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
   const from = getAddress(await signer.getAddress());
   const provider = createChainProvider({ chainId, urls: chain.providers, logger, ...options.providerOptions });
   const redis = new Redis(workerConnection(config.redisUrl));
-  redis.on("error", (err) => logger.error("redis error", { at: "submitter.redis", error: errorMessage(err) }));
+  redis.on("error", throttledErrorLog(logger, "redis error", { at: "submitter.redis" }));
   const queueName = txQueueName(chainId);
   const queue = new Queue(queueName, { connection: workerConnection(config.redisUrl), prefix: config.redisPrefix });
-  queue.on("error", (err) => logger.error("queue error", { at: "submitter.queue", error: errorMessage(err) }));
+  queue.on("error", throttledErrorLog(logger, "queue error", { at: "submitter.queue" }));
   const records = createTxRecordStore({ redis, prefix: config.redisPrefix, chainId });
   const nonces = createNonceStore({ redis, prefix: config.redisPrefix, chainId, signerAddress: from, provider });
   const handles = createChainHandles({ config, chainId, ownProvider: provider, ownQueue: queue, logger, providerOptions: options.providerOptions });
@@ -168,7 +169,7 @@ function createStop(p: {
 }
 
 function attachWorkerListeners(worker: Worker<TxJobData, TxJobResult, string>, logger: Logger): void {
-  worker.on("error", (err) => logger.error("worker error", { at: "submitter.worker", error: errorMessage(err) }));
+  worker.on("error", throttledErrorLog(logger, "worker error", { at: "submitter.worker" }));
   worker.on("stalled", (jobId, prev) => {
     logger.warn("job stalled: its worker died or lost the lock; it runs again from its record", {
       at: "submitter.worker", jobId, prev,
