@@ -4,7 +4,8 @@
  * transaction submitter and one poller. Every process validates the whole config itself before connecting to anything.
  *
  * Scaling: SUBMITTER_INSTANCES=2 runs two submitters per chain; the chain's queue admits one active job at a
- * time, so the second is a hot standby, never a second nonce sequence.
+ * time, so the second is a hot standby, never a second nonce sequence. AUCTION_INSTANCES=N (default 1) runs N
+ * auction processes; they share one NATS queue group per router signer, so each request is answered once.
  */
 const fs = require("node:fs");
 const path = require("node:path");
@@ -40,11 +41,26 @@ const common = {
   env: { ROUTER_CONFIG_FILE: configFile, NODE_ENV: "production" },
 };
 
-const submitterInstances = Number(process.env.SUBMITTER_INSTANCES || 1);
+function instances(name) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") {
+    return 1;
+  }
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > 32) {
+    throw new Error(`ecosystem.config.js: ${name} must be an integer from 1 to 32, got ${JSON.stringify(raw)}`);
+  }
+  return n;
+}
+
+const submitterInstances = instances("SUBMITTER_INSTANCES");
+const auctionInstances = instances("AUCTION_INSTANCES");
 
 module.exports = {
   apps: [
     { ...common, name: "admin", script: "dist/services/admin/main.js", instances: 1 },
+    // Fork mode with N instances: each is its own process with its own NATS connection in the shared queue group.
+    { ...common, name: "auction", script: "dist/services/auction/main.js", instances: auctionInstances },
     ...chainIds().map((chainId) => ({
       ...common,
       name: `submitter-${chainId}`,
