@@ -21,6 +21,7 @@ export const HTTP_STATUS = {
   SENDER_NOT_PREPARED: { status: 409 },
   RECEIVER_LIVE: { status: 409 },
   RECEIVER_FULFILLED: { status: 409 },
+  RECEIVER_PREPARE_DECIDED: { status: 409 },
   RECEIVER_UNVERIFIABLE: { status: 409 },
   SENDER_TOO_NEW: { status: 409 },
   PAYLOAD_TOO_LARGE: { status: 413 },

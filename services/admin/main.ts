@@ -33,6 +33,8 @@ async function start({ config, logger }: ServiceContext): Promise<{ stop(): Prom
       queueFor: queues.queueFor,
       queueEventsFor: queues.queueEventsFor,
       readUnlockedBalance: createRouterBalanceReader({ config, routerAddress, providers, logger }),
+      redis,
+      redisPrefix: config.redisPrefix,
       broadcastTimeoutMs: DEFAULT_BROADCAST_TIMEOUT_MS,
       logger,
     }),

@@ -1,5 +1,6 @@
 import type { Job } from "bullmq";
 import { errorMessage } from "../../shared/errors";
+import { claimFailureIsTerminal } from "../../shared/protocol/claim-retry";
 import { TX_JOB, TX_JOB_DEFAULTS, txJobId, type TxJobData } from "../../shared/queues";
 import type { PollerContext } from "./context";
 import type { JobPlan, Plan } from "./plan-action";
@@ -45,6 +46,9 @@ export async function executePlan(ctx: PollerContext, plan: Plan, meta: PlanMeta
  * Adds the job under its deterministic id unless a job with that id exists in any state. A failed job is
  * retried when its attempts ran out on retriable errors (with fresh attempts, so BullMQ's backoff applies
  * again instead of one attempt per block); a job failed as unrecoverable stays failed and is alerted once.
+ * Except the router's claim (fulfill-sender): it is the router's income, so a failed one is retried whatever
+ * ended it (a stall, a failed park) unless its reason is terminal (claim-retry.ts); the plan asks for it only
+ * while the sending side is prepared and claimable.
  */
 export async function enqueueOnce(ctx: PollerContext, job: JobPlan, meta: PlanMeta): Promise<EnqueueOutcome> {
   const jobId = txJobId(job.name, meta.transferKey);
@@ -60,7 +64,8 @@ export async function enqueueOnce(ctx: PollerContext, job: JobPlan, meta: PlanMe
   if ((await existing.getState()) !== "failed") {
     return "exists";
   }
-  if (exhaustedByRetriableErrors(existing)) {
+  const claimToRetry = job.name === TX_JOB.fulfillSender && !claimFailureIsTerminal(existing.failedReason);
+  if (claimToRetry || exhaustedByRetriableErrors(existing)) {
     try {
       await existing.retry("failed", { resetAttemptsMade: true });
     } catch (err) {

@@ -12,17 +12,20 @@ import {
   type CancelSenderJobData,
   type FulfillSenderJobData,
   type PrepareReceiverJobData,
+  type RelayFulfillJobData,
   type RemoveLiquidityJobData,
   type TxJobData,
   type TxJobProgress,
   type TxJobResult,
 } from "../../shared/queues";
+import { claimKeepsTrying, claimLogLevel, claimRetryAtMs } from "../../shared/protocol/claim-retry";
 import type { SubmitterContext } from "./context";
 import { prepareCancelReceiver } from "./operations/cancel-receiver";
 import { prepareCancelSender } from "./operations/cancel-sender";
 import { isCancellable, RetryLaterError } from "./operations/errors";
 import { prepareFulfillSender } from "./operations/fulfill-sender";
 import { preparePrepareReceiver } from "./operations/prepare-receiver";
+import { prepareRelayFulfill } from "./operations/relay-fulfill";
 import { prepareRemoveLiquidity } from "./operations/remove-liquidity";
 import { InvalidTxJobError, SubmitterShutdownError } from "./send/errors";
 import type { SendTrace } from "./send/send-context";
@@ -41,7 +44,8 @@ type Outcome = "completed" | "retry" | "failed" | "handover" | "delayed";
  * a "not yet" error (RetryLaterError: an expiry or the 780 s rule) parks the job in the delayed set until
  * then, also without using an attempt. A receiving prepare refused for a cancellable reason enqueues the
  * sender's refund (enqueueSenderRefund). An operation finding its effect already on chain completes the job
- * as a no-op. Exactly one outcome line is logged per attempt.
+ * as a no-op. A failed claim (fulfill-sender) is parked and run again until the sending side's expiry
+ * (parkClaim). Exactly one outcome line is logged per attempt.
  */
 export function createTxProcessor(ctx: SubmitterContext): TxProcessor {
   return async (job, token) => {
@@ -57,6 +61,13 @@ export function createTxProcessor(ctx: SubmitterContext): TxProcessor {
     }
   };
 }
+
+/**
+ * Jobs whose call the contract refuses to execute twice (#P:015, #F:019, #C:019): a rebuild at a new nonce
+ * after a nonce reported taken cannot act twice. Any other job (remove-liquidity) rebuilds only once the
+ * nonce is proven taken (send/confirm-nonce-taken.ts).
+ */
+const REPLAY_PROTECTED_JOBS: ReadonlySet<string> = new Set([TX_JOB.prepareReceiver, TX_JOB.fulfillSender, TX_JOB.cancelSender, TX_JOB.cancelReceiver]);
 
 async function runJob(ctx: SubmitterContext, job: TxJob, trace: SendTrace): Promise<TxJobResult> {
   const problems = validateTxJobData(job.name, job.data);
@@ -82,6 +93,7 @@ async function runJob(ctx: SubmitterContext, job: TxJob, trace: SendTrace): Prom
         await job.updateProgress(progress);
       },
       trace,
+      replayProtected: REPLAY_PROTECTED_JOBS.has(job.name),
     },
     () => prepareCall(ctx, job.name, job.data),
   );
@@ -99,6 +111,8 @@ function prepareCall(ctx: SubmitterContext, name: string, data: TxJobData): Prom
       return prepareCancelSender(ctx, data as CancelSenderJobData);
     case TX_JOB.cancelReceiver:
       return prepareCancelReceiver(ctx, data as CancelReceiverJobData);
+    case TX_JOB.relayFulfill:
+      return prepareRelayFulfill(ctx, data as RelayFulfillJobData);
     default:
       throw new InvalidTxJobError(`no operation for job name ${JSON.stringify(name)}`);
   }
@@ -136,6 +150,12 @@ async function toBullMqError(p: FailureParams): Promise<Error> {
       logger.warn("could not hand the job back; it will be retried", { at: "submitter.job", error: errorMessage(moveErr) });
     }
   }
+  if (job.name === TX_JOB.fulfillSender && p.token && claimKeepsTrying(err)) {
+    const parked = await parkClaim(p, p.token, code);
+    if (parked) {
+      return parked;
+    }
+  }
   if (err instanceof RetryLaterError && p.token) {
     try {
       // "Not yet" (a time rule): park the job until then without using an attempt; nothing was sent.
@@ -156,6 +176,52 @@ async function toBullMqError(p: FailureParams): Promise<Error> {
     await enqueueSenderRefund(p.ctx, job.data as PrepareReceiverJobData, code, logger);
   }
   return new UnrecoverableError(`${code}: ${errorMessage(err)}`);
+}
+
+/**
+ * Chain clocks may trail the wall clock: a claim is still tried this long after the expiry by wall time, and the
+ * operation itself (which reads the chain's time) decides when it is expired (SENDER_EXPIRED, terminal).
+ */
+const CLAIM_EXPIRY_SLACK_MS = 10 * 60_000;
+
+/**
+ * The router's claim failed for a reason a later run may not meet (claim-retry.ts): park the job with a
+ * doubling delay, without using a BullMQ attempt, so it runs again until the sending side expires. A reverted
+ * transaction's record is archived first, or the next run would only find it again. The failure is logged
+ * at warn, error, then alert level as the expiry nears. Undefined when the job cannot be parked.
+ */
+async function parkClaim(p: FailureParams, token: string, code: string): Promise<Error | undefined> {
+  const { job, logger, ctx } = p;
+  const { txData } = job.data as FulfillSenderJobData;
+  const nowMs = Date.now();
+  const expiryMs = txData.expiry * 1000;
+  if (nowMs >= expiryMs + CLAIM_EXPIRY_SLACK_MS) {
+    return undefined;
+  }
+  try {
+    const archivedRecord = job.id ? await ctx.records.archiveReverted(job.id) : undefined;
+    const retryAtMs = claimRetryAtMs(nowMs, job.attemptsStarted, expiryMs + CLAIM_EXPIRY_SLACK_MS);
+    await job.moveToDelayed(retryAtMs, token);
+    const secondsToExpiry = Math.round((expiryMs - nowMs) / 1000);
+    const level = claimLogLevel(secondsToExpiry);
+    logger[level === "alert" ? "error" : level]("the router's claim failed: parked, retried until the sending side expires", {
+      at: "submitter.claim",
+      ...(level === "alert" ? { alert: true } : {}),
+      code,
+      error: errorMessage(p.err),
+      transactionId: txData.transactionId,
+      expiry: txData.expiry,
+      secondsToExpiry,
+      runs: job.attemptsStarted,
+      retryAtMs,
+      archivedRecord,
+    });
+    logOutcome(logger, "delayed", { ...p, code, error: errorMessage(p.err), retryAtMs });
+    return new DelayedError();
+  } catch (parkErr) {
+    logger.warn("could not park the claim; BullMQ's retry rules apply", { at: "submitter.claim", error: errorMessage(parkErr) });
+    return undefined;
+  }
 }
 
 /**

@@ -65,6 +65,11 @@ export interface ChainProvider {
    * unavailable (RpcUnavailableError). Any other error (a revert, a nonce error) is thrown at once.
    */
   read<T>(fn: (provider: JsonRpcProvider) => Promise<T>, what?: string): Promise<T>;
+  /**
+   * Runs `fn` against every in-sync provider (then the unhealthy ones) at once, each answer or error on its
+   * own: for facts one provider alone must not decide (a nonce reported taken, before a rebuild).
+   */
+  readEach<T>(fn: (provider: JsonRpcProvider) => Promise<T>, what?: string): Promise<Array<{ readonly label: string; readonly value?: T; readonly error?: RouterError }>>;
   /** Sends to every usable provider at once; succeeds if any took it or already had it. */
   broadcast(rawTx: string): Promise<BroadcastResult>;
   getBlockNumber(): Promise<number>;
@@ -162,6 +167,18 @@ export function createChainProvider(opts: ChainProviderOptions): ChainProvider {
   return {
     chainId: opts.chainId,
     read,
+    readEach: async (fn) => {
+      await ensureHeads();
+      return Promise.all(
+        heads.readOrder().map(async (entry) => {
+          try {
+            return { label: entry.label, value: await fn(entry.provider) };
+          } catch (err) {
+            return { label: entry.label, error: toChainError(err) };
+          }
+        }),
+      );
+    },
     broadcast: async (rawTx) => {
       await ensureHeads();
       return broadcastToAll(heads.broadcastTargets(), rawTx, opts.chainId, logger);

@@ -68,3 +68,38 @@ export async function signFulfill(signer: RouterSigner, payload: FulfillPayload)
 export async function signCancel(signer: RouterSigner, payload: CancelPayload): Promise<string> {
   return sanitizeSignatureV(await signer.signMessage(getBytes(cancelPayloadHash(payload))));
 }
+
+export interface UserFulfillSignatureParams {
+  readonly txData: Pick<FulfillPayload, "transactionId" | "receivingChainId" | "receivingChainTxManagerAddress"> & { readonly user: string };
+  readonly relayerFee: string;
+  readonly signature: string;
+}
+
+export type UserFulfillSignatureCheck =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly reason: "malformed" }
+  | { readonly ok: false; readonly reason: "wrong-signer"; readonly signer: string };
+
+/**
+ * Whether `signature` is `txData.user`'s fulfill signature for this relayer fee, as both chains check it
+ * (§4.3: the transfer's receiving chain id and receiving TransactionManager). Pure; never throws. The one
+ * check the sending-side claim and the relayed receiving-side fulfill share.
+ */
+export function checkUserFulfillSignature(params: UserFulfillSignatureParams): UserFulfillSignatureCheck {
+  const { txData } = params;
+  let signer: string;
+  try {
+    signer = recoverFulfillSigner(
+      {
+        transactionId: txData.transactionId,
+        relayerFee: params.relayerFee,
+        receivingChainId: txData.receivingChainId,
+        receivingChainTxManagerAddress: txData.receivingChainTxManagerAddress,
+      },
+      params.signature,
+    );
+  } catch {
+    return { ok: false, reason: "malformed" };
+  }
+  return signer.toLowerCase() === txData.user.toLowerCase() ? { ok: true } : { ok: false, reason: "wrong-signer", signer };
+}

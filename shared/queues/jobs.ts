@@ -16,6 +16,11 @@ export const TX_JOB = {
   cancelSender: "cancel-sender",
   /** On the receiving chain: after expiry, return the router's locked liquidity. */
   cancelReceiver: "cancel-receiver",
+  /**
+   * On the receiving chain: the user's own fulfill, relayed for them (metatx.request, docs/relaying.md): sent
+   * by the signer straight to the TransactionManager, which pays `relayerFee` to the sender.
+   */
+  relayFulfill: "relay-fulfill",
 } as const;
 export type TxJobName = (typeof TX_JOB)[keyof typeof TX_JOB];
 
@@ -81,12 +86,27 @@ export interface CancelReceiverJobData {
   readonly reason: string;
 }
 
+export interface RelayFulfillJobData {
+  /** The receiving chain: the queue's chain. */
+  readonly chainId: number;
+  /** The receiving side's TransactionData (its own amount, expiry and preparedBlockNumber). */
+  readonly txData: TransactionData;
+  /** Decimal integer string, receiving-asset units: paid by the contract to the relayer (our signer). */
+  readonly relayerFee: string;
+  /** The user's fulfill signature (§4.3): public once the fulfill is mined, so it may sit in job data. */
+  readonly signature: string;
+  readonly callData: string;
+  /** Correlates the messaging request, the job and their log lines. */
+  readonly requestId?: string;
+}
+
 export interface TxJobDataByName {
   [TX_JOB.removeLiquidity]: RemoveLiquidityJobData;
   [TX_JOB.prepareReceiver]: PrepareReceiverJobData;
   [TX_JOB.fulfillSender]: FulfillSenderJobData;
   [TX_JOB.cancelSender]: CancelSenderJobData;
   [TX_JOB.cancelReceiver]: CancelReceiverJobData;
+  [TX_JOB.relayFulfill]: RelayFulfillJobData;
 }
 export type TxJobData = TxJobDataByName[TxJobName];
 
@@ -177,6 +197,14 @@ export const TX_JOB_SCHEMAS: Readonly<Record<TxJobName, Joi.ObjectSchema>> = {
     chainId: chainId.required(),
     txData: txDataSchema.required(),
     reason: Joi.string().max(200).required(),
+  }),
+  [TX_JOB.relayFulfill]: Joi.object<RelayFulfillJobData>({
+    chainId: chainId.required(),
+    txData: txDataSchema.required(),
+    relayerFee: decimal.required(),
+    signature: hexBytes.required(),
+    callData: hexBytes.required(),
+    requestId: Joi.string().pattern(/^[A-Za-z0-9_.-]{1,100}$/),
   }),
 };
 

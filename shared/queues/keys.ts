@@ -56,3 +56,60 @@ export function pollerCursorKey(prefix: string, chainId: number): string {
 export function pollerAlertedKey(prefix: string, chainId: number): string {
   return routerKey(prefix, "alerted", chainId);
 }
+
+/**
+ * The one decision taken for a transfer between its two router actions that exclude each other: "prepare"
+ * (the receiving side) or "cancel-sender" (refund of the sending side). One key per transfer, not per chain:
+ * `transferKey` is `transferKey(transactionId, user)`. Written only through shared/queues/transfer-decision.ts.
+ */
+export function transferDecisionKey(prefix: string, transferKey: string): string {
+  return routerKey(prefix, "decision", transferKey);
+}
+
+/**
+ * The auction's rate limit of one (user, sending chain, receiving chain, sending asset, receiving asset), all
+ * lowercase: a key that exists (with a TTL of `requestLimit` ms) means a bid for it was signed recently.
+ */
+export function auctionRateKey(
+  prefix: string,
+  p: { user: string; sendingChainId: number; receivingChainId: number; sendingAssetId: string; receivingAssetId: string },
+): string {
+  return routerKey(
+    prefix, "rate", p.user.toLowerCase(), p.sendingChainId, p.receivingChainId, p.sendingAssetId.toLowerCase(), p.receivingAssetId.toLowerCase(),
+  );
+}
+
+/**
+ * Liquidity promised by open bids on the receiving (chain, asset): a hash with field `total` (decimal string)
+ * and one field `r:<transferKey>` per bid holding its amountReceived.
+ */
+export function bidReservationsKey(prefix: string, chainId: number, assetId: string): string {
+  return routerKey(prefix, "reserved", chainId, assetId.toLowerCase());
+}
+
+/** Sorted set of the transfer keys in `bidReservationsKey`, scored by when each reservation lapses (ms). */
+export function bidReservationExpiryKey(prefix: string, chainId: number, assetId: string): string {
+  return routerKey(prefix, "reserved-until", chainId, assetId.toLowerCase());
+}
+
+/**
+ * The remove-liquidity job accepted for one content (chain, asset, amount, recipient) in the last
+ * `REMOVE_LIQUIDITY_WINDOW_MS` (services/admin/operations/remove-liquidity.ts): a string holding its job id,
+ * so an identical request without the first one's X-Request-Id is answered by that job instead of a new one.
+ */
+export function removeLiquidityContentKey(prefix: string, contentHash: string): string {
+  return routerKey(prefix, "remove-liquidity", contentHash);
+}
+
+/**
+ * One process's heartbeat (shared/metrics/heartbeat.ts): a JSON string with a TTL, rewritten every few seconds
+ * while the process runs. `processId` is `<role>[-<chain>]-<instance>`, e.g. `submitter-1337-0`.
+ */
+export function heartbeatKey(prefix: string, processId: string): string {
+  return routerKey(prefix, "heartbeat", processId);
+}
+
+/** Hash of every process that ever wrote a heartbeat (field: processId, value: its last heartbeat JSON). */
+export function heartbeatsKey(prefix: string): string {
+  return routerKey(prefix, "heartbeats");
+}

@@ -404,6 +404,7 @@ describe("POST /remove-liquidity with a real queue", () => {
   let worker: Worker | undefined;
   let app: RunningApp | undefined;
   let unlockedBalance: bigint;
+  let plain: IORedis;
 
   beforeAll(async () => {
     redis = await startRedis();
@@ -423,6 +424,7 @@ describe("POST /remove-liquidity with a real queue", () => {
     });
     await queue.waitUntilReady();
     await events.waitUntilReady();
+    plain = new IORedis({ ...producerConnection(redis.url), enableOfflineQueue: true });
   });
 
   afterEach(async () => {
@@ -433,6 +435,7 @@ describe("POST /remove-liquidity with a real queue", () => {
     await queue.obliterate({ force: true });
     await events.close();
     await queue.close();
+    plain.disconnect();
   });
 
   async function startRealApp(broadcastTimeoutMs: number): Promise<RunningApp> {
@@ -441,6 +444,8 @@ describe("POST /remove-liquidity with a real queue", () => {
       queueFor: () => queue,
       queueEventsFor: () => events,
       readUnlockedBalance: async () => unlockedBalance,
+      redis: plain,
+      redisPrefix: prefix,
       broadcastTimeoutMs,
       logger: logs.logger,
     });
@@ -545,6 +550,8 @@ describe("POST /remove-liquidity with a real queue", () => {
       queueFor: () => deadQueue,
       queueEventsFor: () => events,
       readUnlockedBalance: async () => unlockedBalance,
+      redis: connection,
+      redisPrefix: prefix,
       broadcastTimeoutMs: 10_000,
       logger: logs.logger,
     });

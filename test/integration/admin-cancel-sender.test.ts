@@ -192,10 +192,20 @@ describe("admin POST /cancel-sender (real app, redis, anvil, submitters)", () =>
     expect(await post(cancelBody(r, t))).toMatchObject({ status: 409, body: { error: "sender_too_new" } });
   });
 
-  it("force: true cancels despite a live receiving side, with a warning carrying the request id", async () => {
+  // Issue 9 defect 1: this test used to assert that force cancels a sending side whose receiving side the router
+  // had prepared and which was live, i.e. the router losing the amount on purpose. A recorded receiving prepare
+  // is now never overridden; force keeps skipping the other checks (here the 780 s rule).
+  it("force: true never overrides a recorded receiving prepare (409 receiver_prepare_decided), but skips the other checks", async () => {
     const r = await startAdmin("direct");
+    const prepared = await makeTransfer(s, { mode: "direct" });
+    await prepareReceiver(r, prepared);
+    const refused = await post(cancelBody(r, prepared, { force: true }), "forced-cancel-0");
+    expect(refused).toMatchObject({ status: 409, body: { error: "receiver_prepare_decided", message: expect.stringMatching(/force.* does not override/) } });
+    expect(await cancelJob(r, prepared)).toBeUndefined();
+    expect(await senderCancelled(prepared)).toBe(false);
+
     const t = await makeTransfer(s, { mode: "direct" });
-    await prepareReceiver(r, t);
+    expect(await post(cancelBody(r, t))).toMatchObject({ status: 409, body: { error: "sender_too_new" } });
     const reply = await post(cancelBody(r, t, { force: true }), "forced-cancel-1");
     expect(reply).toMatchObject({ status: 200, body: { transactionHash: expect.stringMatching(/^0x/) } });
     await r.finish((await cancelJob(r, t)) ?? (await Promise.reject(new Error("no job"))));

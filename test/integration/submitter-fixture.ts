@@ -59,6 +59,8 @@ export interface ConfigParams {
   readonly routerContract?: boolean;
   readonly confirmationTimeoutMs?: number;
   readonly confirmations?: number;
+  /** The chain's provider URLs; the anvil node alone by default. */
+  readonly providers?: readonly string[];
 }
 
 /** The config file's JSON (also written to disk for the child-process test) and its loaded form. */
@@ -75,7 +77,7 @@ export function submitterConfig(s: SubmitterStack, prefix: string, p: ConfigPara
       // Required by the config rules; this submitter never talks to chain 1.
       "1": { providers: [s.chain.anvil.url] },
       [String(CHAIN_ID)]: {
-        providers: [s.chain.anvil.url],
+        providers: p.providers ?? [s.chain.anvil.url],
         transactionManagerAddress: tm,
         confirmations: p.confirmations ?? 1,
         confirmationTimeoutMs: p.confirmationTimeoutMs ?? 60_000,

@@ -214,8 +214,10 @@ describe("submitter (in-process)", () => {
     expect((await client.queue.getJob(id))?.attemptsMade).toBe(1);
   });
 
+  // Issue 9 defect 6: a remove-liquidity now rebuilds only once two providers confirm the nonce taken, so this
+  // test lists the node twice (two providers); with one provider it would wait instead (test/integration/nonce-taken.test.ts).
   it("sends a new transaction when an operator's manual transaction took the job's nonce", async () => {
-    const config = await setUp();
+    const config = await setUp({ providers: [s.chain.anvil.url, s.chain.anvil.url] });
     const logs = captureLogs();
     await start(config, logs);
     await s.chain.anvil.setAutomine(false);

@@ -12,6 +12,7 @@ import type { TransactionData, TransferRecord } from "../../../shared/protocol/t
 import { sameHex } from "../../../shared/protocol/values";
 import { TX_JOB, TX_JOB_DEFAULTS, transferKey, txJobId, type CancelSenderJobData } from "../../../shared/queues";
 import { findPrepareReceiverInFlight } from "../../../shared/queues/in-flight";
+import { readTransferDecision } from "../../../shared/queues/transfer-decision";
 import type { CancelSenderRequest, OperationContext, TransactionResponse } from "../types";
 import {
   DEFAULT_BROADCAST_TIMEOUT_MS,
@@ -26,6 +27,7 @@ import {
   QueueUnavailableError,
   ReceiverFulfilledError,
   ReceiverLiveError,
+  ReceiverPrepareDecidedError,
   ReceiverUnverifiableError,
   SenderNotPreparedError,
   SenderTooNewError,
@@ -48,8 +50,8 @@ export interface CancelSenderDeps {
   readonly routerAddress: string;
   queueFor(chainId: number): Queue;
   queueEventsFor(chainId: number): QueueEvents;
-  /** For the receiving chain's prepare-receiver transaction record. */
-  readonly redis: Pick<Redis, "hget">;
+  /** For the receiving chain's prepare-receiver transaction record and the transfer's decision. */
+  readonly redis: Pick<Redis, "hget" | "get">;
   /** Read provider of a configured chain. */
   readProvider(chainId: number): ChainProvider;
   readonly findTransfer?: FindTransfer;
@@ -75,7 +77,9 @@ interface PreparedSender {
  * 2. the sending side: the transfer store's record, else the chain's TransactionPrepared logs (bounded
  *    lookback), each proven on chain by its variant: none → 404; only completed ones → 409;
  * 3. unless `force`, the on-chain sender-cancel check: 409 receiver_live (prepared and live, expired but
- *    not cancelled, or being prepared), receiver_fulfilled, receiver_unverifiable, sender_too_new;
+ *    not cancelled, or being prepared), receiver_fulfilled, receiver_unverifiable, sender_too_new. When a
+ *    receiving prepare is the transfer's recorded decision the check runs even with `force`, and only a
+ *    receiving side cancelled on chain lets the refund through (409 receiver_prepare_decided otherwise);
  * 4. enqueue (a failed job under the id is replaced) and answer once broadcast. The submitter re-checks.
  */
 export function createCancelSenderOperation(deps: CancelSenderDeps): CancelSenderOperation {
@@ -92,7 +96,12 @@ export function createCancelSenderOperation(deps: CancelSenderDeps): CancelSende
       return answer(await enqueueAndWaitForBroadcast({ queue, events, jobId, timeoutMs }), logger);
     }
     const sender = await decisionRead(() => findPreparedSender(deps, params));
-    if (params.force) {
+    const prepareRecorded = (await decisionRead(() => queueCall(() => readTransferDecision({
+      redis: deps.redis, prefix: deps.config.redisPrefix, transactionId: sender.txData.transactionId, user: sender.txData.user,
+    })))) === "prepare";
+    if (prepareRecorded) {
+      await assertReceiverCancelled(deps, sender, params.force);
+    } else if (params.force) {
       logger.warn("FORCED cancel-sender: receiving-side checks skipped; a live or fulfilled receiving side loses the router's funds", {
         at: "admin.cancelSender", transactionId: params.transactionId, user: params.user, receivingChainId: sender.txData.receivingChainId,
       });
@@ -198,7 +207,30 @@ async function fromLogs(deps: CancelSenderDeps, params: CancelSenderRequest, pro
   return events.map((e) => e.txData).filter(isSendingSide).reverse();
 }
 
-async function assertCancelSafe(deps: CancelSenderDeps, sender: PreparedSender): Promise<void> {
+/**
+ * With a receiving prepare recorded, only a receiving side cancelled on chain lets the refund through, forced
+ * or not. Unforced, the check's own refusals answer (receiver_live, ...); forced, every refusal is
+ * receiver_prepare_decided, since `force` would otherwise be the advice.
+ */
+async function assertReceiverCancelled(deps: CancelSenderDeps, sender: PreparedSender, force: boolean): Promise<void> {
+  const message =
+    "a receiving prepare is recorded for this transfer and the receiving chain does not show it cancelled; its transaction may still land (\"force\" does not override this)";
+  let receiverState: string;
+  try {
+    receiverState = await decisionRead(() => assertCancelSafe(deps, sender));
+  } catch (err) {
+    if (force && !(err instanceof ChainUnavailableError)) {
+      throw new ReceiverPrepareDecidedError(`${message}; the check refused with ${errorCode(err)}`);
+    }
+    throw err;
+  }
+  if (receiverState !== "cancelled") {
+    throw new ReceiverPrepareDecidedError(message);
+  }
+}
+
+/** Throws the refusal of the on-chain check; returns the receiving side's state it judged by. */
+async function assertCancelSafe(deps: CancelSenderDeps, sender: PreparedSender): Promise<string> {
   const { txData } = sender;
   const receivingChainId = txData.receivingChainId;
   const receivingChain = deps.config.chainConfig[String(receivingChainId)];
@@ -224,6 +256,7 @@ async function assertCancelSafe(deps: CancelSenderDeps, sender: PreparedSender):
   if (!verdict.ok) {
     throw refusal(verdict);
   }
+  return verdict.receiverState;
 }
 
 function refusal(verdict: Extract<SenderCancelVerdict, { ok: false }>): RouterError {
@@ -248,6 +281,7 @@ const DECISION_ERRORS = [
   SenderNotPreparedError,
   ReceiverLiveError,
   ReceiverFulfilledError,
+  ReceiverPrepareDecidedError,
   ReceiverUnverifiableError,
   SenderTooNewError,
   QueueUnavailableError,

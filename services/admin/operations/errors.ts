@@ -82,3 +82,13 @@ export class ChainUnavailableError extends RouterError {
   readonly code = "CHAIN_UNAVAILABLE";
   readonly retriable = true;
 }
+
+/**
+ * A receiving prepare is the transfer's recorded decision (shared/queues/transfer-decision.ts) and the
+ * receiving chain does not show that side cancelled: its transaction may be in flight or in blocks the
+ * provider has not seen. `force` does not override it.
+ */
+export class ReceiverPrepareDecidedError extends RouterError {
+  readonly code = "RECEIVER_PREPARE_DECIDED";
+  readonly retriable = false;
+}

@@ -2,12 +2,14 @@ import { checkSenderCancelOnChain, type SenderCancelVerdict } from "../../../sha
 import type { TransactionData } from "../../../shared/protocol/types";
 import type { CancelSenderJobData } from "../../../shared/queues";
 import { findPrepareReceiverInFlight } from "../../../shared/queues/in-flight";
+import { claimTransferDecision, readTransferDecision } from "../../../shared/queues/transfer-decision";
 import type { TxCall, TxNoop } from "../send/tx-record";
 import {
   ReceiverBeingPreparedError,
   ReceiverFulfilledError,
   ReceiverLiveError,
   ReceiverNotCancelledError,
+  ReceiverPrepareDecidedError,
   ReceiverStateUnknownError,
   ReceiverUnverifiableError,
   SenderTooNewError,
@@ -19,11 +21,15 @@ import { buildUnlessCompleted, openPreparedSide, wallClockMsWhenChainPasses, typ
  * Refund of the sending side to `sendingChainFallback` (§3.6), on the sending chain (the queue's chain).
  * Cancelling the sender while the receiving side can still pay the user loses the router's funds, so:
  * 1. sanitation here: completed → no-op; not prepared / other variant → terminal;
- * 2. unless `force` (admin only): the on-chain sender-cancel check (shared/chain/sender-cancel-check.ts):
- *    receiving side never prepared (and no prepare-receiver in flight) or cancelled, never fulfilled
+ * 2. unless `force` (admin only) with no receiving prepare recorded: the on-chain sender-cancel check
+ *    (shared/chain/sender-cancel-check.ts): receiving side never prepared (and no prepare-receiver in flight) or cancelled, never fulfilled
  *    (RECEIVER_FULFILLED), never live (RECEIVER_LIVE); the 780 s rule before the sender's expiry. Time
  *    rules park the job until they pass (SENDER_TOO_NEW, RECEIVER_UNVERIFIABLE);
- * 3. cancel({txData, signature: 0x, encodedMeta: 0x}) from the router: before expiry only the router may
+ * 3. the transfer's decision is claimed as "cancel-sender" (shared/queues/transfer-decision.ts). A recorded
+ *    "prepare" is only replaced when the check proved the receiving side cancelled on chain; otherwise the
+ *    receiving prepare may be in a mempool or in blocks a lagging provider misses: RECEIVER_PREPARE_DECIDED
+ *    (retried). `force` never overrides a recorded prepare;
+ * 4. cancel({txData, signature: 0x, encodedMeta: 0x}) from the router: before expiry only the router may
  *    cancel (#C:025), so router-contract mode goes through Router.cancel; `#C:019` → re-check → no-op.
  */
 export async function prepareCancelSender(ctx: LifecycleContext, data: CancelSenderJobData): Promise<TxCall | TxNoop> {
@@ -33,12 +39,20 @@ export async function prepareCancelSender(ctx: LifecycleContext, data: CancelSen
     return opened.noop;
   }
   const { state } = opened;
+  const decisionParams = { redis: ctx.redis, prefix: ctx.config.redisPrefix, transactionId: txData.transactionId, user: txData.user };
+  const prepareRecorded = (await readTransferDecision(decisionParams)) === "prepare";
 
-  if (data.force) {
+  let receiverCancelled = false;
+  if (data.force && !prepareRecorded) {
     ctx.logger.warn("FORCED sender cancel: the receiving side is not checked; if it is live the router loses the amount", {
       at: "submitter.cancelSender", transactionId: txData.transactionId, requestId: data.requestId, reason: data.reason,
     });
   } else {
+    if (data.force) {
+      ctx.logger.warn("FORCED sender cancel not forced: a receiving prepare is recorded, so the receiving side is checked", {
+        at: "submitter.cancelSender", transactionId: txData.transactionId, requestId: data.requestId, reason: data.reason,
+      });
+    }
     const verdict = await checkSenderCancelOnChain({
       txData,
       sendingProvider: ctx.provider,
@@ -49,8 +63,16 @@ export async function prepareCancelSender(ctx: LifecycleContext, data: CancelSen
     if (!verdict.ok) {
       throw refusalError(ctx, txData, verdict, state.nowSec);
     }
+    receiverCancelled = verdict.receiverState === "cancelled";
   }
 
+  const claim = await claimTransferDecision({ ...decisionParams, decision: "cancel-sender", replacing: receiverCancelled ? "prepare" : undefined });
+  if (!claim.ok) {
+    throw new ReceiverPrepareDecidedError(
+      "a receiving prepare is the transfer's recorded decision and the receiving chain does not show that side cancelled",
+      { transactionId: txData.transactionId, receivingChainId: txData.receivingChainId, force: data.force },
+    );
+  }
   return buildUnlessCompleted(ctx, "cancel", { txData, signature: "0x", encodedMeta: "0x" });
 }
 

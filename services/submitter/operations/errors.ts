@@ -147,6 +147,25 @@ export class ReceiverBeingPreparedError extends LifecycleError {
   readonly retriable = true;
 }
 
+/**
+ * Receiving prepare refused for good: a sender cancel is decided, queued (in any state) or has a transaction
+ * for this transfer (shared/queues/transfer-decision.ts). Not cancellable: the refund is already under way.
+ */
+export class SenderCancelDecidedError extends LifecycleError {
+  readonly code = "SENDER_CANCEL_DECIDED";
+  readonly retriable = false;
+}
+
+/**
+ * Sender cancel refused for now: a receiving prepare is the transfer's recorded decision and the receiving
+ * chain does not show that side cancelled (its transaction may be in flight or in blocks the provider lags
+ * behind). Retriable: the chain tells later (then RECEIVER_LIVE, or cancelled and the refund goes ahead).
+ */
+export class ReceiverPrepareDecidedError extends LifecycleError {
+  readonly code = "RECEIVER_PREPARE_DECIDED";
+  readonly retriable = true;
+}
+
 /** §3.6 rule 2: before the sender's expiry, the sending prepare must be 780 s old; parked until then. */
 export class SenderTooNewError extends RetryLaterError {
   readonly code = "SENDER_TOO_NEW";

@@ -1,6 +1,6 @@
 import { isTransactionExpired } from "../../../shared/protocol/expiry";
-import { recoverFulfillSigner } from "../../../shared/protocol/user-signatures";
-import { sameHex } from "../../../shared/protocol/values";
+import type { TransactionData } from "../../../shared/protocol/types";
+import { checkUserFulfillSignature } from "../../../shared/protocol/user-signatures";
 import type { FulfillSenderJobData } from "../../../shared/queues";
 import type { TxCall, TxNoop } from "../send/tx-record";
 import { InvalidUserSignatureError, SenderExpiredError } from "./errors";
@@ -18,7 +18,7 @@ import { buildUnlessCompleted, openPreparedSide, revertCodeOf, type LifecycleCon
  */
 export async function prepareFulfillSender(ctx: LifecycleContext, data: FulfillSenderJobData): Promise<TxCall | TxNoop> {
   const { txData } = data;
-  assertUserSignature(data);
+  assertUserFulfillSignature(txData, data.relayerFee, data.signature);
   const opened = await openPreparedSide(ctx, txData, "sending");
   if ("noop" in opened) {
     return opened.noop;
@@ -44,27 +44,21 @@ export async function prepareFulfillSender(ctx: LifecycleContext, data: FulfillS
   }
 }
 
-function assertUserSignature(data: FulfillSenderJobData): void {
-  const { txData } = data;
-  let signer: string;
-  try {
-    signer = recoverFulfillSigner(
-      {
-        transactionId: txData.transactionId,
-        relayerFee: data.relayerFee,
-        receivingChainId: txData.receivingChainId,
-        receivingChainTxManagerAddress: txData.receivingChainTxManagerAddress,
-      },
-      data.signature,
-    );
-  } catch (err) {
-    throw new InvalidUserSignatureError("the fulfill signature is malformed", { transactionId: txData.transactionId }, { cause: err });
+/**
+ * The user's fulfill signature must recover to `txData.user` for this relayer fee, or the contract reverts
+ * #F:022 anyway. Shared by the sending-side claim and the relayed receiving-side fulfill (relay-fulfill).
+ */
+export function assertUserFulfillSignature(txData: TransactionData, relayerFee: string, signature: string): void {
+  const check = checkUserFulfillSignature({ txData, relayerFee, signature });
+  if (check.ok) {
+    return;
   }
-  if (!sameHex(signer, txData.user)) {
-    throw new InvalidUserSignatureError(`the fulfill signature recovers to ${signer}, not to the user ${txData.user}`, {
-      transactionId: txData.transactionId,
-    });
-  }
+  throw new InvalidUserSignatureError(
+    check.reason === "malformed"
+      ? "the fulfill signature is malformed"
+      : `the fulfill signature recovers to ${check.signer}, not to the user ${txData.user}`,
+    { transactionId: txData.transactionId },
+  );
 }
 
 /** Logged here, at the one place that knows the claim is lost, at alert level for the operator. */

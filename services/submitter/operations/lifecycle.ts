@@ -43,8 +43,8 @@ export interface LifecycleContext {
   readonly readProvider: (chainId: number) => ChainProvider | undefined;
   /** Producer handle of a configured chain's transaction queue; undefined if not configured. */
   readonly txQueue: (chainId: number) => Queue | undefined;
-  /** Plain Redis connection, for other chains' transaction records. */
-  readonly redis: Pick<Redis, "hget">;
+  /** Plain Redis connection, for other chains' transaction records and the transfer decision (shared/queues/transfer-decision.ts). */
+  readonly redis: Pick<Redis, "hget" | "get" | "eval" | "exists">;
 }
 
 /** `invariant.router` of our transfers: the Router contract in router-contract mode, else the signer. */

@@ -3,9 +3,12 @@ import { blockTimestamp } from "../../../shared/chain/transfer-events";
 import { DEFAULT_TOLERANCE_PERCENT } from "../../../shared/protocol/amounts";
 import { verifySenderPrepare, type VerifySenderPrepareOk } from "../../../shared/protocol/verify-sender";
 import type { PrepareReceiverJobData } from "../../../shared/queues";
+import { claimTransferDecision, findSenderCancelIntent } from "../../../shared/queues/transfer-decision";
 import type { TxCall, TxNoop } from "../send/tx-record";
 import {
+  ChainNotConfiguredError,
   NotEnoughLiquidityError,
+  SenderCancelDecidedError,
   SenderCompletedError,
   SenderDataMismatchError,
   SenderNotConfirmedError,
@@ -28,15 +31,20 @@ import {
  * The receiving-side prepare (§3.5), on the receiving chain (the queue's chain). Locks the router's
  * liquidity for the user, so every input is proven before anything is sent:
  * 1. sanitation: already prepared here (any non-zero variant) → no-op;
- * 2. the sending side on the SENDING chain: its stored variant must be exactly the job's
+ * 2. no sender cancel for the transfer: none decided, no cancel-sender job in any state, no cancel-sender
+ *    transaction record (SENDER_CANCEL_DECIDED, terminal: the refund is under way; see step 6);
+ * 3. the sending side on the SENDING chain: its stored variant must be exactly the job's
  *    (amount, expiry, preparedBlockNumber). That proves the job's TransactionData is real and still
  *    prepared; the prepare must have the sending chain's confirmations (SENDER_NOT_CONFIRMED, retried);
  *    the prepare block's timestamp is then read from the chain, never taken from the job;
- * 3. `verifySenderPrepare` (bid signature, every bid field against the invariant, pools, bid expiry,
+ * 4. `verifySenderPrepare` (bid signature, every bid field against the invariant, pools, bid expiry,
  *    expiry window, amount): a refusal is terminal, its code the reason, cancellable as verify says;
- * 4. our unlocked liquidity covers the receiving amount (cancellable NOT_ENOUGH_LIQUIDITY otherwise);
- * 5. prepare({invariantData, amount, expiry, encryptedCallData, encodedBid, bidSignature, 0x}), estimated:
- *    `#P:015` → no-op (prepared meanwhile), `#P:018` → NOT_ENOUGH_LIQUIDITY, other reverts terminal.
+ * 5. our unlocked liquidity covers the receiving amount (cancellable NOT_ENOUGH_LIQUIDITY otherwise);
+ * 6. prepare({invariantData, amount, expiry, encryptedCallData, encodedBid, bidSignature, 0x}), estimated:
+ *    `#P:015` → no-op (prepared meanwhile), `#P:018` → NOT_ENOUGH_LIQUIDITY, other reverts terminal;
+ * 7. the transfer's decision is claimed as "prepare" (atomic; refused if a sender cancel claimed it first).
+ *    Claimed after the estimate, so a refusal up to here leaves no claim behind and its refund can go ahead;
+ *    nothing is signed or sent before the claim.
  */
 export async function preparePrepareReceiver(ctx: LifecycleContext, data: PrepareReceiverJobData): Promise<TxCall | TxNoop> {
   const { txData } = data.sender;
@@ -50,12 +58,14 @@ export async function preparePrepareReceiver(ctx: LifecycleContext, data: Prepar
   if (here.classification !== "not-prepared") {
     return noop(`receiving side already ${here.classification === "completed" ? "prepared and completed" : "prepared"}`, here.blockNumber);
   }
+  await assertNoSenderCancel(ctx, data);
   const senderPreparedAtSec = await assertSenderPrepared(ctx, data);
   const verified = verify(ctx, data, senderPreparedAtSec, here.nowSec);
   await assertLiquidity(ctx, verified);
 
+  let call: TxCall;
   try {
-    return await buildTransferCall(ctx, "prepare", {
+    call = await buildTransferCall(ctx, "prepare", {
       invariantData: verified.invariant,
       amount: verified.receiverAmount,
       expiry: verified.receiverExpiry,
@@ -74,10 +84,49 @@ export async function preparePrepareReceiver(ctx: LifecycleContext, data: Prepar
     }
     throw err;
   }
+  await claimPrepare(ctx, data);
+  return call;
+}
+
+/** Step 2: a sender cancel that exists in any form wins; the receiving side is then never prepared. */
+async function assertNoSenderCancel(ctx: LifecycleContext, data: PrepareReceiverJobData): Promise<void> {
+  const { txData } = data.sender;
+  const queue = ctx.txQueue(txData.sendingChainId);
+  if (!queue) {
+    throw new ChainNotConfiguredError(`chain ${txData.sendingChainId} has no transaction queue in this config`, { chainId: txData.sendingChainId });
+  }
+  const why = await findSenderCancelIntent({
+    queue,
+    redis: ctx.redis,
+    prefix: ctx.config.redisPrefix,
+    sendingChainId: txData.sendingChainId,
+    transactionId: txData.transactionId,
+    user: txData.user,
+  });
+  if (why !== undefined) {
+    throw new SenderCancelDecidedError(`receiving prepare refused: ${why}`, { transactionId: txData.transactionId });
+  }
+}
+
+/** Step 7: the atomic half of step 2; a sender cancel that got in between the two is caught here. */
+async function claimPrepare(ctx: LifecycleContext, data: PrepareReceiverJobData): Promise<void> {
+  const { txData } = data.sender;
+  const claim = await claimTransferDecision({
+    redis: ctx.redis,
+    prefix: ctx.config.redisPrefix,
+    transactionId: txData.transactionId,
+    user: txData.user,
+    decision: "prepare",
+  });
+  if (!claim.ok) {
+    throw new SenderCancelDecidedError(`receiving prepare refused: the transfer's recorded decision is ${claim.recorded}`, {
+      transactionId: txData.transactionId,
+    });
+  }
 }
 
 /**
- * Step 2; returns the sending prepare's block timestamp (authentic: the variant commits to its block number).
+ * Step 3; returns the sending prepare's block timestamp (authentic: the variant commits to its block number).
  * Also demands the sending chain's confirmations on the prepare (the poller waits for them before it
  * enqueues; this does not rely on it): a re-orged sending side with a live receiving side is a loss.
  */
@@ -107,7 +156,7 @@ async function assertSenderPrepared(ctx: LifecycleContext, data: PrepareReceiver
   }
 }
 
-/** Step 3: defence in depth, whoever built the job; `nowSec` is this (receiving) chain's time. */
+/** Step 4: defence in depth, whoever built the job; `nowSec` is this (receiving) chain's time. */
 function verify(ctx: LifecycleContext, data: PrepareReceiverJobData, senderPreparedAtSec: number, nowSec: number): VerifySenderPrepareOk {
   const sender = data.sender;
   const result = verifySenderPrepare({
@@ -140,7 +189,7 @@ function verify(ctx: LifecycleContext, data: PrepareReceiverJobData, senderPrepa
   return result;
 }
 
-/** Step 4: on chain, not from a cache; the contract would revert #P:018 anyway, this names it first. */
+/** Step 5: on chain, not from a cache; the contract would revert #P:018 anyway, this names it first. */
 async function assertLiquidity(ctx: LifecycleContext, verified: VerifySenderPrepareOk): Promise<void> {
   const router = routerAddressOf(ctx);
   const assetId = verified.invariant.receivingAssetId;

@@ -3,6 +3,7 @@ import { InsufficientFundsError, NonceTooLowError, toChainError } from "../../..
 import { errorCode, errorMessage } from "../../../shared/errors";
 import { feeToJson, type Fee } from "../../../shared/protocol/gas";
 import type { UnsignedTransaction } from "../../../shared/signer/router-signer";
+import { confirmNonceTaken, nonceTakenUnconfirmed } from "./confirm-nonce-taken";
 import { NonceRetriesExhaustedError } from "./errors";
 import type { SendContext, SendJob } from "./send-context";
 import { throwIfShuttingDown } from "./timing";
@@ -75,7 +76,9 @@ export async function recordError(ctx: SendContext, record: TxRecord, err: unkno
  * A new transaction at a nonce nobody used yet: max(stored, chain pending). "Nonce too low" means the nonce
  * was taken after we read it; the transaction we signed can then never be mined, so it is rebuilt at the
  * next nonce (bounded). Any other broadcast error is thrown after it is recorded: the job retries, and the
- * next run rebroadcasts the persisted transaction instead of building another.
+ * next run rebroadcasts the persisted transaction instead of building another. A job the contract does not
+ * protect against replays moves to the next nonce only once the nonce is proven taken by someone else
+ * (confirm-nonce-taken.ts): a provider that timed out may have taken ours, and it may be mined already.
  */
 export async function submitWithFreshNonce(ctx: SendContext, job: SendJob, record: TxRecord): Promise<TxRecord> {
   let atLeast = 0;
@@ -100,6 +103,18 @@ export async function submitWithFreshNonce(ctx: SendContext, job: SendJob, recor
       }
       if (!(chainError instanceof NonceTooLowError)) {
         throw chainError;
+      }
+      if (!job.replayProtected) {
+        const proof = await confirmNonceTaken(ctx, current);
+        if (proof.kind === "mined") {
+          ctx.logger.warn("nonce reported used, and it is the job's own transaction: waiting for it", {
+            at: "submitter.send", nonce: allocation.nonce, transactionHash: proof.receipt.hash,
+          });
+          return current;
+        }
+        if (proof.kind === "unconfirmed") {
+          throw nonceTakenUnconfirmed(ctx, current, proof.witnesses, proof.providers);
+        }
       }
       ctx.logger.warn("nonce already used on chain: rebuilding at the next nonce", {
         at: "submitter.send", nonce: allocation.nonce, stored: allocation.stored, pending: allocation.pending, tries,

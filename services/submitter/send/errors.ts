@@ -26,6 +26,16 @@ export class NonceRetriesExhaustedError extends RouterError {
 }
 
 /**
+ * The job's nonce looks used by a transaction it did not send, but not enough providers confirm it
+ * (confirm-nonce-taken.ts), and the job is not protected against replays: no new transaction is built.
+ * Retriable: the next run waits on the job's own transaction again, and rebuilds only once it is proven.
+ */
+export class NonceTakenUnconfirmedError extends RouterError {
+  readonly code = "NONCE_TAKEN_UNCONFIRMED";
+  readonly retriable = true;
+}
+
+/**
  * The process is shutting down: the job stops at a safe point (its transaction, if any, is persisted) and is
  * handed back to the queue for the next submitter instance. Not a failure of the job.
  */

@@ -40,4 +40,10 @@ export interface SendJob {
   /** Called right after every successful broadcast: the admin API answers its HTTP request on this. */
   reportBroadcast(transactionHash: string, nonce: number): Promise<void>;
   readonly trace: SendTrace;
+  /**
+   * The contract reverts a second execution of the job's call (the lifecycle operations: #P:015, #F:019,
+   * #C:019), so a transaction rebuilt at a new nonce cannot act twice. Absent or false (remove-liquidity):
+   * a nonce that looks taken must be proven so before anything is rebuilt (confirm-nonce-taken.ts).
+   */
+  readonly replayProtected?: boolean;
 }

@@ -2,6 +2,7 @@ import { ZeroHash, type TransactionReceipt } from "ethers";
 import { InsufficientFundsError, TransactionRevertedError } from "../../../shared/chain/errors";
 import type { TxJobResult } from "../../../shared/queues";
 import { rebroadcastLatest, submitWithFreshNonce } from "./attempts";
+import { confirmNonceTaken, nonceTakenUnconfirmed } from "./confirm-nonce-taken";
 import { TxRecordMismatchError } from "./errors";
 import type { SendContext, SendJob } from "./send-context";
 import { isTxNoop, newTxRecord, type TxCall, type TxNoop, type TxRecord } from "./tx-record";
@@ -21,7 +22,8 @@ export const NO_TRANSACTION_HASH = ZeroHash;
  *                                          ▼                             ▼
  *                      wait for mining (bump on timeout, same nonce) ◀───┘
  *                        ├─ receipt status 0 ─▶ reverted (terminal)
- *                        ├─ nonce taken by a foreign tx ─▶ re-estimate ─ fresh nonce ─ persist ─ broadcast ─▶ wait
+ *                        ├─ nonce taken by a foreign tx ─▶ (not replay-protected: proven? no ─▶ retry later)
+ *                        │                               ─▶ re-estimate ─ fresh nonce ─ persist ─ broadcast ─▶ wait
  *                        └─ receipt ─ confirmations ─ receipt still there? ─ yes ─▶ persist result
  *                                                                          └─ no (re-org) ─▶ wait
  *
@@ -70,15 +72,27 @@ async function settle(ctx: SendContext, job: SendJob, initial: TxRecord): Promis
   for (;;) {
     const outcome = await waitForMining(ctx, job, record);
     record = outcome.record;
+    let receipt: TransactionReceipt;
     if (outcome.kind === "nonce-taken") {
-      ctx.logger.error("nonce used by a transaction this job did not send (a manual transaction?): sending a new one", {
-        at: "submitter.send", nonce: record.nonce, countAtSafeBlock: outcome.countAtSafeBlock, attempts: record.attempts.length,
+      const proof = job.replayProtected ? undefined : await confirmNonceTaken(ctx, record);
+      if (proof?.kind === "unconfirmed") {
+        throw nonceTakenUnconfirmed(ctx, record, proof.witnesses, proof.providers);
+      }
+      if (proof?.kind !== "mined") {
+        ctx.logger.error("nonce used by a transaction this job did not send (a manual transaction?): sending a new one", {
+          at: "submitter.send", nonce: record.nonce, countAtSafeBlock: outcome.countAtSafeBlock, attempts: record.attempts.length, witnesses: proof?.witnesses,
+        });
+        await reestimate(ctx, record.call);
+        record = await submitWithFreshNonce(ctx, job, record);
+        continue;
+      }
+      ctx.logger.warn("nonce reported taken, but another provider has the job's own receipt: it is mined", {
+        at: "submitter.send", nonce: record.nonce, transactionHash: proof.receipt.hash,
       });
-      await reestimate(ctx, record.call);
-      record = await submitWithFreshNonce(ctx, job, record);
-      continue;
+      receipt = proof.receipt;
+    } else {
+      receipt = outcome.receipt;
     }
-    const receipt = outcome.receipt;
     job.trace.transactionHash = receipt.hash;
     if (receipt.status !== 1) {
       record = await ctx.records.save({ ...record, status: "reverted" });

@@ -89,7 +89,24 @@ export interface TxRecordStore {
   load(jobId: string): Promise<TxRecord | undefined>;
   /** Writes `record` if the stored version is still `record.version`; returns it with the version advanced. */
   save(record: TxRecord): Promise<TxRecord>;
+  /**
+   * Moves a `reverted` record aside (kept `FINISHED_RECORD_TTL_MS` under `<jobId>-reverted-<version>`), so the
+   * job's next run builds a new transaction; returns the archive's job id, or undefined when the record is
+   * absent or not reverted. Safe: a mined revert used the nonce, so none of the job's transactions can still
+   * be mined. Only for jobs the contract protects from replays (a second fulfill reverts #F:019).
+   */
+  archiveReverted(jobId: string): Promise<string | undefined>;
 }
+
+// Renames the record when its status is "reverted" (atomic: a record changed meanwhile is left alone).
+const ARCHIVE_REVERTED_SCRIPT = `
+local json = redis.call("HGET", KEYS[1], "record")
+if not json then return 0 end
+if cjson.decode(json).status ~= "reverted" then return 0 end
+redis.call("RENAME", KEYS[1], KEYS[2])
+redis.call("PEXPIRE", KEYS[2], ARGV[1])
+return 1
+`;
 
 export function createTxRecordStore(params: { redis: Redis; prefix: string; chainId: number }): TxRecordStore {
   const { redis, prefix, chainId } = params;
@@ -112,6 +129,14 @@ export function createTxRecordStore(params: { redis: Redis; prefix: string; chai
         });
       }
       return next;
+    },
+    archiveReverted: async (jobId) => {
+      const version = await redis.hget(txRecordKey(prefix, chainId, jobId), "version");
+      const archiveId = `${jobId}-reverted-${version ?? "0"}`;
+      const moved = Number(
+        await redis.eval(ARCHIVE_REVERTED_SCRIPT, 2, txRecordKey(prefix, chainId, jobId), txRecordKey(prefix, chainId, archiveId), FINISHED_RECORD_TTL_MS),
+      );
+      return moved === 1 ? archiveId : undefined;
     },
   };
 }

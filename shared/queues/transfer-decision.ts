@@ -1,0 +1,100 @@
+import type { Queue } from "bullmq";
+import type { Redis } from "ioredis";
+import { TX_JOB, transferKey, txJobId } from "./jobs";
+import { transferDecisionKey, txRecordKey } from "./keys";
+
+/**
+ * The two router actions of a transfer that must never both happen: preparing the receiving side (the user
+ * can then be paid there) and cancelling the sending side (the user gets the amount back). Both at once
+ * lose the receiving amount. Whichever claims the transfer's decision first wins; the other refuses.
+ */
+export type TransferDecision = "prepare" | "cancel-sender";
+
+/** Outlives any transfer (the contract's 30-day maximum timeout) and the jobs that act on it. */
+export const TRANSFER_DECISION_TTL_SEC = 31 * 24 * 3600;
+
+/**
+ * Sets ARGV[1] when the key is empty or already holds it (a retry re-asserts its own decision), or when it
+ * holds ARGV[2] (a caller that proved the other decision moot, e.g. the receiving side cancelled on chain).
+ * Returns the value found before ("" when none): the claim succeeded iff that is "", ARGV[1] or ARGV[2].
+ */
+const CLAIM_SCRIPT = `
+local current = redis.call("GET", KEYS[1])
+if (not current) or current == ARGV[1] or (ARGV[2] ~= "" and current == ARGV[2]) then
+  redis.call("SET", KEYS[1], ARGV[1], "EX", ARGV[3])
+end
+return current or ""
+`;
+
+export type ClaimResult = { readonly ok: true; readonly previous?: TransferDecision } | { readonly ok: false; readonly recorded: TransferDecision };
+
+export interface DecisionParams {
+  readonly redis: Pick<Redis, "get">;
+  readonly prefix: string;
+  readonly transactionId: string;
+  readonly user: string;
+}
+
+/**
+ * Records `decision` for the transfer in one atomic step, unless the other one is recorded. `replacing` names
+ * the other decision when the caller has proven that it can no longer take effect (only then may it be
+ * overwritten). Must run before the claimed action builds anything it could send.
+ */
+export async function claimTransferDecision(
+  params: DecisionParams & { readonly redis: Pick<Redis, "eval">; readonly decision: TransferDecision; readonly replacing?: TransferDecision },
+): Promise<ClaimResult> {
+  const key = transferDecisionKey(params.prefix, transferKey(params.transactionId, params.user));
+  const found = String(await params.redis.eval(CLAIM_SCRIPT, 1, key, params.decision, params.replacing ?? "", TRANSFER_DECISION_TTL_SEC));
+  if (found === "" || found === params.decision) {
+    return { ok: true, ...(found === "" ? {} : { previous: found }) };
+  }
+  if (found === params.replacing) {
+    return { ok: true, previous: found };
+  }
+  return { ok: false, recorded: asDecision(found) };
+}
+
+export async function readTransferDecision(params: DecisionParams): Promise<TransferDecision | undefined> {
+  const found = await params.redis.get(transferDecisionKey(params.prefix, transferKey(params.transactionId, params.user)));
+  return found === null ? undefined : asDecision(found);
+}
+
+function asDecision(value: string): TransferDecision {
+  if (value === "prepare" || value === "cancel-sender") {
+    return value;
+  }
+  // An unknown value was not written by us: treat it as the decision that refuses the most (a cancel).
+  return "cancel-sender";
+}
+
+export interface SenderCancelIntentParams {
+  /** The sending chain's transaction queue. */
+  readonly queue: Pick<Queue, "getJobState">;
+  readonly redis: Pick<Redis, "get" | "exists">;
+  readonly prefix: string;
+  readonly sendingChainId: number;
+  readonly transactionId: string;
+  readonly user: string;
+}
+
+/**
+ * Why the sending side may be (or be about to be) refunded, or undefined. A receiving prepare is never sent
+ * once any of these exists, in any state: a cancel-sender decision, a cancel-sender job under the transfer's
+ * id (waiting, parked by the 780 s rule, active, even completed or failed: its transaction may be in a mempool
+ * or in blocks a lagging provider does not show), or that job's transaction record.
+ */
+export async function findSenderCancelIntent(params: SenderCancelIntentParams): Promise<string | undefined> {
+  const key = transferKey(params.transactionId, params.user);
+  const jobId = txJobId(TX_JOB.cancelSender, key);
+  if ((await params.redis.get(transferDecisionKey(params.prefix, key))) === "cancel-sender") {
+    return "a sender cancel is the recorded decision for this transfer";
+  }
+  const state = await params.queue.getJobState(jobId);
+  if (state !== "unknown") {
+    return `the cancel-sender job ${jobId} on chain ${params.sendingChainId} exists (${state})`;
+  }
+  if ((await params.redis.exists(txRecordKey(params.prefix, params.sendingChainId, jobId))) > 0) {
+    return `the cancel-sender job ${jobId} on chain ${params.sendingChainId} has a transaction record`;
+  }
+  return undefined;
+}
