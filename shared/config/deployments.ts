@@ -1,4 +1,5 @@
 import { getAddress } from "ethers";
+import deploymentsJson from "../chain/artifacts/deployments.json";
 
 /** Contract addresses that `@connext/nxtp-contracts` ships for one chain (first deployment name wins). */
 export interface KnownDeployment {
@@ -8,22 +9,25 @@ export interface KnownDeployment {
   readonly routerFactoryAddress?: string;
 }
 
-type DeploymentsJson = Record<string, Record<string, { contracts?: Record<string, { address?: string }> }>>;
+/** The contracts whose addresses the vendored deployments.json keeps (scripts/vendor-nxtp-artifacts.ts). */
+export const DEPLOYMENT_CONTRACT_NAMES = ["TransactionManager", "ConnextPriceOracle", "Multicall", "RouterFactory"] as const;
+
+/** chainId → deployment name → contracts; the package's hardhat-deploy export trimmed to addresses. */
+export type DeploymentsJson = Record<string, Record<string, { contracts?: Record<string, { address?: string }> }>>;
 
 let cache: ReadonlyMap<number, KnownDeployment> | undefined;
 
-/** Loaded by path: the package's main entry points at a file the tarball does not ship. */
+/** Read from the vendored copy (shared/chain/artifacts/deployments.json), not from the dev-only package. */
 export function knownDeployments(): ReadonlyMap<number, KnownDeployment> {
   if (cache) {
     return cache;
   }
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const json = require("@connext/nxtp-contracts/deployments.json") as DeploymentsJson;
+  const json: DeploymentsJson = deploymentsJson;
   const map = new Map<number, KnownDeployment>();
   for (const [chainId, byName] of Object.entries(json)) {
     const first = Object.values(byName)[0];
     const contracts = first?.contracts ?? {};
-    const address = (name: string): string | undefined => {
+    const address = (name: (typeof DEPLOYMENT_CONTRACT_NAMES)[number]): string | undefined => {
       const raw = contracts[name]?.address;
       return raw ? getAddress(raw) : undefined;
     };

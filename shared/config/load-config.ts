@@ -90,6 +90,9 @@ export function loadConfig(raw: unknown, env: ConfigEnv, options: LoadConfigOpti
     redisPrefix: parsed.redisPrefix,
     messagingUrl: parsed.messagingUrl ?? MESSAGING_DEFAULTS[network].messagingUrl,
     authUrl: parsed.authUrl ?? MESSAGING_DEFAULTS[network].authUrl,
+    metricsPort: parsed.metricsPort,
+    metricsHost: parsed.metricsHost,
+    dashboardActions: parsed.dashboardActions,
   };
   return { config: deepFreeze(withoutUndefined(config)), warnings };
 }
@@ -113,6 +116,7 @@ interface ParsedChain {
   gasBumpPercent?: number;
   maxGasBumps?: number;
   confirmationTimeoutMs?: number;
+  nativeMainnetEquivalent?: string;
 }
 
 interface ParsedConfig {
@@ -133,6 +137,9 @@ interface ParsedConfig {
   redisPrefix: string;
   messagingUrl?: string;
   authUrl?: string;
+  metricsPort: number;
+  metricsHost: string;
+  dashboardActions: boolean;
 }
 
 /** Secrets may live in the environment instead of the file; the environment wins. */
@@ -213,6 +220,7 @@ function buildChains(
       gasBumpPercent: chain.gasBumpPercent ?? DEFAULT_GAS_BUMP_PERCENT,
       maxGasBumps: chain.maxGasBumps ?? DEFAULT_MAX_GAS_BUMPS,
       confirmationTimeoutMs: chain.confirmationTimeoutMs ?? DEFAULT_CONFIRMATION_TIMEOUT_MS,
+      nativeMainnetEquivalent: chain.nativeMainnetEquivalent,
     };
   }
   return out;

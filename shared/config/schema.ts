@@ -75,6 +75,7 @@ export const CHAIN_KEYS = [
   "gasBumpPercent",
   "maxGasBumps",
   "confirmationTimeoutMs",
+  "nativeMainnetEquivalent",
 ] as const;
 
 export const chainSchema = Joi.object({
@@ -96,11 +97,13 @@ export const chainSchema = Joi.object({
   gasBumpPercent: Joi.number().integer().min(10).max(100),
   maxGasBumps: Joi.number().integer().min(0).max(20),
   confirmationTimeoutMs: Joi.number().integer().min(1000),
+  nativeMainnetEquivalent: address(),
 }).unknown(true);
 
 const assetSchema = Joi.object({
   assetId: address().required(),
   chainId: Joi.number().integer().min(1).required(),
+  mainnetEquivalent: address(),
 }).unknown(false);
 
 const swapPoolSchema = Joi.object({
@@ -126,6 +129,9 @@ export const TOP_LEVEL_KEYS = [
   "redisPrefix",
   "messagingUrl",
   "authUrl",
+  "metricsPort",
+  "metricsHost",
+  "dashboardActions",
 ] as const;
 
 export const configSchema = Joi.object({
@@ -155,4 +161,8 @@ export const configSchema = Joi.object({
     .messages({ "string.pattern.base": "must hold only letters, digits, '_', '-', '.', '{' and '}' (no ':')" }),
   messagingUrl: messagingUrl(),
   authUrl: httpUrl(),
+  // Base of every process's /metrics port (shared/metrics/metrics-port.ts adds a per-role, per-chain offset).
+  metricsPort: Joi.number().integer().min(1).max(60000).default(9460),
+  metricsHost: Joi.string().hostname().default("127.0.0.1"),
+  dashboardActions: Joi.boolean().default(false),
 }).unknown(true);

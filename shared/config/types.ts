@@ -33,11 +33,19 @@ export interface ChainConfig {
   readonly maxGasBumps: number;
   /** How long a broadcast transaction may stay unmined before it is bumped. */
   readonly confirmationTimeoutMs: number;
+  /**
+   * Address on chain 1 whose oracle price stands for this chain's native token in the auction's gas fee
+   * (the zero address = chain 1's native token via the oracle's wrapped native). Unset: the chain's own
+   * oracle at address(0), or a zero gas fee when the chain has no oracle.
+   */
+  readonly nativeMainnetEquivalent?: string;
 }
 
 export interface SwapPoolAsset {
   readonly assetId: string;
   readonly chainId: number;
+  /** The same asset's address on chain 1: the auction prices it with chain 1's oracle (PROTOCOL.md §2.4). */
+  readonly mainnetEquivalent?: string;
 }
 
 export interface SwapPool {
@@ -66,6 +74,12 @@ export interface RouterConfig {
   /** One or more NATS servers, comma-separated in the file. */
   readonly messagingUrl: string;
   readonly authUrl: string;
+  /** Base port of the processes' /metrics, /healthz, /readyz servers (offsets: shared/metrics/metrics-port.ts). */
+  readonly metricsPort: number;
+  /** Address those servers bind; loopback by default. */
+  readonly metricsHost: string;
+  /** Whether the queue dashboard (/admin/queues) may retry, clean or promote jobs; read-only when false. */
+  readonly dashboardActions: boolean;
 }
 
 /** The result of loading: the frozen config plus warnings to log once a logger exists. */

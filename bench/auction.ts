@@ -1,0 +1,346 @@
+/**
+ * `npm run bench:auction [-- <instances>]`: starts nats-server, redis-server, two anvil chains (1 with a
+ * ConnextPriceOracle, 1337), the local messaging auth service, and N auction processes from dist (default 1,
+ * or BENCH_AUCTIONS) as child processes, then asks for bids the way the SDK does (publish on
+ * `<me>.<me>.auction.request`, wait for `<me>.<router>.auction.response`), each with a fresh user and
+ * transaction id: 20 warm-up, 200 sequential, a closed loop of 50 in flight (200 total) and a burst of 50.
+ * Prints p50/p99/max publish→reply latency, bids/s, the auction processes' CPU ms per bid (from
+ * /proc/<pid>/stat) and the ratio to the original router's figures.
+ * Self-contained on purpose: bench/ is compiled with the app and must not import test/.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { connect as netConnect, createServer, type AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { Contract, ContractFactory, JsonRpcProvider, NonceManager, Wallet, ZeroAddress, hexlify, keccak256, parseEther, randomBytes, type Signer } from "ethers";
+import { Redis } from "ioredis";
+import { createAuthServer } from "../services/messaging-auth/app";
+import { packageArtifact, type NxtpContractName } from "../scripts/nxtp-package";
+import { createLogger } from "../shared/logging/create-logger";
+import { connectMessaging, type Messaging } from "../shared/messaging";
+import { createBalanceStore } from "../shared/transfers/balance-store";
+
+const SENDING = 1337;
+/** anvil's account 0 (public test key): deploys. */
+const DEPLOYER_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
+const CLK_TCK = 100;
+
+/** The original router (0.1.37) as measured for this project (PROTOCOL.md's weak points, same shape of load). */
+const ORIGINAL = {
+  sequential: { p50: [6, 7], p99: [14, 16] },
+  inFlight50: { p50: [150, 200], p99: [210, 290] },
+  cpuMsPerBid: 5.5,
+};
+
+interface Phase {
+  readonly name: string;
+  readonly latenciesMs: number[];
+  readonly wallMs: number;
+  readonly cpuMs: number;
+}
+
+async function main(): Promise<void> {
+  const instances = Number(process.argv[2] ?? process.env.BENCH_AUCTIONS ?? 1);
+  if (!Number.isSafeInteger(instances) || instances < 1) {
+    throw new Error(`instance count must be a positive integer, got ${process.argv[2]}`);
+  }
+  const children: ChildProcess[] = [];
+  const dir = mkdtempSync(join(tmpdir(), "bench-auction-"));
+  try {
+    const [redisPort, natsPort, anvil1Port, anvil2Port] = [await freePort(), await freePort(), await freePort(), await freePort()];
+    children.push(spawn(binary("redis-server", ["/usr/bin/redis-server"]), ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" }));
+    children.push(spawn(binary("nats-server", ["/usr/sbin/nats-server"]), ["-a", "127.0.0.1", "-p", String(natsPort)], { stdio: "ignore" }));
+    const anvilBin = join(dirname(require.resolve("@foundry-rs/anvil-linux-amd64/package.json")), "bin", "anvil");
+    for (const [port, chainId] of [[anvil1Port, 1], [anvil2Port, SENDING]]) {
+      children.push(spawn(anvilBin, ["--host", "127.0.0.1", "--port", String(port), "--chain-id", String(chainId), "--silent"], { stdio: "ignore" }));
+    }
+    const redisUrl = `redis://127.0.0.1:${redisPort}`;
+    const rpc1 = `http://127.0.0.1:${anvil1Port}`;
+    const rpc2 = `http://127.0.0.1:${anvil2Port}`;
+    await waitUntil("redis", () => redisAnswers(redisUrl));
+    await waitUntil("anvil", async () => (await rpcAnswers(rpc1)) && (await rpcAnswers(rpc2)));
+    await waitUntil("nats", () => portOpen(natsPort));
+    await runBench({ instances, redisUrl, natsUrl: `nats://127.0.0.1:${natsPort}`, rpc1, rpc2, dir, children });
+  } finally {
+    children.forEach((c) => c.kill("SIGKILL"));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+interface BenchParams {
+  readonly instances: number;
+  readonly redisUrl: string;
+  readonly natsUrl: string;
+  readonly rpc1: string;
+  readonly rpc2: string;
+  readonly dir: string;
+  readonly children: ChildProcess[];
+}
+
+async function runBench(p: BenchParams): Promise<void> {
+  const provider1 = new JsonRpcProvider(p.rpc1, 1, { staticNetwork: true });
+  const provider2 = new JsonRpcProvider(p.rpc2, SENDING, { staticNetwork: true });
+  const deployer1 = new NonceManager(new Wallet(DEPLOYER_KEY, provider1));
+  const deployer2 = new NonceManager(new Wallet(DEPLOYER_KEY, provider2));
+  const token1 = await deploy(deployer1, "TestERC20", []);
+  const oracle = await deploy(deployer1, "ConnextPriceOracle", [ZeroAddress]);
+  await (await oracle.getFunction("setDirectPrice").send(await token1.getAddress(), parseEther("1"))).wait();
+  await (await oracle.getFunction("setDirectPrice").send(ZeroAddress, parseEther("2000"))).wait();
+  const token2 = await deploy(deployer2, "TestERC20", []);
+  const [mainnetToken, sendingToken, oracleAddress] = [await token1.getAddress(), await token2.getAddress(), await oracle.getAddress()];
+  provider1.destroy();
+  provider2.destroy();
+
+  const auth = await createAuthServer({ host: "127.0.0.1", port: 0 });
+  const prefix = `bench${randomUUID().slice(0, 8)}`;
+  const router = Wallet.createRandom();
+  const config = {
+    adminToken: "bench-admin-token-0123456789",
+    mnemonic: router.mnemonic?.phrase,
+    logLevel: process.env.BENCH_AUCTION_LOG_LEVEL ?? "info",
+    redisUrl: p.redisUrl,
+    redisPrefix: prefix,
+    messagingUrl: p.natsUrl,
+    authUrl: auth.url,
+    requestLimit: 500,
+    // Chain 1 ⇄ 1337; both priced on chain 1's oracle (the 1337 token through its mainnet equivalent).
+    swapPools: [{ assets: [{ chainId: 1, assetId: mainnetToken }, { chainId: SENDING, assetId: sendingToken, mainnetEquivalent: mainnetToken }] }],
+    chainConfig: {
+      "1": { providers: [p.rpc1], priceOracleAddress: oracleAddress, confirmations: 1 },
+      [String(SENDING)]: { providers: [p.rpc2], transactionManagerAddress: Wallet.createRandom().address, confirmations: 1, nativeMainnetEquivalent: ZeroAddress },
+    },
+  };
+  const configFile = join(p.dir, "config.json");
+  writeFileSync(configFile, JSON.stringify(config));
+
+  const redis = new Redis(p.redisUrl);
+  const balances = createBalanceStore(redis, prefix);
+  const writeBalances = async (): Promise<void> => {
+    await balances.setRouterBalance(1, mainnetToken, 10n ** 40n);
+    await balances.setGasBalance(1, parseEther("100"));
+    await balances.setGasBalance(SENDING, parseEther("100"));
+  };
+  await writeBalances();
+  // The pollers' job in production: the auction refuses balances older than 60 s.
+  const keepFresh = setInterval(() => void writeBalances().catch(() => undefined), 5_000);
+
+  const pids: number[] = [];
+  const main = join(__dirname, "..", "services", "auction", "main.js");
+  for (let i = 0; i < p.instances; i += 1) {
+    // BENCH_AUCTION_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", to profile the auction processes.
+    const nodeArgs = (process.env.BENCH_AUCTION_NODE_ARGS ?? "").split(" ").filter((a) => a !== "");
+    const child = spawn(process.execPath, [...nodeArgs, main], {
+      env: { ...process.env, ROUTER_CONFIG_FILE: configFile },
+      stdio: ["ignore", "ignore", "inherit", "ipc"],
+    });
+    p.children.push(child);
+    // run-service sends "ready" once start() resolved (caches warm, subscriptions made).
+    let ready = false;
+    child.on("message", (m) => {
+      ready ||= m === "ready";
+    });
+    await waitUntil(`auction process ${i + 1}`, async () => ready || child.exitCode !== null, 60_000);
+    if (child.exitCode !== null || child.pid === undefined) throw new Error(`auction process exited early (${child.exitCode})`);
+    pids.push(child.pid);
+  }
+
+  const user = Wallet.createRandom();
+  const messaging = await connectMessaging({
+    servers: p.natsUrl, authUrl: auth.url, logger: createLogger({ level: "warn", service: "bench-client" }),
+    signer: { getAddress: async () => user.address, signMessage: (m) => user.signMessage(m) },
+  });
+  const asker = createAsker(messaging);
+  await messaging.flush();
+  const payload = (): Record<string, unknown> => {
+    const u = hexlify(randomBytes(20));
+    return {
+      user: u, initiator: u, sendingChainId: SENDING, sendingAssetId: sendingToken, amount: "10000000000000000000", receivingChainId: 1,
+      receivingAssetId: mainnetToken, receivingAddress: u, callTo: ZeroAddress, callDataHash: keccak256("0x"), encryptedCallData: "0x",
+      expiry: Math.floor(Date.now() / 1000) + 3 * 86400 + 3 * 3600, transactionId: hexlify(randomBytes(32)), dryRun: process.env.BENCH_DRY_RUN === "1",
+    };
+  };
+  const cpu = (): number => pids.reduce((sum, pid) => sum + cpuMsOf(pid), 0);
+
+  const measure = async (name: string, run: (ask: () => Promise<number>) => Promise<void>): Promise<Phase> => {
+    const latenciesMs: number[] = [];
+    const ask = async (): Promise<number> => {
+      const ms = await asker.ask(payload());
+      latenciesMs.push(ms);
+      return ms;
+    };
+    const cpuBefore = cpu();
+    const startedAt = performance.now();
+    await run(ask);
+    const wallMs = performance.now() - startedAt;
+    return { name, latenciesMs, wallMs, cpuMs: cpu() - cpuBefore };
+  };
+
+  try {
+    await measure("warm-up", async (ask) => {
+      for (let i = 0; i < 20; i += 1) await ask();
+    });
+    const sequential = await measure("sequential (200)", async (ask) => {
+      for (let i = 0; i < 200; i += 1) await ask();
+    });
+    const inFlight = await measure("50 in flight (200)", async (ask) => {
+      let sent = 0;
+      const worker = async (): Promise<void> => {
+        while (sent < 200) {
+          sent += 1;
+          await ask();
+        }
+      };
+      await Promise.all(Array.from({ length: 50 }, worker));
+    });
+    const burst = await measure("burst (50)", async (ask) => {
+      await Promise.all(Array.from({ length: 50 }, ask));
+    });
+    report([sequential, inFlight, burst], p.instances);
+  } finally {
+    clearInterval(keepFresh);
+    await messaging.close();
+    const auctions = p.children.slice(-p.instances);
+    for (const child of auctions) child.kill("SIGTERM");
+    // A clean exit (profiles written, connections drained) before the servers go away.
+    await waitUntil("auction processes to exit", async () => auctions.every((c) => c.exitCode !== null || c.signalCode !== null), 15_000).catch(() => undefined);
+    await redis.quit();
+    await auth.close();
+  }
+}
+
+/** Publishes requests and resolves with the publish→reply latency when the bid for its inbox arrives. */
+function createAsker(messaging: Messaging): { ask(data: unknown): Promise<number> } {
+  const waiting = new Map<string, { resolve: (ms: number) => void; sentAt: number; timer: NodeJS.Timeout }>();
+  messaging.onResponse("auction", (response) => {
+    const entry = response.responseInbox === null ? undefined : waiting.get(response.responseInbox);
+    if (entry) {
+      const ms = performance.now() - entry.sentAt;
+      clearTimeout(entry.timer);
+      waiting.delete(response.responseInbox as string);
+      entry.resolve(ms);
+    }
+  });
+  return {
+    ask: (data) =>
+      new Promise((resolve, reject) => {
+        const inbox = `_INBOX.${randomUUID()}`;
+        const timer = setTimeout(() => {
+          waiting.delete(inbox);
+          reject(new Error("no bid within 10 s (a refusal? run with the auction's logs to see its code)"));
+        }, 10_000);
+        waiting.set(inbox, { resolve, sentAt: performance.now(), timer });
+        messaging.request("auction", data, inbox);
+      }),
+  };
+}
+
+function report(phases: readonly Phase[], instances: number): void {
+  const lines = [`auction processes: ${instances}`];
+  for (const phase of phases) {
+    const sorted = [...phase.latenciesMs].sort((a, b) => a - b);
+    const pct = (q: number): number => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
+    const bids = sorted.length;
+    lines.push(
+      `${phase.name}: p50 ${pct(0.5).toFixed(2)} ms, p99 ${pct(0.99).toFixed(2)} ms, max ${sorted[bids - 1].toFixed(2)} ms, ` +
+        `${((bids / phase.wallMs) * 1000).toFixed(0)} bids/s, CPU ${(phase.cpuMs / bids).toFixed(2)} ms/bid`,
+    );
+    const original = phase.name.startsWith("sequential") ? ORIGINAL.sequential : phase.name.startsWith("50") ? ORIGINAL.inFlight50 : undefined;
+    if (original) {
+      const ratio = (ours: number, [lo, hi]: number[]): string => `${(lo / ours).toFixed(1)}–${(hi / ours).toFixed(1)}× faster`;
+      lines.push(`  vs original (p50 ${original.p50.join("–")} ms, p99 ${original.p99.join("–")} ms): p50 ${ratio(pct(0.5), original.p50)}, p99 ${ratio(pct(0.99), original.p99)}`);
+    }
+  }
+  const cpuTotal = phases.reduce((s, ph) => s + ph.cpuMs, 0);
+  const bidsTotal = phases.reduce((s, ph) => s + ph.latenciesMs.length, 0);
+  const perBid = cpuTotal / bidsTotal;
+  lines.push(`CPU per bid over all measured phases: ${perBid.toFixed(2)} ms (original ~${ORIGINAL.cpuMsPerBid} ms: ${(ORIGINAL.cpuMsPerBid / perBid).toFixed(1)}× less)`);
+  process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+/** utime + stime of a process, in ms (clock ticks of 10 ms: phases of 200 bids make that precise enough). */
+function cpuMsOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // Field 2 (comm) may contain spaces; the fields after its closing parenthesis start at field 3.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+}
+
+async function deploy(deployer: Signer, name: NxtpContractName, args: unknown[]): Promise<Contract> {
+  const { abi, bytecode } = packageArtifact(name);
+  const c = await new ContractFactory(abi, bytecode, deployer).deploy(...args);
+  await c.waitForDeployment();
+  return new Contract(await c.getAddress(), abi, deployer);
+}
+
+async function redisAnswers(url: string): Promise<boolean> {
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  client.on("error", () => undefined);
+  try {
+    await client.connect();
+    return (await client.ping()) === "PONG";
+  } catch {
+    return false;
+  } finally {
+    client.disconnect();
+  }
+}
+
+async function rpcAnswers(url: string): Promise<boolean> {
+  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] });
+  return fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body }).then((r) => r.ok, () => false);
+}
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = netConnect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
+function binary(name: string, fallbacks: string[]): string {
+  const candidates = [...(process.env.PATH ?? "").split(":").map((d) => join(d, name)), ...fallbacks];
+  const found = candidates.find((path) => {
+    try {
+      accessSync(path, constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  if (!found) throw new Error(`${name} not found on PATH`);
+  return found;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitUntil(what: string, probe: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`bench failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);

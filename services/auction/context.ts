@@ -1,0 +1,52 @@
+import type { Queue } from "bullmq";
+import type { Redis } from "ioredis";
+import type { RouterConfig } from "../../shared/config/types";
+import type { Logger } from "../../shared/logging/create-logger";
+import type { Messaging } from "../../shared/messaging/types";
+import type { RouterSigner } from "../../shared/signer/router-signer";
+import type { PricedMethod } from "../../shared/protocol/gas-fee";
+import type { TransferStore } from "../../shared/transfers/transfer-store";
+
+/** A gas-consuming TransactionManager method the router prices (PROTOCOL.md §2.4). */
+export type { PricedMethod };
+
+export interface GasFeeParams {
+  readonly chainId: number;
+  /** The asset the fee is expressed in (its price comes from the oracle; native = zero address). */
+  readonly assetId: string;
+  /** Decimals the result is expressed in. */
+  readonly decimals: number;
+  readonly method: PricedMethod;
+  /** Gas added to the method's limit (call data of a relayed fulfill). */
+  readonly extraGas?: bigint;
+}
+
+/**
+ * Fees from caches that background refreshers keep fresh: never an RPC on the request path.
+ * `undefined` means a value needed is cold (not fetched yet, or too old): the caller refuses with a reason.
+ */
+export interface FeeEstimator {
+  gasFeeInAsset(params: GasFeeParams): bigint | undefined;
+  /** Decimals of a pool asset (18 for native); undefined while not yet read. */
+  decimals(chainId: number, assetId: string): number | undefined;
+}
+
+/** Everything the auction process's handlers need, built once by start-auction (never per request). */
+export interface AuctionContext {
+  readonly config: RouterConfig;
+  readonly logger: Logger;
+  readonly signer: RouterSigner;
+  /** Checksummed signer address. */
+  readonly signerAddress: string;
+  /** The router in bids and transfers: the Router contract when configured, else the signer; checksummed. */
+  readonly routerAddress: string;
+  /** Plain Redis connection (reservations, rate limits, balances, transfer records). */
+  readonly redis: Redis;
+  readonly messaging: Messaging;
+  readonly transfers: TransferStore;
+  readonly fees: FeeEstimator;
+  /** Producer handle of a configured chain's transaction queue; undefined for an unconfigured chain. */
+  readonly txQueue: (chainId: number) => Queue | undefined;
+  /** Wall clock in ms; a parameter so tests can move time. */
+  readonly nowMs: () => number;
+}

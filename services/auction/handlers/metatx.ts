@@ -1,0 +1,97 @@
+import { randomUUID } from "node:crypto";
+import { RouterError, errorCode, errorMessage } from "../../../shared/errors";
+import type { MessagingRequest, NxtpErrorJson, RequestHandler } from "../../../shared/messaging/types";
+import { validateMetaTxRequest, type FulfillMetaTx } from "../../../shared/protocol/metatx-request";
+import type { AuctionContext } from "../context";
+import { InvalidMetaTxPayloadError, InvalidMetaTxTypeError } from "../operations/relay-errors";
+import { relayFulfill, type RelayOptions } from "../operations/relay-fulfill";
+
+/**
+ * `*.*.metatx.request` (PROTOCOL §5, docs/relaying.md): a request without data is dropped; anything else is
+ * answered, with `{transactionHash, chainId}` once the relay is broadcast, or with an error reply
+ * (`{type: <error class>, message, context}`) for a refusal or a failure. The original answered failures
+ * with silence, leaving the requester to time out. Exactly one outcome line is logged per request; nothing
+ * a request contains can make this throw.
+ */
+export function createMetaTxHandler(ctx: AuctionContext, options: Omit<RelayOptions, "requestId"> = {}): RequestHandler {
+  const logger = ctx.logger.child({ handler: "metatx" });
+  return async (request) => {
+    const startedAtMs = Date.now();
+    if (request.data === null || request.data === undefined) {
+      logger.debug("metatx request without data dropped", { at: "auction.metatx", from: request.from, outcome: "dropped" });
+      return;
+    }
+    const requestId = randomUUID();
+    const base = { at: "auction.metatx", requestId, from: request.from };
+    let fulfill: FulfillMetaTx | undefined;
+    try {
+      fulfill = validated(request.data);
+      const outcome = await relayFulfill(ctx, fulfill, { ...options, requestId });
+      reply(request, () => ctx.messaging.respond(request, { transactionHash: outcome.transactionHash, chainId: outcome.chainId }));
+      logger.info("metatx relayed", {
+        ...base,
+        ...ids(fulfill),
+        outcome: "relayed",
+        jobId: outcome.jobId,
+        existing: outcome.existing,
+        transactionHash: outcome.transactionHash,
+        relayerFee: fulfill.relayerFee,
+        expectedFee: outcome.expectedFee,
+        durationMs: Date.now() - startedAtMs,
+      });
+    } catch (err) {
+      reply(request, () => ctx.messaging.respondError(request, toNxtpErrorJson(err)));
+      const refusal = err instanceof RouterError && !OPERATIONAL_FAILURES.has(err.code);
+      logger[refusal ? "info" : err instanceof RouterError ? "warn" : "error"]("metatx not relayed", {
+        ...base,
+        ...(fulfill ? ids(fulfill) : transactionIdOf(err)),
+        outcome: refusal ? "refused" : "failed",
+        code: errorCode(err),
+        error: errorMessage(err),
+        durationMs: Date.now() - startedAtMs,
+      });
+    }
+  };
+
+  /** A reply that cannot be published (connection closing) is logged; the request is over either way. */
+  function reply(request: MessagingRequest, publish: () => void): void {
+    try {
+      publish();
+    } catch (err) {
+      logger.warn("metatx reply not published", { at: "auction.metatx", from: request.from, error: errorMessage(err) });
+    }
+  }
+}
+
+/**
+ * Failures of the router's own machinery (worth an operator's look); every other refusal is ordinary traffic:
+ * every router receives every request, including those for transfers other routers carry.
+ */
+const OPERATIONAL_FAILURES: ReadonlySet<string> = new Set(["RELAY_FAILED", "RELAY_BROADCAST_TIMEOUT", "RELAY_QUEUE_UNAVAILABLE", "RELAYER_FEE_UNAVAILABLE"]);
+
+function validated(data: unknown): FulfillMetaTx {
+  const validation = validateMetaTxRequest(data);
+  if (validation.ok) {
+    return validation.request;
+  }
+  const context = validation.transactionId === undefined ? {} : { transactionId: validation.transactionId };
+  throw validation.reason === "invalid-type"
+    ? new InvalidMetaTxTypeError(validation.message, context)
+    : new InvalidMetaTxPayloadError(validation.message, context);
+}
+
+function ids(fulfill: FulfillMetaTx): Record<string, unknown> {
+  return { transactionId: fulfill.txData.transactionId, user: fulfill.txData.user, chainId: fulfill.chainId };
+}
+
+function transactionIdOf(err: unknown): Record<string, unknown> {
+  return err instanceof RouterError && typeof err.context.transactionId === "string" ? { transactionId: err.context.transactionId } : {};
+}
+
+/** NxtpErrorJson with `type` = our class name; an unexpected error says nothing about its internals. */
+export function toNxtpErrorJson(err: unknown): NxtpErrorJson {
+  if (err instanceof RouterError) {
+    return { type: err.name, message: err.message, context: { ...err.context, code: err.code, retriable: err.retriable } };
+  }
+  return { type: "RelayInternalError", message: "internal error (details are in the router's log)", context: {} };
+}

@@ -1,0 +1,131 @@
+import type { FulfillMetaTx } from "../../../shared/protocol/metatx-request";
+import { checkUserFulfillSignature } from "../../../shared/protocol/user-signatures";
+import { TX_JOB, txJobOptions, transferKey, txJobId, type RelayFulfillJobData } from "../../../shared/queues";
+import {
+  BroadcastWaitTimeoutError,
+  DEFAULT_QUEUE_CALL_TIMEOUT_MS,
+  TxJobFailedError,
+  waitForBroadcast,
+  withTimeout,
+  type BroadcastOutcome,
+} from "../../../shared/queues/wait-for-broadcast";
+import type { AuctionContext } from "../context";
+import {
+  InvalidFulfillSignatureError,
+  NotAllowedFulfillRelayError,
+  RelayBroadcastTimeoutError,
+  RelayChainNotConfiguredError,
+  RelayDisabledError,
+  RelayFailedError,
+  RelayQueueUnavailableError,
+} from "./relay-errors";
+import { decideRelayFee } from "./relay-fee";
+import { checkRelayedTransfer } from "./relay-transfer-check";
+
+/** How long a requester waits for the broadcast before an error reply (the job itself stays queued). */
+export const RELAY_BROADCAST_TIMEOUT_MS = 30_000;
+/** The auction has no queue event stream: the relay job is polled, at this interval, until it is broadcast. */
+export const RELAY_POLL_INTERVAL_MS = 250;
+
+export interface RelayOptions {
+  readonly broadcastTimeoutMs?: number;
+  readonly pollIntervalMs?: number;
+  /** Correlates the request, the job and their log lines. */
+  readonly requestId?: string;
+}
+
+export interface RelayOutcome {
+  readonly transactionHash: string;
+  readonly chainId: number;
+  readonly jobId: string;
+  /** The request was answered from a relay job that already existed (asked before, by anyone). */
+  readonly existing: boolean;
+  /** The router's fee estimate, decimal string; absent for an existing job. */
+  readonly expectedFee?: string;
+}
+
+/**
+ * A validated Fulfill meta-transaction → the relay job's broadcast hash (docs/relaying.md). Checks, in
+ * order, each a refusal before anything is enqueued: the chain is configured with allowRelay; not in
+ * diagnosticMode; the user's signature; then an existing relay job for the transfer is answered as it is;
+ * otherwise the transfer's recorded state and the relayer fee, and the job is enqueued under
+ * `relay-fulfill-<transactionId>-<user>` on the receiving chain's queue and waited on until broadcast.
+ */
+export async function relayFulfill(ctx: AuctionContext, request: FulfillMetaTx, options: RelayOptions = {}): Promise<RelayOutcome> {
+  const { txData } = request;
+  const context = { transactionId: txData.transactionId, chainId: request.chainId };
+  const chain = ctx.config.chainConfig[String(request.chainId)];
+  const queue = ctx.txQueue(request.chainId);
+  if (!chain || !queue) {
+    throw new RelayChainNotConfiguredError(`chain ${request.chainId} is not configured on this router`, context);
+  }
+  if (!chain.allowRelay) {
+    throw new NotAllowedFulfillRelayError(`relaying is not allowed on chain ${request.chainId}`, context);
+  }
+  if (ctx.config.diagnosticMode) {
+    throw new RelayDisabledError("the router is in diagnosticMode and relays nothing", context);
+  }
+  assertUserSignature(request);
+
+  const jobId = txJobId(TX_JOB.relayFulfill, transferKey(txData.transactionId, txData.user));
+  const waitParams = { queue, jobId, timeoutMs: options.broadcastTimeoutMs ?? RELAY_BROADCAST_TIMEOUT_MS, pollIntervalMs: options.pollIntervalMs ?? RELAY_POLL_INTERVAL_MS };
+  const existing = await queueCall(() => queue.getJob(jobId));
+  if (existing) {
+    const outcome = await waitFor(() => waitForBroadcast(waitParams), jobId);
+    return { transactionHash: outcome.transactionHash, chainId: request.chainId, jobId, existing: true };
+  }
+
+  await checkRelayedTransfer(ctx, request);
+  const fee = decideRelayFee(ctx, chain, request);
+  const data: RelayFulfillJobData = {
+    chainId: request.chainId,
+    txData,
+    relayerFee: request.relayerFee,
+    signature: request.signature,
+    callData: request.callData,
+    ...(options.requestId === undefined ? {} : { requestId: options.requestId }),
+  };
+  // A concurrent request for the same transfer adds under the same id: BullMQ keeps the first job.
+  const enqueue = (): Promise<unknown> => queueCall(() => queue.add(TX_JOB.relayFulfill, data, txJobOptions(TX_JOB.relayFulfill, jobId)));
+  const outcome = await waitFor(() => waitForBroadcast({ ...waitParams, enqueue }), jobId);
+  return { transactionHash: outcome.transactionHash, chainId: request.chainId, jobId, existing: false, expectedFee: fee.expectedFee.toString() };
+}
+
+function assertUserSignature(request: FulfillMetaTx): void {
+  const { txData } = request;
+  const check = checkUserFulfillSignature({ txData, relayerFee: request.relayerFee, signature: request.signature });
+  if (!check.ok) {
+    throw new InvalidFulfillSignatureError(
+      check.reason === "malformed" ? "the fulfill signature is malformed" : "the fulfill signature is not the user's for this relayer fee",
+      { transactionId: txData.transactionId, chainId: request.chainId },
+    );
+  }
+}
+
+/** The shared wait, with its outcomes as relay errors; a no-op job relayed nothing (the side was already completed). */
+async function waitFor(wait: () => Promise<BroadcastOutcome>, jobId: string): Promise<BroadcastOutcome> {
+  let outcome: BroadcastOutcome;
+  try {
+    outcome = await wait();
+  } catch (err) {
+    if (err instanceof BroadcastWaitTimeoutError) {
+      throw new RelayBroadcastTimeoutError(err.message, { jobId }, { cause: err });
+    }
+    if (err instanceof TxJobFailedError) {
+      throw new RelayFailedError(err.message, { jobId }, { cause: err });
+    }
+    throw err;
+  }
+  if (outcome.noop) {
+    throw new RelayFailedError("nothing was relayed: the receiving side was already fulfilled or cancelled on chain", { jobId });
+  }
+  return outcome;
+}
+
+async function queueCall<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await withTimeout(call(), DEFAULT_QUEUE_CALL_TIMEOUT_MS);
+  } catch (err) {
+    throw new RelayQueueUnavailableError("the transaction queue did not answer in time", {}, { cause: err });
+  }
+}

@@ -1,0 +1,189 @@
+import { Queue } from "bullmq";
+import { getAddress } from "ethers";
+import { Redis } from "ioredis";
+import { createChainProvider, type ChainProvider } from "../../shared/chain/chain-provider";
+import type { RouterConfig } from "../../shared/config/types";
+import type { Logger } from "../../shared/logging/create-logger";
+import { throttledErrorLog } from "../../shared/logging/throttled-error-log";
+import { connectMessaging } from "../../shared/messaging";
+import type { Messaging } from "../../shared/messaging/types";
+import { redisOptionsFromUrl, txQueueName } from "../../shared/queues";
+import { createSigner } from "../../shared/signer/create-signer";
+import type { RouterSigner } from "../../shared/signer/router-signer";
+import { createBidReservations } from "../../shared/transfers/bid-reservations";
+import { createTransferStore } from "../../shared/transfers/transfer-store";
+import type { AuctionContext } from "./context";
+import { createFeeCache, createFeeEstimator } from "./fee-cache";
+import { createAuctionHandler, type AuctionHandlerOptions } from "./handlers/auction";
+import { createMetaTxHandler } from "./handlers/metatx";
+import { createStatusHandler } from "./handlers/status";
+import { createPriceSources } from "./price-sources";
+import { refreshChainOnce, refreshPlans, runRefresher, type RefresherDeps } from "./refreshers";
+
+/** Oracle prices and gas prices are re-read this often (one sequential loop per chain). */
+export const DEFAULT_REFRESH_INTERVAL_MS = 15_000;
+/** A price or gas price older than this is cold: several missed refreshes mean the chain's RPC is down. */
+export const DEFAULT_PRICE_MAX_AGE_MS = 120_000;
+/** Start-up waits at most this long for the first refresh before serving (requests needing a cold value are refused). */
+export const DEFAULT_WARMUP_TIMEOUT_MS = 15_000;
+/** Below run-service's 8 s shutdown bound. */
+const DRAIN_TIMEOUT_MS = 4_000;
+const RESOURCE_CLOSE_TIMEOUT_MS = 1_000;
+
+export interface AuctionOptions extends AuctionHandlerOptions {
+  readonly refreshIntervalMs?: number;
+  readonly priceMaxAgeMs?: number;
+  readonly warmupTimeoutMs?: number;
+  readonly nowMs?: () => number;
+  /** Tests: an already-connected Messaging instead of connecting with config.messagingUrl/authUrl. */
+  readonly messaging?: Messaging;
+  /** Tests: the signer; from the config (mnemonic or remote) by default. */
+  readonly signer?: RouterSigner;
+  /** Called when the messaging connection closes without stop() (run-service then fails the process). */
+  readonly onFatal?: (err: unknown) => void;
+}
+
+export interface StartAuctionParams {
+  readonly config: RouterConfig;
+  readonly logger: Logger;
+  readonly options?: AuctionOptions;
+}
+
+export interface RunningAuction {
+  readonly signerAddress: string;
+  readonly routerAddress: string;
+  readonly queueGroup: string;
+  /** Whether the messaging connection is up right now (the auction's /readyz). */
+  messagingConnected(): boolean;
+  /** Stops taking requests (drains in-flight ones), then closes everything within a bound; idempotent. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Everything one auction process runs (main.ts and the tests both start it here): signer, Redis (balances,
+ * reservations, transfer records), producer queues for the relay handler, one provider and cache refresher per
+ * chain whose prices the gas fee needs, and messaging. Caches are warmed before the first request is served.
+ * Every instance of one router joins the queue group `auction-<signer>`, so NATS hands each request to
+ * exactly one of them (PROTOCOL.md weak point 19).
+ */
+export async function startAuction(params: StartAuctionParams): Promise<RunningAuction> {
+  const { config } = params;
+  const options = params.options ?? {};
+  const logger = params.logger;
+  const nowMs = options.nowMs ?? Date.now;
+  const signer = options.signer ?? createSigner({ mnemonic: config.mnemonic, remoteSignerUrl: config.remoteSignerUrl });
+  const signerAddress = getAddress(await signer.getAddress());
+  const routerAddress = getAddress(config.routerContractAddress ?? signerAddress);
+  const queueGroup = `auction-${signerAddress}`;
+
+  // Fail fast rather than queue: an auction waiting on Redis is an auction the client has given up on.
+  const redis = new Redis({ ...redisOptionsFromUrl(config.redisUrl), maxRetriesPerRequest: 1, connectTimeout: 5_000 });
+  const logRedisError = throttledErrorLog(logger, "redis error", { at: "auction.redis" });
+  redis.on("error", logRedisError);
+  const queues = new Map<number, Queue>();
+  for (const chain of Object.values(config.chainConfig)) {
+    const queue = new Queue(txQueueName(chain.chainId), { connection: redis, prefix: config.redisPrefix });
+    queue.on("error", logRedisError);
+    queues.set(chain.chainId, queue);
+  }
+
+  const sources = createPriceSources(config);
+  const cache = createFeeCache();
+  const plans = refreshPlans(config, sources);
+  const providers = new Map<number, ChainProvider>();
+  for (const plan of plans) {
+    const chain = config.chainConfig[String(plan.chainId)];
+    providers.set(plan.chainId, createChainProvider({ chainId: plan.chainId, urls: chain.providers, logger }));
+  }
+  const failureLogs = new Map<string, (err: Error) => void>();
+  const depsOf = (chainId: number): RefresherDeps => ({
+    config, provider: providers.get(chainId) as ChainProvider, cache, logger, nowMs, failureLogs,
+  });
+  const abort = new AbortController();
+  let messaging: Messaging | undefined;
+
+  const closeResources = async (): Promise<void> => {
+    abort.abort();
+    await Promise.all([...queues.values()].map((q) => settlesWithin(q.close(), RESOURCE_CLOSE_TIMEOUT_MS)));
+    if (!(await settlesWithin(redis.quit().catch(() => undefined), RESOURCE_CLOSE_TIMEOUT_MS))) {
+      redis.disconnect();
+    }
+    for (const provider of providers.values()) {
+      provider.destroy();
+    }
+  };
+
+  let loops: Promise<void>[] = [];
+  try {
+    const warm = Promise.all(plans.map((plan) => refreshChainOnce(plan, depsOf(plan.chainId), abort.signal)));
+    if (!(await settlesWithin(warm, options.warmupTimeoutMs ?? DEFAULT_WARMUP_TIMEOUT_MS))) {
+      logger.warn("auction caches not warm yet; serving anyway (requests needing a cold value are refused)", { at: "auction.start" });
+    }
+    loops = plans.map((plan) =>
+      runRefresher(plan, depsOf(plan.chainId), options.refreshIntervalMs ?? DEFAULT_REFRESH_INTERVAL_MS, abort.signal),
+    );
+    messaging =
+      options.messaging ??
+      (await connectMessaging({
+        servers: config.messagingUrl,
+        authUrl: config.authUrl,
+        signer,
+        logger,
+        name: `auction-${signerAddress}-${process.pid}`,
+        onUnexpectedClose: (err) => options.onFatal?.(err ?? new Error("messaging connection closed")),
+      }));
+  } catch (err) {
+    await closeResources();
+    await Promise.all(loops);
+    throw err;
+  }
+
+  const ctx: AuctionContext = {
+    config,
+    logger,
+    signer,
+    signerAddress,
+    routerAddress,
+    redis,
+    messaging,
+    transfers: createTransferStore(redis, config.redisPrefix),
+    fees: createFeeEstimator({ cache, sources, maxAgeMs: options.priceMaxAgeMs ?? DEFAULT_PRICE_MAX_AGE_MS, nowMs }),
+    txQueue: (chainId) => queues.get(chainId),
+    nowMs,
+  };
+  const reservations = createBidReservations(redis, config.redisPrefix);
+  messaging.serve("auction", createAuctionHandler(ctx, { reservations, options }), { queueGroup });
+  messaging.serve("metatx", createMetaTxHandler(ctx), { queueGroup });
+  messaging.serve("status", createStatusHandler(ctx), { queueGroup });
+  logger.info("auction started", {
+    at: "auction.start", signerAddress, routerAddress, queueGroup, chains: plans.map((p) => p.chainId),
+    cleanUpMode: config.cleanUpMode, diagnosticMode: config.diagnosticMode,
+  });
+
+  const connected = messaging;
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      // Unsubscribe and let in-flight auctions answer before their Redis connection goes away.
+      if (!(await settlesWithin(connected.close(), DRAIN_TIMEOUT_MS))) {
+        logger.warn("messaging did not drain in time; closing anyway", { at: "auction.stop" });
+      }
+      await closeResources();
+      await settlesWithin(Promise.all(loops), RESOURCE_CLOSE_TIMEOUT_MS);
+    })();
+    return stopping;
+  };
+  return { signerAddress, routerAddress, queueGroup, messagingConnected: () => connected.isConnected(), stop };
+}
+
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([promise.then(() => true, () => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * Why the auction gives no bid. The router answers only with a bid (§1.6): a refusal is logged once, with
+ * its code, and never published. The first group are the original's names (§2.2); the rest are ours.
+ */
+export type AuctionRefusalCode =
+  // §2.2
+  | "ParamsInvalid"
+  | "ZeroValueBid"
+  | "SwapInvalid"
+  | "AuctionRateExceeded"
+  | "AuctionExpired"
+  | "ProvidersNotAvailable"
+  | "NotEnoughAmount"
+  | "NotEnoughLiquidity"
+  | "LiquidityUnavailable"
+  | "NotEnoughGas"
+  // ours
+  | "AmountInvalid"
+  | "ExpiryOutOfWindow"
+  | "RouterInCleanUpMode"
+  | "RouterInDiagnosticMode"
+  | "ValueCold"
+  | "StaleBalance"
+  | "StoreUnavailable"
+  | "SignerUnavailable"
+  | "InternalError";
+
+export interface AuctionRefusal {
+  readonly code: AuctionRefusalCode;
+  /** Human-readable, for the log line; never holds a secret. */
+  readonly detail: string;
+}
+
+export function refusal(code: AuctionRefusalCode, detail: string): AuctionRefusal {
+  return { code, detail };
+}
+
+/**
+ * Refusals that are routine on a shared messaging network (every router receives every user's auction, most
+ * for pairs it does not serve): logged at debug so they do not drown the log. Codes that mean the router
+ * itself cannot bid (cold caches, no gas, store or signer down) are warnings; the rest are info.
+ */
+export function refusalLogLevel(code: AuctionRefusalCode): "debug" | "info" | "warn" {
+  switch (code) {
+    case "SwapInvalid":
+    case "ProvidersNotAvailable":
+      return "debug";
+    case "ValueCold":
+    case "StaleBalance":
+    case "NotEnoughGas":
+    case "StoreUnavailable":
+    case "SignerUnavailable":
+    case "InternalError":
+      return "warn";
+    default:
+      return "info";
+  }
+}

@@ -1,0 +1,96 @@
+import { ZeroAddress } from "ethers";
+import type { AuctionContext, FeeEstimator, GasFeeParams } from "../../services/auction/context";
+import { CallDataGasRequiredError, NotEnoughRelayerFeeError, RelayerFeeUnavailableError } from "../../services/auction/operations/relay-errors";
+import { decideRelayFee } from "../../services/auction/operations/relay-fee";
+import type { ChainConfig } from "../../shared/config/types";
+import type { FulfillMetaTx } from "../../shared/protocol/metatx-request";
+import { checkRelayerFee, relayerFeeLowerBound } from "../../shared/protocol/relayer-fee";
+import type { TransactionData } from "../../shared/protocol/types";
+
+describe("relayer fee threshold (PROTOCOL §5 step 5)", () => {
+  it("accepts an offer down to the estimate minus the threshold percent, and refuses one unit below", () => {
+    expect(relayerFeeLowerBound(1000n, 10)).toBe(900n);
+    expect(checkRelayerFee({ offeredFee: 900n, expectedFee: 1000n, thresholdPercent: 10 })).toEqual({ ok: true, lowerBound: 900n });
+    expect(checkRelayerFee({ offeredFee: 899n, expectedFee: 1000n, thresholdPercent: 10 })).toEqual({ ok: false, lowerBound: 900n });
+  });
+
+  it("honours a threshold of 0: the offer must cover the whole estimate (the original replaced 0 by 10)", () => {
+    expect(checkRelayerFee({ offeredFee: 999n, expectedFee: 1000n, thresholdPercent: 0 }).ok).toBe(false);
+    expect(checkRelayerFee({ offeredFee: 1000n, expectedFee: 1000n, thresholdPercent: 0 }).ok).toBe(true);
+  });
+
+  it("accepts anything with a threshold of 100, and any offer when the estimate is 0 (no oracle)", () => {
+    expect(checkRelayerFee({ offeredFee: 0n, expectedFee: 10n ** 30n, thresholdPercent: 100 })).toEqual({ ok: true, lowerBound: 0n });
+    expect(checkRelayerFee({ offeredFee: 0n, expectedFee: 0n, thresholdPercent: 10 }).ok).toBe(true);
+  });
+
+  it("rounds the bound down and keeps fractional thresholds exact in bigint", () => {
+    expect(relayerFeeLowerBound(999n, 10)).toBe(899n); // 899.1
+    expect(relayerFeeLowerBound(10_000n, 12.5)).toBe(8750n);
+    expect(relayerFeeLowerBound(10n ** 36n, 10)).toBe(9n * 10n ** 35n);
+  });
+
+  it("refuses a threshold outside 0..100 and a negative estimate", () => {
+    expect(() => relayerFeeLowerBound(1n, -1)).toThrow(RangeError);
+    expect(() => relayerFeeLowerBound(1n, 101)).toThrow(RangeError);
+    expect(() => relayerFeeLowerBound(1n, Number.NaN)).toThrow(RangeError);
+    expect(() => relayerFeeLowerBound(-1n, 10)).toThrow(RangeError);
+  });
+});
+
+describe("decideRelayFee: the relay's fee from the auction's caches", () => {
+  const TOKEN = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
+  const CALL_TO = "0x00000000000000000000000000000000000000c0";
+  const chain = { relayerFeeThreshold: 10 } as ChainConfig;
+
+  const request = (over: Partial<FulfillMetaTx> = {}, callTo = ZeroAddress): FulfillMetaTx => ({
+    type: "Fulfill", to: CALL_TO, chainId: 1338, relayerFee: "1000", signature: "0x", callData: "0x",
+    txData: { receivingAssetId: TOKEN, callTo, transactionId: "0x" + "11".repeat(32) } as TransactionData,
+    ...over,
+  });
+
+  /** A fee estimator answering `fee` (undefined: cold) and recording the params it was asked with. */
+  const ctxWith = (fee: bigint | undefined, decimals: number | "cold" = 18): { ctx: AuctionContext; asked: GasFeeParams[] } => {
+    const asked: GasFeeParams[] = [];
+    const fees: FeeEstimator = { gasFeeInAsset: (p) => (asked.push(p), fee), decimals: () => (decimals === "cold" ? undefined : decimals) };
+    return { ctx: { fees } as unknown as AuctionContext, asked };
+  };
+
+  it("prices the fulfill in the receiving asset on the receiving chain, with no extra gas when nothing is called", () => {
+    const { ctx, asked } = ctxWith(1000n);
+    expect(decideRelayFee(ctx, chain, request())).toEqual({ expectedFee: 1000n, lowerBound: 900n });
+    expect(asked).toEqual([{ chainId: 1338, assetId: TOKEN, decimals: 18, method: "fulfill", extraGas: 0n }]);
+  });
+
+  it("adds the requester's callDataGas, and counts a call with empty call data as 0", () => {
+    const declared = ctxWith(1000n);
+    decideRelayFee(declared.ctx, chain, request({ callData: "0xabcd", callDataGas: "50000" }, CALL_TO));
+    expect(declared.asked[0].extraGas).toBe(50_000n);
+    const empty = ctxWith(1000n);
+    decideRelayFee(empty.ctx, chain, request({}, CALL_TO));
+    expect(empty.asked[0].extraGas).toBe(0n);
+  });
+
+  it("refuses a call with call data and no callDataGas: estimating it would need an RPC", () => {
+    const { ctx, asked } = ctxWith(1000n);
+    expect(() => decideRelayFee(ctx, chain, request({ callData: "0xabcd" }, CALL_TO))).toThrow(CallDataGasRequiredError);
+    expect(asked).toEqual([]);
+  });
+
+  it("refuses with a reason while the fee cache is cold (no decimals, or no price)", () => {
+    expect(() => decideRelayFee(ctxWith(1000n, "cold").ctx, chain, request())).toThrow(RelayerFeeUnavailableError);
+    expect(() => decideRelayFee(ctxWith(undefined).ctx, chain, request())).toThrow(RelayerFeeUnavailableError);
+  });
+
+  it("refuses an offer below the chain's threshold, naming the numbers", () => {
+    const strict = { relayerFeeThreshold: 0 } as ChainConfig;
+    let refusal: unknown;
+    try {
+      decideRelayFee(ctxWith(1001n).ctx, strict, request());
+    } catch (err) {
+      refusal = err;
+    }
+    expect(refusal).toBeInstanceOf(NotEnoughRelayerFeeError);
+    expect((refusal as NotEnoughRelayerFeeError).context).toMatchObject({ relayerFee: "1000", expectedFee: "1001", lowerBound: "1001", relayerFeeThreshold: 0 });
+  });
+});
