@@ -1,63 +1,43 @@
 import type { JsonFragment } from "ethers";
+import connextPriceOracle from "./artifacts/ConnextPriceOracle.json";
+import erc20 from "./artifacts/ERC20.json";
+import router from "./artifacts/Router.json";
+import transactionManager from "./artifacts/TransactionManager.json";
 
 /**
- * ABI + creation bytecode of the NXTP v0 contracts, read from the Hardhat artifacts that
- * `@connext/nxtp-contracts` ships. The package's `main` entry (dist/index.js) does not exist, so each JSON
- * file is required by its path.
+ * ABIs of the NXTP v0 contracts the router calls, vendored from `@connext/nxtp-contracts` 0.1.42 into
+ * ./artifacts by `npm run vendor:artifacts` (test/unit/vendored-artifacts.test.ts keeps them equal to the
+ * package). The package itself is a dev dependency: it drags hardhat tooling into every install, and the
+ * router needs no bytecode at run time. Tests that deploy read bytecode through scripts/nxtp-package.ts.
  */
-export type NxtpArtifactName =
-  | "TransactionManager"
-  | "Router"
-  | "RouterFactory"
-  | "ConnextPriceOracle"
-  | "Multicall"
-  | "TestERC20"
-  | "FeeERC20"
-  | "ERC20";
+export const VENDORED_ABI_NAMES = ["TransactionManager", "Router", "ConnextPriceOracle", "ERC20"] as const;
 
-export interface ContractArtifact {
-  /** Directly usable as an ethers `InterfaceAbi`. */
-  readonly abi: readonly JsonFragment[];
-  /** 0x-prefixed creation bytecode ("0x" for interfaces). */
-  readonly bytecode: string;
-}
+export type NxtpAbiName = (typeof VENDORED_ABI_NAMES)[number];
 
-const ARTIFACTS_ROOT = "@connext/nxtp-contracts/artifacts";
-
-const ARTIFACT_PATHS: Readonly<Record<NxtpArtifactName, string>> = {
-  TransactionManager: "contracts/TransactionManager.sol/TransactionManager.json",
-  Router: "contracts/Router.sol/Router.json",
-  RouterFactory: "contracts/RouterFactory.sol/RouterFactory.json",
-  ConnextPriceOracle: "contracts/ConnextPriceOracle.sol/ConnextPriceOracle.json",
-  Multicall: "contracts/Multicall.sol/Multicall.json",
-  TestERC20: "contracts/test/TestERC20.sol/TestERC20.json",
-  FeeERC20: "contracts/test/FeeERC20.sol/FeeERC20.json",
-  // OpenZeppelin's concrete ERC20 (constructor(name, symbol)); its ABI is the standard token interface.
-  ERC20: "@openzeppelin/contracts/token/ERC20/ERC20.sol/ERC20.json",
+/** Static imports so tsc copies the JSON next to the compiled file and dist/ runs on its own. */
+const VENDORED: Readonly<Record<NxtpAbiName, unknown>> = {
+  TransactionManager: transactionManager,
+  Router: router,
+  ConnextPriceOracle: connextPriceOracle,
+  ERC20: erc20,
 };
 
-const cache = new Map<NxtpArtifactName, ContractArtifact>();
+const cache = new Map<NxtpAbiName, readonly JsonFragment[]>();
 
-export function loadArtifact(name: NxtpArtifactName): ContractArtifact {
-  const cached = cache.get(name);
-  if (cached) {
-    return cached;
+/** Directly usable as an ethers `InterfaceAbi`. */
+export function loadAbi(name: NxtpAbiName): readonly JsonFragment[] {
+  let abi = cache.get(name);
+  if (!abi) {
+    abi = toAbi(VENDORED[name], name);
+    cache.set(name, abi);
   }
-  const path = `${ARTIFACTS_ROOT}/${ARTIFACT_PATHS[name]}`;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports -- JSON by path is the only working entry
-  const raw: unknown = require(path);
-  const artifact = toArtifact(raw, path);
-  cache.set(name, artifact);
-  return artifact;
+  return abi;
 }
 
-function toArtifact(raw: unknown, path: string): ContractArtifact {
-  if (typeof raw !== "object" || raw === null) {
-    throw new Error(`artifact ${path} is not a JSON object`);
+function toAbi(raw: unknown, name: string): readonly JsonFragment[] {
+  const abi = typeof raw === "object" && raw !== null ? (raw as { abi?: unknown }).abi : undefined;
+  if (!Array.isArray(abi)) {
+    throw new Error(`vendored artifact ${name} lacks an abi array (run npm run vendor:artifacts)`);
   }
-  const { abi, bytecode } = raw as { abi?: unknown; bytecode?: unknown };
-  if (!Array.isArray(abi) || typeof bytecode !== "string" || !bytecode.startsWith("0x")) {
-    throw new Error(`artifact ${path} lacks an abi array or a 0x bytecode string`);
-  }
-  return Object.freeze({ abi: abi as JsonFragment[], bytecode });
+  return Object.freeze(abi as JsonFragment[]);
 }

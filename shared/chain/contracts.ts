@@ -1,20 +1,20 @@
 import { Interface } from "ethers";
 import { abiAddress, abiBytes, abiBytes32, parseUint } from "../protocol/values";
-import { loadArtifact, type NxtpArtifactName } from "./artifacts";
+import { loadAbi, type NxtpAbiName } from "./artifacts";
 
 /**
  * ethers v6 `Interface`s from the nxtp-contracts ABIs (the package's typechain is ethers v5), and the
  * encode/decode helpers for the calls the router makes. Values are normalised by shared/protocol/values,
  * so a malformed amount or address fails here with a ProtocolInputError instead of deep in the ABI coder.
  */
-export type ContractName = Extract<NxtpArtifactName, "TransactionManager" | "Router" | "ConnextPriceOracle" | "Multicall" | "ERC20">;
+export type ContractName = NxtpAbiName;
 
 const interfaces = new Map<ContractName, Interface>();
 
 export function contractInterface(name: ContractName): Interface {
   let iface = interfaces.get(name);
   if (!iface) {
-    iface = new Interface(loadArtifact(name).abi);
+    iface = new Interface(loadAbi(name));
     interfaces.set(name, iface);
   }
   return iface;

@@ -1,4 +1,5 @@
 import { HDNodeWallet, SigningKey, computeAddress, hashMessage } from "ethers";
+import { createDigestSigner, type DigestSignerBackend } from "./digest-signer";
 import { SignerConfigError } from "./errors";
 import { RouterSigner, UnsignedTransaction, sanitizeSignatureV, toEthersTransaction } from "./router-signer";
 
@@ -10,14 +11,15 @@ export const DEFAULT_DERIVATION_PATH = "m/44'/60'/0'/0/0";
  * the HDNodeWallet (whose `mnemonic` is a public property) is dropped after derivation, so the phrase
  * is not reachable from the returned object, JSON.stringify, or a log line that dumps it.
  */
-export function createMnemonicSigner(mnemonic: string): RouterSigner {
+export function createMnemonicSigner(mnemonic: string, options: { digestBackend?: DigestSignerBackend } = {}): RouterSigner {
   const signingKey = deriveSigningKey(mnemonic);
   const address = computeAddress(signingKey);
+  const signDigest = createDigestSigner(signingKey, options.digestBackend).sign;
 
   const signer: RouterSigner = {
     kind: "mnemonic",
     getAddress: async () => address,
-    signMessage: async (message) => sanitizeSignatureV(signingKey.sign(hashMessage(message)).serialized),
+    signMessage: async (message) => sanitizeSignatureV(signDigest(hashMessage(message))),
     signTransaction: async (tx: UnsignedTransaction) => {
       // Signing the unsigned hash directly (not Wallet.signTransaction) guarantees nothing is resolved
       // over a provider, and yields exactly the bytes the remote signer path produces.
