@@ -1,16 +1,25 @@
 /**
- * PM2 process file: `npm run build && npx pm2 start ecosystem.config.js`.
- * One admin API, and per chain of the config file (config.json in this folder, or ROUTER_CONFIG_FILE) one
- * transaction submitter and one poller. Every process validates the whole config itself before connecting to anything.
+ * PM2 process file for production: `npm run build && npx pm2 start ecosystem.config.js`.
+ * One app per role, read from the config file (config.json in this folder, or ROUTER_CONFIG_FILE):
+ *   admin (1)          the admin API
+ *   auction (N)        AUCTION_INSTANCES, default 1: bids over NATS; the instances share one NATS queue group
+ *                      per router signer, so each request is answered once
+ *   submitter-<id>     per chain of chainConfig: 1 + SUBMITTER_STANDBYS (default 0); the chain's queue admits
+ *                      one active job at a time, so a standby is a hot spare, never a second nonce sequence
+ *   poller-<id>        per chain of chainConfig: exactly 1 (it owns the chain's block cursor)
+ * Every process validates the whole config itself before connecting to anything, sends "ready" once it
+ * serves (wait_ready), and drains on SIGINT/SIGTERM within 8 s (shared/process/run-service.ts): a submitter
+ * finishes or hands back its job, every process closes its queues and connections.
  *
- * Scaling: SUBMITTER_INSTANCES=2 runs two submitters per chain; the chain's queue admits one active job at a
- * time, so the second is a hot standby, never a second nonce sequence. AUCTION_INSTANCES=N (default 1) runs N
- * auction processes; they share one NATS queue group per router signer, so each request is answered once.
+ * Logs: ROUTER_LOG_DIR (default ./logs) holds <app>.out.log and <app>.error.log per app, each line
+ * prefixed with its date; rotate them with pm2-logrotate (`pm2 install pm2-logrotate`).
+ * SUBMITTER_INSTANCES (the older name for 1 + standbys) is still read when SUBMITTER_STANDBYS is unset.
  */
 const fs = require("node:fs");
 const path = require("node:path");
 
 const configFile = path.resolve(__dirname, process.env.ROUTER_CONFIG_FILE || "config.json");
+const logDir = path.resolve(__dirname, process.env.ROUTER_LOG_DIR || "logs");
 
 function chainIds() {
   let raw;
@@ -26,55 +35,68 @@ function chainIds() {
   return ids;
 }
 
-/** Shared by every app: graceful stop within kill_timeout, readiness signal, crash-loop backoff. */
+function count(name, { min, max, fallback }) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") {
+    return fallback;
+  }
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new Error(`ecosystem.config.js: ${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+  }
+  return n;
+}
+
+const auctionInstances = count("AUCTION_INSTANCES", { min: 1, max: 32, fallback: 1 });
+const submitterInstances =
+  process.env.SUBMITTER_STANDBYS !== undefined && process.env.SUBMITTER_STANDBYS !== ""
+    ? 1 + count("SUBMITTER_STANDBYS", { min: 0, max: 8, fallback: 0 })
+    : count("SUBMITTER_INSTANCES", { min: 1, max: 9, fallback: 1 });
+
+/** Shared by every app: graceful stop within kill_timeout, readiness signal, crash-loop backoff, dated logs. */
 const common = {
   cwd: __dirname,
   exec_mode: "fork",
   autorestart: true,
   // Processes drain within 8 s (shared/process/run-service.ts); PM2's default 1.6 s would SIGKILL mid-drain.
-  kill_timeout: 10000,
+  kill_timeout: 12000,
   wait_ready: true,
   listen_timeout: 20000,
   exp_backoff_restart_delay: 200,
-  max_memory_restart: "512M",
   merge_logs: true,
+  log_date_format: "YYYY-MM-DD HH:mm:ss.SSS Z",
   env: { ROUTER_CONFIG_FILE: configFile, NODE_ENV: "production" },
 };
 
-function instances(name) {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") {
-    return 1;
-  }
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > 32) {
-    throw new Error(`ecosystem.config.js: ${name} must be an integer from 1 to 32, got ${JSON.stringify(raw)}`);
-  }
-  return n;
+function app(name, script, extra) {
+  return {
+    ...common,
+    name,
+    script,
+    out_file: path.join(logDir, `${name}.out.log`),
+    error_file: path.join(logDir, `${name}.error.log`),
+    ...extra,
+    env: { ...common.env, ...(extra.env || {}) },
+  };
 }
 
-const submitterInstances = instances("SUBMITTER_INSTANCES");
-const auctionInstances = instances("AUCTION_INSTANCES");
+const chains = chainIds();
+fs.mkdirSync(logDir, { recursive: true });
 
 module.exports = {
   apps: [
-    { ...common, name: "admin", script: "dist/services/admin/main.js", instances: 1 },
-    // Fork mode with N instances: each is its own process with its own NATS connection in the shared queue group.
-    { ...common, name: "auction", script: "dist/services/auction/main.js", instances: auctionInstances },
-    ...chainIds().map((chainId) => ({
-      ...common,
-      name: `submitter-${chainId}`,
-      script: "dist/services/submitter/main.js",
-      instances: submitterInstances,
-      env: { ...common.env, CHAIN_ID: chainId },
-    })),
-    // One poller per chain: it owns the chain's block cursor; a second instance would only duplicate reads.
-    ...chainIds().map((chainId) => ({
-      ...common,
-      name: `poller-${chainId}`,
-      script: "dist/services/poller/main.js",
-      instances: 1,
-      env: { ...common.env, CHAIN_ID: chainId },
-    })),
+    app("admin", "dist/services/admin/main.js", { instances: 1, max_memory_restart: "256M" }),
+    // The auction warms its price and gas caches (up to 15 s) before it connects to NATS and reports ready.
+    app("auction", "dist/services/auction/main.js", { instances: auctionInstances, max_memory_restart: "512M", listen_timeout: 40000 }),
+    ...chains.map((chainId) =>
+      app(`submitter-${chainId}`, "dist/services/submitter/main.js", {
+        instances: submitterInstances,
+        max_memory_restart: "384M",
+        env: { CHAIN_ID: chainId },
+      }),
+    ),
+    ...chains.map((chainId) =>
+      app(`poller-${chainId}`, "dist/services/poller/main.js", { instances: 1, max_memory_restart: "512M", env: { CHAIN_ID: chainId } }),
+    ),
   ],
 };

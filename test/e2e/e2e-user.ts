@@ -9,6 +9,7 @@ import type { AuctionBid, InvariantTransactionData, TransactionData } from "../.
 import { signCancel, signFulfill } from "../../shared/protocol/user-signatures";
 import { transferKey } from "../../shared/queues";
 import type { RouterSigner } from "../../shared/signer/router-signer";
+import { eventIn as eventInReceipt, walletSigner } from "../../scripts/local/swap-user";
 import { nxtpContractAt, readBigInt, sendTx } from "../harness/deploy";
 import type { StackChain } from "../harness/stack";
 import { waitFor } from "../integration/submitter-fixture";
@@ -185,19 +186,5 @@ function tm(chain: StackChain, wallet: Wallet) {
 }
 
 function eventIn(receipt: ContractTransactionReceipt, chain: StackChain, kind: TransferEventKind): TransferEvent {
-  for (const log of receipt.logs) {
-    const event = log.address.toLowerCase() === chain.deployment.transactionManager.toLowerCase() ? decodeTransferLog(log) : undefined;
-    if (event?.kind === kind) return event;
-  }
-  throw new Error(`no ${kind} event in ${receipt.hash}`);
-}
-
-/** The user's anvil wallet behind the signer interface signFulfill / signCancel take. */
-function walletSigner(wallet: Wallet): RouterSigner {
-  return {
-    kind: "mnemonic",
-    getAddress: async () => wallet.address,
-    signMessage: (message) => wallet.signMessage(message),
-    signTransaction: () => Promise.reject(new Error("not used")),
-  };
+  return eventInReceipt(receipt, { chainId: chain.chainId, provider: chain.provider, transactionManager: chain.deployment.transactionManager }, kind);
 }

@@ -1,9 +1,13 @@
-import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Wallet } from "ethers";
+import type { AuthServer } from "../../services/messaging-auth/app";
+import { waitForAuctionStatus } from "../../scripts/local/demo-swap";
+import { startAuthServer } from "../harness/auth-server";
 import { getFreePort } from "../harness/free-port";
+import { startNats, type NatsServer } from "../harness/nats";
 import { waitFor } from "../integration/submitter-fixture";
 import { ADMIN_TOKEN, AMOUNT, RECEIVING, routerConfigJson, startE2eStack, stopE2eStack, type E2eStack } from "./e2e-fixture";
 import { routerLiquidity, tokenBalance, userFulfill, userPrepare, waitForEvent } from "./e2e-user";
@@ -11,39 +15,53 @@ import { routerLiquidity, tokenBalance, userFulfill, userPrepare, waitForEvent }
 /**
  * The README's way of running the router: `npm run build && npx pm2 start ecosystem.config.js`, with the
  * project's own pm2 and a PM2_HOME of the test's own (so no daemon of the machine is touched). The admin API,
- * one submitter and one poller per chain run as PM2 apps; liquidity removal and a whole swap go through them.
+ * the auction (over a nats-server and the local messaging auth service of the test's own), one submitter and
+ * one poller per chain run as PM2 apps; liquidity removal and a whole swap go through them.
  */
 const ROOT = resolve(__dirname, "../..");
 const PM2 = join(ROOT, "node_modules/.bin/pm2");
 
 describe("PM2: ecosystem.config.js runs the router", () => {
   let s: E2eStack;
+  let nats: NatsServer | undefined;
+  let auth: AuthServer | undefined;
   let pm2Home: string;
   let configFile: string;
   let adminUrl: string;
 
-  const pm2 = (...args: string[]): { status: number | null; output: string } => {
-    const env: NodeJS.ProcessEnv = { ...process.env, PM2_HOME: pm2Home, ROUTER_CONFIG_FILE: configFile };
+  // Asynchronous: the auth server runs in this process and must answer the auction's login meanwhile.
+  const pm2 = (...args: string[]): Promise<{ status: number | null; output: string }> => {
+    const env: NodeJS.ProcessEnv = { ...process.env, PM2_HOME: pm2Home, ROUTER_CONFIG_FILE: configFile, ROUTER_LOG_DIR: join(pm2Home, "logs") };
     delete env.ROUTER_ADMIN_TOKEN;
     delete env.ROUTER_MNEMONIC;
     delete env.REDIS_URL;
-    const result = spawnSync(PM2, args, { cwd: ROOT, env, encoding: "utf8", timeout: 60_000 });
-    return { status: result.status, output: `${result.stdout}${result.stderr}` };
+    return new Promise((resolve) => {
+      execFile(PM2, args, { cwd: ROOT, env, encoding: "utf8", timeout: 60_000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+        const status = err ? (typeof err.code === "number" ? err.code : 1) : 0;
+        resolve({ status, output: `${stdout}${stderr}` });
+      });
+    });
   };
 
   beforeAll(async () => {
-    for (const script of ["admin", "submitter", "poller"]) {
+    for (const script of ["admin", "auction", "submitter", "poller"]) {
       if (!existsSync(join(ROOT, `dist/services/${script}/main.js`))) {
         throw new Error(`dist/services/${script}/main.js is missing: run npm run build first (npm test does it)`);
       }
     }
     s = await startE2eStack();
+    nats = await startNats();
+    auth = await startAuthServer();
     pm2Home = mkdtempSync(join(tmpdir(), "pm2-home-"));
     const port = await getFreePort();
     adminUrl = `http://127.0.0.1:${port}`;
     configFile = join(pm2Home, "config.json");
-    writeFileSync(configFile, JSON.stringify(routerConfigJson(s, `pm2-${port}`, { port })));
-    const started = pm2("start", "ecosystem.config.js");
+    const config = routerConfigJson(s, `pm2-${port}`, { port });
+    const chains = config.chainConfig as Record<string, Record<string, unknown>>;
+    // Chain 1's oracle of the stack (the default is mainnet's address, which holds no code here).
+    chains["1"] = { ...chains["1"], priceOracleAddress: s.chain1.deployment.priceOracle };
+    writeFileSync(configFile, JSON.stringify({ ...config, network: "local", messagingUrl: nats.url, authUrl: auth.url }));
+    const started = await pm2("start", "ecosystem.config.js");
     if (started.status !== 0) {
       throw new Error(`pm2 start failed:\n${started.output}`);
     }
@@ -51,17 +69,28 @@ describe("PM2: ecosystem.config.js runs the router", () => {
 
   afterAll(async () => {
     if (pm2Home) {
-      pm2("kill");
+      await pm2("kill");
       rmSync(pm2Home, { recursive: true, force: true });
     }
+    await auth?.close();
+    await nats?.stop();
     await stopE2eStack(s);
   });
 
-  it("starts the admin API and one submitter and one poller per chain, all online", () => {
-    const output = pm2("jlist").output;
+  it("starts the admin API, the auction and one submitter and one poller per chain, all online", async () => {
+    const output = (await pm2("jlist")).output;
     const list = JSON.parse(output.slice(output.indexOf("["))) as Array<{ name: string; pm2_env: { status: string } }>;
     const online = list.filter((app) => app.pm2_env.status === "online").map((app) => app.name).sort();
-    expect(online).toEqual(["admin", "poller-1", "poller-1337", "poller-1338", "submitter-1", "submitter-1337", "submitter-1338"]);
+    expect(online).toEqual(["admin", "auction", "poller-1", "poller-1337", "poller-1338", "submitter-1", "submitter-1337", "submitter-1338"]);
+  });
+
+  it("answers a status request over NATS from the auction app, and writes dated log lines per app", async () => {
+    if (!nats || !auth) throw new Error("messaging not started");
+    const status = await waitForAuctionStatus({ messagingUrl: nats.url, authUrl: auth.url }, 30_000);
+    expect(status.signerAddress).toBe(s.router);
+    expect(status.supportedChains).toEqual([1337, 1338]);
+    const log = readFileSync(join(pm2Home, "logs", "auction.out.log"), "utf8");
+    expect(log).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3} [+-]\d{2}:\d{2}: \{/m);
   });
 
   it("removes liquidity through the admin API and the chain's submitter", async () => {

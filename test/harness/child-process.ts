@@ -1,8 +1,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { accessSync, constants } from "node:fs";
-import { Socket, connect } from "node:net";
-import { delimiter, join } from "node:path";
+import { Socket } from "node:net";
+import { findBinary, isExecutable, type FindBinaryOptions } from "../../scripts/local/binaries";
+import { tcpExchange } from "../../scripts/local/probes";
 import { getFreePort } from "./free-port";
+
+// Moved to scripts/local (npm run local uses them too); re-exported for the tests' imports.
+export { findBinary, tcpExchange, type FindBinaryOptions };
 
 /** Enough of a server's log to explain why it did not start, small enough for an error message. */
 const OUTPUT_TAIL_CHARS = 4096;
@@ -255,73 +258,4 @@ export async function startOnFreePort(opts: StartOnFreePortOptions): Promise<{ p
       }
     }
   }
-}
-
-// ---- binaries and probes -------------------------------------------------------------------------------
-
-function isExecutable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-export interface FindBinaryOptions {
-  /** Checked before PATH (e.g. a version pinned in node_modules). */
-  readonly preferred?: readonly string[];
-  /** Checked after PATH (e.g. /usr/bin when PATH is minimal). */
-  readonly fallbacks?: readonly string[];
-  readonly missingHint: string;
-}
-
-/** First executable among `preferred`, then `name` on PATH, then `fallbacks`; else a clear error. */
-export function findBinary(name: string, opts: FindBinaryOptions): string {
-  const onPath = (process.env.PATH ?? "").split(delimiter).filter((dir) => dir !== "").map((dir) => join(dir, name));
-  const found = [...(opts.preferred ?? []), ...onPath, ...(opts.fallbacks ?? [])].find(isExecutable);
-  if (found === undefined) {
-    throw new Error(opts.missingHint);
-  }
-  return found;
-}
-
-/**
- * Opens a loopback TCP connection, optionally writes `send`, and resolves with everything received once
- * `done(received)` holds. Used to probe redis (PING) and nats (INFO/PONG) without client-library retries.
- */
-export function tcpExchange(params: {
-  port: number;
-  send?: string;
-  done: (received: string) => boolean;
-  timeoutMs: number;
-}): Promise<string> {
-  return new Promise<string>((resolve, reject) => {
-    let received = "";
-    const socket = connect({ host: "127.0.0.1", port: params.port });
-    const finish = (err: Error | null): void => {
-      clearTimeout(timer);
-      socket.destroy();
-      if (err) {
-        reject(err);
-      } else {
-        resolve(received);
-      }
-    };
-    const timer = setTimeout(() => finish(new Error(`no answer within ${params.timeoutMs} ms`)), params.timeoutMs);
-    socket.setEncoding("utf8");
-    socket.once("error", finish);
-    socket.once("connect", () => {
-      if (params.send !== undefined) {
-        socket.write(params.send);
-      }
-    });
-    socket.on("data", (chunk: string) => {
-      received += chunk;
-      if (params.done(received)) {
-        finish(null);
-      }
-    });
-    socket.once("close", () => finish(new Error(`connection closed after ${JSON.stringify(received)}`)));
-  });
 }

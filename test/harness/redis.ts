@@ -1,4 +1,8 @@
-import { findBinary, startOnFreePort, tcpExchange } from "./child-process";
+import { redisServerBinary } from "../../scripts/local/binaries";
+import { redisAnswers, redisArgs } from "../../scripts/local/probes";
+import { startOnFreePort } from "./child-process";
+
+export { redisServerBinary };
 
 export interface RedisServer {
   readonly host: string;
@@ -9,31 +13,14 @@ export interface RedisServer {
   stop(): Promise<void>;
 }
 
-export function redisServerBinary(): string {
-  return findBinary("redis-server", {
-    fallbacks: ["/usr/bin/redis-server"],
-    missingHint: "redis-server not found: install the Debian package redis-server",
-  });
-}
-
 /** A throwaway redis-server on a free loopback port: no persistence, and never evicts (BullMQ needs that). */
 export async function startRedis(): Promise<RedisServer> {
   const host = "127.0.0.1";
   const { proc, port } = await startOnFreePort({
     name: "redis-server",
     command: redisServerBinary(),
-    args: (p) => [
-      "--port", String(p),
-      "--bind", host,
-      "--save", "",
-      "--appendonly", "no",
-      "--maxmemory-policy", "noeviction",
-      "--loglevel", "warning",
-    ],
-    probe: async (p, timeoutMs) => {
-      const reply = await tcpExchange({ port: p, send: "PING\r\n", done: (r) => r.includes("\r\n"), timeoutMs });
-      return reply.startsWith("+PONG");
-    },
+    args: redisArgs,
+    probe: redisAnswers,
   });
   return { host, port, url: `redis://${host}:${port}`, pid: proc.pid, stop: proc.stop };
 }

@@ -7,8 +7,9 @@ import { anvilProvider } from "./anvil";
 /**
  * A stand-in for the NXTP v1-runtime subgraph of one chain (PROTOCOL.md §3.1, REAL_PARTS.md §3 "Subgraph"):
  * on every request it rebuilds the Transaction and AssetBalance entities from the chain's TransactionManager
- * logs and answers the router's queries by operation name. Ids and addresses lowercase, numbers as strings,
- * `{"data": ...}` replies. `setLag(n)` makes it index only up to head − n (and report that block in _meta).
+ * logs and answers the router's and the real SDK's queries by operation name. Ids and addresses lowercase,
+ * numbers as strings, `{"data": ...}` replies. `setLag(n)` makes it index only up to head − n (and report that
+ * block in _meta).
  */
 export interface SubgraphServer {
   readonly url: string;
@@ -17,6 +18,8 @@ export interface SubgraphServer {
   setFailing(failing: boolean): void;
   /** Operation names received so far. */
   operations(): readonly string[];
+  /** Messages of the requests answered with an error (not counting setFailing), for failure reports. */
+  errors(): readonly string[];
   stop(): Promise<void>;
 }
 
@@ -43,6 +46,7 @@ export async function startSubgraphServer(params: StartSubgraphServerParams): Pr
   let lag = params.lagBlocks ?? 0;
   let failing = false;
   const ops: string[] = [];
+  const errors: string[] = [];
 
   const index = async (): Promise<Indexed> => {
     const block = Math.max(0, (await provider.getBlockNumber()) - lag);
@@ -75,7 +79,10 @@ export async function startSubgraphServer(params: StartSubgraphServerParams): Pr
   };
 
   const server = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => reply(res, 500, { errors: [{ message: String(err) }] }));
+    handle(req, res).catch((err: unknown) => {
+      errors.push(String(err));
+      reply(res, 500, { errors: [{ message: String(err) }] });
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
@@ -88,6 +95,7 @@ export async function startSubgraphServer(params: StartSubgraphServerParams): Pr
       failing = value;
     },
     operations: () => ops,
+    errors: () => errors,
     stop: async () => {
       provider.destroy();
       server.closeAllConnections();
@@ -179,6 +187,22 @@ function answer(op: string, v: Record<string, unknown>, state: Indexed): unknown
     return { router: known ? { transactions: page(all.filter((t) => t.router.id === routerId && filter(t))) } : null };
   };
   const statusOk = (t: Entity): boolean => str("status") === undefined || t.status.toLowerCase() === str("status");
+  const ids = ((v.transactionIds as string[] | undefined) ?? []).map((id) => id.toLowerCase());
+  // The SDK (REAL_PARTS.md §3) asks by user and gets a flat `transactions` list; the router asks by routerId.
+  const userId = str("userId");
+  if (userId !== undefined) {
+    const ofUser = all.filter((t) => t.user.id === userId);
+    switch (op) {
+      case "GetSenderTransactions":
+        return { transactions: page(ofUser.filter((t) => statusOk(t) && t.sendingChainId === str("sendingChainId"))) };
+      case "GetReceiverTransactions":
+        return { transactions: page(ofUser.filter((t) => statusOk(t) && t.receivingChainId === str("receivingChainId"))) };
+      case "GetTransactionsWithUser":
+        return { transactions: ofUser.filter((t) => ids.includes(String(t.transactionId))) };
+      default:
+        return undefined;
+    }
+  }
   switch (op) {
     case "GetBlockNumber":
       return { _meta: { block: { number: state.block } } };
@@ -186,10 +210,10 @@ function answer(op: string, v: Record<string, unknown>, state: Indexed): unknown
       return ofRouter((t) => statusOk(t) && t.sendingChainId === str("sendingChainId"));
     case "GetReceiverTransactions":
       return ofRouter((t) => statusOk(t) && t.receivingChainId === str("receivingChainId") && BigInt(String(t.expiry)) < BigInt(String(v.expiry_lt)));
-    case "GetTransactionsWithRouter": {
-      const ids = ((v.transactionIds as string[] | undefined) ?? []).map((id) => id.toLowerCase());
+    case "GetTransactionsWithRouter":
       return { transactions: all.filter((t) => ids.includes(String(t.transactionId)) && t.router.id === routerId) };
-    }
+    case "GetTransactions":
+      return { transactions: all.filter((t) => ids.includes(String(t.transactionId))) };
     case "GetTransaction":
       return { transaction: state.transactions.get(str("transactionId") ?? "") ?? null };
     case "GetAssetBalance": {

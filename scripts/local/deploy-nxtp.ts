@@ -1,0 +1,199 @@
+import {
+  Contract,
+  ContractFactory,
+  NonceManager,
+  ZeroAddress,
+  getAddress,
+  type ContractRunner,
+  type ContractTransactionReceipt,
+  type Overrides,
+  type Signer,
+} from "ethers";
+// Bytecode comes from the dev-dependency package; the router itself only has the vendored ABIs.
+import { packageArtifact, type NxtpContractName } from "../nxtp-package";
+
+export interface NxtpContracts {
+  readonly transactionManager: Contract;
+  readonly token: Contract;
+  readonly priceOracle: Contract;
+  readonly multicall: Contract;
+  readonly routerFactory: Contract;
+  readonly routerContract?: Contract;
+}
+
+/** Checksummed addresses of one chain's NXTP deployment, plus handles connected to the deployer. */
+export interface NxtpDeployment {
+  readonly chainId: number;
+  readonly transactionManager: string;
+  /** FulfillInterpreter, deployed by the TransactionManager's constructor. */
+  readonly interpreter: string;
+  /** TestERC20 "TEST" (18 decimals); the deployer holds 1 000 000 TEST and anyone may mint. */
+  readonly token: string;
+  /** ConnextPriceOracle with wrapped = address(0): price native with `setDirectPrice(ZeroAddress, p)`. */
+  readonly priceOracle: string;
+  readonly multicall: string;
+  readonly routerFactory: string;
+  readonly routerSigner: string;
+  /** Router contract created by the factory for `routerSigner`, approved on the TransactionManager. */
+  readonly routerContract?: string;
+  readonly contracts: NxtpContracts;
+}
+
+export interface DeployNxtpParams {
+  readonly rpcUrl: string;
+  readonly chainId: number;
+  /** Must be connected to the chain at `rpcUrl`; the chain must mine (automine or interval). */
+  readonly deployer: Signer;
+  readonly routerSigner: string;
+  readonly withRouterContract?: { readonly recipient: string };
+}
+
+/** Binds an artifact's ABI to an address. */
+export function nxtpContractAt(name: NxtpContractName, address: string, runner: ContractRunner): Contract {
+  return new Contract(address, packageArtifact(name).abi, runner);
+}
+
+async function deploy(name: NxtpContractName, deployer: Signer, args: readonly unknown[]): Promise<Contract> {
+  const { abi, bytecode } = packageArtifact(name);
+  const deployed = await new ContractFactory(abi, bytecode, deployer).deploy(...args);
+  await deployed.waitForDeployment();
+  return nxtpContractAt(name, await deployed.getAddress(), deployer);
+}
+
+/** Sends one transaction and waits for its receipt; reverts surface as ethers CALL_EXCEPTION errors. */
+export async function sendTx(
+  contract: Contract,
+  method: string,
+  args: readonly unknown[],
+  overrides: Overrides = {},
+): Promise<ContractTransactionReceipt> {
+  const tx = await contract.getFunction(method).send(...args, overrides);
+  const receipt = await tx.wait();
+  if (receipt === null) {
+    throw new Error(`${method}: transaction ${tx.hash} was dropped`);
+  }
+  return receipt;
+}
+
+async function readValue(contract: Contract, method: string, args: readonly unknown[]): Promise<unknown> {
+  const value: unknown = await contract.getFunction(method).staticCall(...args);
+  return value;
+}
+
+export async function readBigInt(contract: Contract, method: string, args: readonly unknown[] = []): Promise<bigint> {
+  const value = await readValue(contract, method, args);
+  if (typeof value !== "bigint") {
+    throw new Error(`${method} returned ${typeof value}, expected bigint`);
+  }
+  return value;
+}
+
+export async function readAddress(contract: Contract, method: string, args: readonly unknown[] = []): Promise<string> {
+  const value = await readValue(contract, method, args);
+  if (typeof value !== "string") {
+    throw new Error(`${method} returned ${typeof value}, expected an address`);
+  }
+  return getAddress(value);
+}
+
+async function assertDeployerChain(params: DeployNxtpParams): Promise<void> {
+  const provider = params.deployer.provider;
+  if (!provider) {
+    throw new Error(`deployNxtp: the deployer must be connected to ${params.rpcUrl}`);
+  }
+  const { chainId } = await provider.getNetwork();
+  if (chainId !== BigInt(params.chainId)) {
+    throw new Error(`deployNxtp: deployer is on chain ${chainId}, expected ${params.chainId} at ${params.rpcUrl}`);
+  }
+}
+
+/**
+ * Deploys and wires the NXTP v0 contracts, each transaction awaited to its receipt. Nonces come from a
+ * local NonceManager: ethers' default provider caches `getTransactionCount` for 250 ms, so back-to-back
+ * sends through a plain signer reuse a nonce. The returned handles use the caller's `deployer`.
+ */
+export async function deployNxtp(params: DeployNxtpParams): Promise<NxtpDeployment> {
+  const { chainId } = params;
+  const routerSigner = getAddress(params.routerSigner);
+  await assertDeployerChain(params);
+  const owner = await params.deployer.getAddress();
+  const deployer = new NonceManager(params.deployer);
+
+  const transactionManager = await deploy("TransactionManager", deployer, [chainId]);
+  const token = await deploy("TestERC20", deployer, []);
+  const priceOracle = await deploy("ConnextPriceOracle", deployer, [ZeroAddress]);
+  const multicall = await deploy("Multicall", deployer, []);
+  const routerFactory = await deploy("RouterFactory", deployer, [owner]);
+
+  const tmAddress = await transactionManager.getAddress();
+  const tokenAddress = await token.getAddress();
+  await sendTx(routerFactory, "init", [tmAddress]);
+  // Without these, addLiquidity reverts "#AL:003" (router) / "#AL:004" (asset), and prepare "#P:003".
+  await sendTx(transactionManager, "addRouter", [routerSigner]);
+  await sendTx(transactionManager, "addAssetId", [tokenAddress]);
+  await sendTx(transactionManager, "addAssetId", [ZeroAddress]);
+
+  let routerContract: Contract | undefined;
+  if (params.withRouterContract) {
+    await sendTx(routerFactory, "createRouter", [routerSigner, getAddress(params.withRouterContract.recipient)]);
+    const routerAddress = await readAddress(routerFactory, "getRouterAddress", [routerSigner]);
+    await sendTx(transactionManager, "addRouter", [routerAddress]);
+    routerContract = nxtpContractAt("Router", routerAddress, params.deployer);
+  }
+  const handle = (name: NxtpContractName, c: Contract): Promise<Contract> =>
+    c.getAddress().then((address) => nxtpContractAt(name, address, params.deployer));
+
+  return {
+    chainId,
+    transactionManager: tmAddress,
+    interpreter: await readAddress(transactionManager, "interpreter"),
+    token: tokenAddress,
+    priceOracle: await priceOracle.getAddress(),
+    multicall: await multicall.getAddress(),
+    routerFactory: await routerFactory.getAddress(),
+    routerSigner,
+    routerContract: routerContract ? await routerContract.getAddress() : undefined,
+    contracts: {
+      transactionManager: await handle("TransactionManager", transactionManager),
+      token: await handle("TestERC20", token),
+      priceOracle: await handle("ConnextPriceOracle", priceOracle),
+      multicall: await handle("Multicall", multicall),
+      routerFactory: await handle("RouterFactory", routerFactory),
+      routerContract,
+    },
+  };
+}
+
+export interface FundRouterLiquidityParams {
+  readonly deployment: NxtpDeployment;
+  /** Pays: holds the ERC20 (it approves the TransactionManager) or the native amount. */
+  readonly funder: Signer;
+  readonly router: string;
+  /** ZeroAddress for the native asset. */
+  readonly assetId: string;
+  readonly amount: bigint;
+}
+
+/**
+ * `addLiquidityFor(amount, assetId, router)`: for native the call must carry msg.value == amount ("#TA:005"),
+ * for ERC20 msg.value must be 0 ("#TA:006") and the funder's allowance must cover amount.
+ * Returns the router's balance for the asset afterwards.
+ */
+export async function fundRouterLiquidity(params: FundRouterLiquidityParams): Promise<bigint> {
+  const { deployment, funder, amount } = params;
+  const assetId = getAddress(params.assetId);
+  const router = getAddress(params.router);
+  const tm = nxtpContractAt("TransactionManager", deployment.transactionManager, funder);
+  if (assetId === ZeroAddress) {
+    await sendTx(tm, "addLiquidityFor", [amount, assetId, router], { value: amount });
+  } else {
+    await sendTx(nxtpContractAt("ERC20", assetId, funder), "approve", [deployment.transactionManager, amount]);
+    await sendTx(tm, "addLiquidityFor", [amount, assetId, router]);
+  }
+  return readBigInt(tm, "routerBalances", [router, assetId]);
+}
+
+/** TestERC20.mint is open to anyone; sent by the deployer. */
+export async function mintToken(deployment: NxtpDeployment, to: string, amount: bigint): Promise<void> {
+  await sendTx(deployment.contracts.token, "mint", [getAddress(to), amount]);
+}

@@ -1,0 +1,61 @@
+import { ZeroAddress } from "ethers";
+
+/**
+ * The router config `npm run local` writes to .local/config.json (the operator's config.json is never
+ * touched). Chain 1 plays mainnet: its ConnextPriceOracle prices the test token (through `mainnetEquivalent`)
+ * and ETH (through `nativeMainnetEquivalent` = address(0), the oracle's native entry), so bids carry a real
+ * gas fee. Chains 1337 → 1338 carry the swaps, in one pool of the test token and one of native ETH.
+ */
+export interface LocalChain {
+  readonly chainId: number;
+  readonly rpcUrl: string;
+  readonly transactionManager: string;
+  readonly multicall: string;
+  /** Only chain 1's is configured: every price is read there. */
+  readonly priceOracle?: string;
+  readonly token: string;
+}
+
+export interface LocalConfigParams {
+  readonly mnemonic: string;
+  readonly adminToken: string;
+  readonly adminPort: number;
+  readonly redisUrl: string;
+  readonly messagingUrl: string;
+  readonly authUrl: string;
+  readonly mainnet: LocalChain;
+  readonly swapChains: readonly LocalChain[];
+}
+
+export const LOCAL_REDIS_PREFIX = "local";
+
+export function localConfigJson(p: LocalConfigParams): Record<string, unknown> {
+  const mainnetToken = p.mainnet.token;
+  const chainEntry = (c: LocalChain, extra: Record<string, unknown>): Record<string, unknown> => ({
+    providers: [c.rpcUrl],
+    transactionManagerAddress: c.transactionManager,
+    multicallAddress: c.multicall,
+    ...extra,
+  });
+  return {
+    network: "local",
+    adminToken: p.adminToken,
+    mnemonic: p.mnemonic,
+    logLevel: "info",
+    host: "127.0.0.1",
+    port: p.adminPort,
+    redisUrl: p.redisUrl,
+    redisPrefix: LOCAL_REDIS_PREFIX,
+    messagingUrl: p.messagingUrl,
+    authUrl: p.authUrl,
+    swapPools: [
+      { name: "TEST", assets: p.swapChains.map((c) => ({ chainId: c.chainId, assetId: c.token, mainnetEquivalent: mainnetToken })) },
+      { name: "ETH", assets: p.swapChains.map((c) => ({ chainId: c.chainId, assetId: ZeroAddress, mainnetEquivalent: ZeroAddress })) },
+    ],
+    chainConfig: Object.fromEntries([
+      // Chain 1 keeps its recommended confirmations: nothing is swapped there, it only answers price reads.
+      [String(p.mainnet.chainId), chainEntry(p.mainnet, { priceOracleAddress: p.mainnet.priceOracle })],
+      ...p.swapChains.map((c) => [String(c.chainId), chainEntry(c, { confirmations: 1, nativeMainnetEquivalent: ZeroAddress })]),
+    ]),
+  };
+}

@@ -1,0 +1,117 @@
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { LocalServiceError } from "./errors";
+import type { LocalPaths } from "./paths";
+
+/**
+ * The project's own PM2 (node_modules/.bin/pm2) with the stack's own PM2_HOME: its daemon, apps and dump
+ * never mix with a PM2 the machine already runs.
+ */
+export interface Pm2App {
+  readonly name: string;
+  readonly pid: number;
+  readonly status: string;
+  readonly restarts: number;
+  readonly outLog?: string;
+  readonly errLog?: string;
+}
+
+export interface Pm2Result {
+  readonly status: number | null;
+  readonly output: string;
+}
+
+/** The router's secrets come from .local/config.json only: the shell's overrides must not leak in. */
+export function pm2Env(paths: LocalPaths, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PM2_HOME: paths.pm2Home,
+    ROUTER_CONFIG_FILE: paths.configFile,
+    ROUTER_LOG_DIR: paths.logDir,
+    ...extra,
+  };
+  for (const name of ["ROUTER_ADMIN_TOKEN", "ROUTER_MNEMONIC", "REDIS_URL"]) {
+    delete env[name];
+  }
+  return env;
+}
+
+export function runPm2(paths: LocalPaths, args: readonly string[], timeoutMs = 120_000): Pm2Result {
+  const result = spawnSync(paths.pm2Bin, [...args], { cwd: paths.root, env: pm2Env(paths), encoding: "utf8", timeout: timeoutMs });
+  return { status: result.status, output: `${result.stdout ?? ""}${result.stderr ?? ""}` };
+}
+
+export function pm2List(paths: LocalPaths): Pm2App[] {
+  const { status, output } = runPm2(paths, ["jlist"], 30_000);
+  const start = output.indexOf("[");
+  if (status !== 0 || start < 0) {
+    throw new Error(`pm2 jlist failed: ${output.trim().split("\n").slice(-3).join(" ")}`);
+  }
+  const raw = JSON.parse(output.slice(start)) as Array<{
+    name: string;
+    pid: number;
+    pm2_env?: { status?: string; restart_time?: number; pm_out_log_path?: string; pm_err_log_path?: string };
+  }>;
+  return raw.map((app) => ({
+    name: app.name,
+    pid: app.pid,
+    status: app.pm2_env?.status ?? "unknown",
+    restarts: app.pm2_env?.restart_time ?? 0,
+    outLog: app.pm2_env?.pm_out_log_path,
+    errLog: app.pm2_env?.pm_err_log_path,
+  }));
+}
+
+/** pid of the PM2 daemon of this PM2_HOME, when one runs. */
+export function pm2DaemonPid(paths: LocalPaths): number | undefined {
+  const file = join(paths.pm2Home, "pm2.pid");
+  if (!existsSync(file)) {
+    return undefined;
+  }
+  const pid = Number(readFileSync(file, "utf8").trim());
+  return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
+}
+
+export function appLogFiles(app: Pm2App): string[] {
+  return [app.errLog, app.outLog].filter((f): f is string => f !== undefined);
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Resolves once every app of `names` is online with no restart (with `wait_ready`, PM2 reports online only
+ * after the process sent "ready"). A restart or an errored app fails at once, naming its log files.
+ */
+export async function waitForApps(
+  paths: LocalPaths,
+  names: readonly string[],
+  timeoutMs: number,
+  progress: (line: string) => void,
+): Promise<Pm2App[]> {
+  const deadline = Date.now() + timeoutMs;
+  let lastPending = "";
+  for (;;) {
+    const apps = pm2List(paths);
+    const failed = apps.find((app) => app.restarts > 0 || app.status === "errored" || app.status === "stopped");
+    if (failed) {
+      throw new LocalServiceError(`PM2 app ${failed.name} is ${failed.status} after ${failed.restarts} restart(s)`, appLogFiles(failed), {
+        app: failed.name,
+      });
+    }
+    const pending = names.filter((name) => !apps.some((app) => app.name === name && app.status === "online"));
+    if (pending.length === 0) {
+      return apps;
+    }
+    if (Date.now() >= deadline) {
+      const first = apps.find((app) => app.name === pending[0]);
+      throw new LocalServiceError(`PM2 apps not online after ${timeoutMs} ms: ${pending.join(", ")}`, first ? appLogFiles(first) : []);
+    }
+    const line = `waiting for ${pending.join(", ")}`;
+    if (line !== lastPending) {
+      progress(line);
+      lastPending = line;
+    }
+    await sleep(500);
+  }
+}
