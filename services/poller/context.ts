@@ -6,8 +6,10 @@ import type { ChainConfig, RouterConfig } from "../../shared/config/types";
 import type { Logger } from "../../shared/logging/create-logger";
 import type { TxJobData, TxJobResult } from "../../shared/queues";
 import type { BalanceStore } from "../../shared/transfers/balance-store";
+import type { BidReservations } from "../../shared/transfers/bid-reservations";
 import type { TransferStore } from "../../shared/transfers/transfer-store";
 import type { AlertOnce } from "./alert-once";
+import type { ReconcileSchedule } from "./reconcile";
 import type { SourceSelector } from "./source-selector";
 
 export type TxQueue = Queue<TxJobData, TxJobResult, string>;
@@ -33,6 +35,17 @@ export interface PollerContext {
   /** Pool assets of this chain, checksummed: the balances the poller keeps fresh in Redis. */
   readonly poolAssets: readonly string[];
   readonly balanceEveryTicks: number;
+  /** Balances are also refreshed whenever the stored ones are older than this (the auction refuses stale ones). */
+  readonly balanceMaxIntervalMs: number;
+  /** The auction's liquidity reservations: pinned when our sending-side prepare shows up, released after the receiving one. */
+  readonly reservations: BidReservations;
   /** A receiving chain whose poller has not refreshed its head for this long counts as stale. */
   readonly receivingStaleMs: number;
+  /** This chain's provider, or another configured chain's (built on first use): the reconcile reads both sides. */
+  providerFor(chainId: number): ChainProvider;
+  readonly reconcile: ReconcileSchedule;
+  /** Blocks per eth_getLogs, also for the reconcile's log lookups. */
+  readonly maxRangeBlocks: number;
+  /** How far back the reconcile looks for a side the store has never seen. */
+  readonly reconcileSearchBlocks: number;
 }

@@ -16,7 +16,7 @@ const FAILURE_LOG_WINDOW_MS = 60_000;
 
 /**
  * The poller's cadence: a sequential loop, never setInterval, so two ticks never overlap. Each iteration polls
- * the head and runs a tick when something can have changed: a new block here, a new head stored by another
+ * the head and runs a tick when something can have changed: a new (or re-orged) block here, a new head stored by another
  * chain's poller (a receiving side may have been fulfilled there), the previous tick failed, or `maxIdleMs`
  * passed. Otherwise it only re-stamps this chain's head as current, so other pollers can tell it is alive.
  * Resolves once `signal` aborts (after the running tick reaches a safe point).
@@ -25,20 +25,29 @@ export async function runPollLoop(ctx: PollerContext, opts: PollLoopOptions, sig
   let last: TickResult | undefined;
   let lastOk = false;
   let lastFingerprint = "";
+  let lastHeadHash: string | null | undefined;
   let lastTickAtMs = 0;
   let tickNumber = 0;
   const failures = createFailureLog(ctx);
   while (!signal.aborted) {
     try {
-      const head = await ctx.provider.getBlockNumber();
+      // The latest block rather than its number alone: a re-org to the same height (anvil, a 1-block re-org) is
+      // noticed at once, not only at the next block or idle tick.
+      const latest = await ctx.provider.getBlock("latest");
+      if (latest === null) {
+        throw new Error("latest block not found");
+      }
+      const head = latest.number;
       const fingerprint = await otherHeadsFingerprint(ctx);
-      const due = !lastOk || head !== last?.head || fingerprint !== lastFingerprint || Date.now() - lastTickAtMs >= opts.maxIdleMs;
+      const due = !lastOk || head !== last?.head || latest.hash !== lastHeadHash || fingerprint !== lastFingerprint
+        || Date.now() - lastTickAtMs >= opts.maxIdleMs;
       if (due) {
         lastOk = false;
         last = await runTick(ctx, { head, tickNumber }, signal);
         tickNumber += 1;
         lastOk = true;
         lastFingerprint = fingerprint;
+        lastHeadHash = latest.hash;
         lastTickAtMs = Date.now();
         failures.recovered();
         opts.onTick?.(last);

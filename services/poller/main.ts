@@ -1,3 +1,4 @@
+import { observeChainState, observeProviders } from "../../shared/metrics/observe-chain";
 import { runService } from "../../shared/process/run-service";
 import { readPollerEnv } from "./env";
 import { startPoller } from "./start-poller";
@@ -5,8 +6,22 @@ import { startPoller } from "./start-poller";
 /** One process per chain (env CHAIN_ID); see start-poller.ts for what runs and env.ts for the settings. */
 void runService({
   service: "poller",
-  start: async ({ config, logger, env }) => {
+  start: async ({ config, logger, env, observe }) => {
     const { chainId, options } = readPollerEnv(env);
-    return startPoller({ config, logger, chainId, options });
+    const poller = await startPoller({ config, logger, chainId, options });
+    if (!observe) {
+      return poller;
+    }
+    // The chain's poller exports the chain's Redis-held state (liquidity, gas, heads, queue, pending txs).
+    const chainState = observeChainState(observe, config, chainId);
+    if (poller.provider) {
+      observeProviders(observe, chainId, poller.provider);
+    }
+    return {
+      stop: async () => {
+        await poller.stop();
+        await chainState.close();
+      },
+    };
   },
 });

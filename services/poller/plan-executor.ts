@@ -1,7 +1,7 @@
 import type { Job } from "bullmq";
 import { errorMessage } from "../../shared/errors";
 import { claimFailureIsTerminal } from "../../shared/protocol/claim-retry";
-import { TX_JOB, TX_JOB_DEFAULTS, txJobId, type TxJobData } from "../../shared/queues";
+import { TX_JOB, txJobId, txJobOptions, type TxJobData } from "../../shared/queues";
 import type { PollerContext } from "./context";
 import type { JobPlan, Plan } from "./plan-action";
 
@@ -57,7 +57,7 @@ export async function enqueueOnce(ctx: PollerContext, job: JobPlan, meta: PlanMe
   const existing = await queue.getJob(jobId);
   if (existing === undefined) {
     // A concurrent add of the same id (another instance) is a no-op in BullMQ: the id is the lock.
-    await queue.add(job.name, job.data as TxJobData, { ...TX_JOB_DEFAULTS, jobId });
+    await queue.add(job.name, job.data as TxJobData, txJobOptions(job.name, jobId));
     ctx.logger.info("job enqueued", { at: "poller.enqueue", ...fields, reason: reasonOf(job) });
     return "added";
   }

@@ -9,6 +9,7 @@ import { DEFAULT_TOLERANCE_PERCENT } from "../../shared/protocol/amounts";
 import { txQueueName, workerConnection } from "../../shared/queues";
 import { createSigner } from "../../shared/signer/create-signer";
 import { createBalanceStore } from "../../shared/transfers/balance-store";
+import { createBidReservations } from "../../shared/transfers/bid-reservations";
 import { createTransferStore, type TransferStore } from "../../shared/transfers/transfer-store";
 import { createAlertOnce } from "./alert-once";
 import { poolAssetsOf } from "./balances";
@@ -17,7 +18,8 @@ import { chainConfigFor } from "../../shared/process/process-env";
 import { throttledErrorLog } from "../../shared/logging/throttled-error-log";
 import { runPollLoop } from "./loop";
 import { createSourceSelector } from "./source-selector";
-import { createLogsSource } from "./sources/logs-source";
+import { DEFAULT_MAX_RANGE_BLOCKS, createLogsSource } from "./sources/logs-source";
+import { DEFAULT_RECONCILE_INTERVAL_MS, DEFAULT_RECONCILE_SEARCH_BLOCKS, createReconcileSchedule } from "./reconcile";
 import { createSubgraphClient } from "./sources/subgraph-client";
 import { createSubgraphSource, type WatchedTransfers } from "./sources/subgraph-source";
 import type { TickResult } from "./tick";
@@ -25,6 +27,8 @@ import type { TickResult } from "./tick";
 export const DEFAULT_POLL_INTERVAL_MS = 1_000;
 export const DEFAULT_MAX_IDLE_MS = 10_000;
 export const DEFAULT_BALANCE_EVERY_TICKS = 10;
+/** Well inside the auction's 60 s balance freshness bound, so a live poller's balances never count as stale. */
+export const DEFAULT_BALANCE_MAX_INTERVAL_MS = 15_000;
 /** Several block times on any chain, and far above the poll interval: a live poller re-stamps its head every poll. */
 export const DEFAULT_RECEIVING_STALE_MS = 60_000;
 /** Below run-service's 8 s shutdown bound, which is below PM2's kill_timeout. */
@@ -38,6 +42,7 @@ export interface PollerOptions {
   readonly startBlock?: number;
   readonly maxRangeBlocks?: number;
   readonly balanceEveryTicks?: number;
+  readonly balanceMaxIntervalMs?: number;
   readonly receivingStaleMs?: number;
   /** Accepted deviation of the locked amount from the bid, percent (§3.5 step 4). */
   readonly tolerancePercent?: number;
@@ -46,6 +51,10 @@ export interface PollerOptions {
   readonly signerAddress?: string;
   readonly providerOptions?: Pick<ChainProviderOptions, "maxLagBlocks" | "headRefreshMs" | "requestTimeoutMs">;
   readonly closeTimeoutMs?: number;
+  /** Every open record is reconciled against the contract this often (besides the first tick and rewinds). */
+  readonly reconcileIntervalMs?: number;
+  /** How far back the reconcile searches for a side the store has never seen. */
+  readonly reconcileSearchBlocks?: number;
   readonly onTick?: (result: TickResult) => void;
 }
 
@@ -60,6 +69,8 @@ export interface RunningPoller {
   readonly chainId: number;
   readonly routerAddress?: string;
   readonly signerAddress?: string;
+  /** The chain's provider (undefined in diagnostic mode): its health feeds /readyz and /metrics. */
+  readonly provider?: ChainProvider;
   /** Aborts the loop at its next safe point, then closes connections; idempotent. */
   stop(): Promise<void>;
 }
@@ -86,6 +97,16 @@ export async function startPoller(params: StartPollerParams): Promise<RunningPol
   );
   const routerAddress = getAddress(config.routerContractAddress ?? signerAddress);
   const provider = createChainProvider({ chainId, urls: chain.providers, logger, ...options.providerOptions });
+  // Other chains' providers, for the reconcile's reads of the other side of a transfer; built on first use.
+  const providers = new Map<number, ChainProvider>([[chainId, provider]]);
+  const providerFor = (id: number): ChainProvider => {
+    let found = providers.get(id);
+    if (found === undefined) {
+      found = createChainProvider({ chainId: id, urls: chainConfigFor(config, id).providers, logger, ...options.providerOptions });
+      providers.set(id, found);
+    }
+    return found;
+  };
   const redis = new Redis(workerConnection(config.redisUrl));
   const logRedisError = throttledErrorLog(logger, "redis error", { at: "poller.redis" });
   redis.on("error", logRedisError);
@@ -95,14 +116,25 @@ export async function startPoller(params: StartPollerParams): Promise<RunningPol
     if (!(await settlesWithin(redis.quit().catch(() => undefined), RESOURCE_CLOSE_TIMEOUT_MS))) {
       redis.disconnect();
     }
-    provider.destroy();
+    for (const built of providers.values()) {
+      built.destroy();
+    }
   };
 
-  const ctx = buildContext({ config, chainId, chain, logger, provider, redis, queues, signerAddress, routerAddress, options });
+  const ctx = buildContext({ config, chainId, chain, logger, provider, providerFor, redis, queues, signerAddress, routerAddress, options });
   const abort = new AbortController();
+  let firstTickDone: () => void = () => undefined;
+  const firstTick = new Promise<void>((resolve) => {
+    firstTickDone = resolve;
+  });
+  const onTick = (result: TickResult): void => {
+    firstTickDone();
+    options.onTick?.(result);
+  };
+  // The loop's first iteration runs at once (no initial delay): a restarted poller resumes within one poll.
   const loop = runPollLoop(
     ctx,
-    { intervalMs: options.intervalMs ?? DEFAULT_POLL_INTERVAL_MS, maxIdleMs: options.maxIdleMs ?? DEFAULT_MAX_IDLE_MS, onTick: options.onTick },
+    { intervalMs: options.intervalMs ?? DEFAULT_POLL_INTERVAL_MS, maxIdleMs: options.maxIdleMs ?? DEFAULT_MAX_IDLE_MS, onTick },
     abort.signal,
   );
   logger.info("poller started", {
@@ -122,7 +154,12 @@ export async function startPoller(params: StartPollerParams): Promise<RunningPol
     })();
     return stopping;
   };
-  return { chainId, routerAddress, signerAddress, stop };
+  // Ready (runService then tells PM2) only once the cursor is loaded and verified and a first tick stored what it
+  // read and decided every open record; while the chain or Redis is unreachable the loop retries and start waits.
+  const startedAtMs = Date.now();
+  await Promise.race([firstTick, loop]);
+  logger.info("poller ready: first tick done", { at: "poller.ready", firstTickMs: Date.now() - startedAtMs });
+  return { chainId, routerAddress, signerAddress, provider, stop };
 }
 
 interface BuildContextParams {
@@ -131,6 +168,7 @@ interface BuildContextParams {
   readonly chain: ChainConfig;
   readonly logger: Logger;
   readonly provider: ChainProvider;
+  readonly providerFor: (chainId: number) => ChainProvider;
   readonly redis: Redis;
   readonly queues: ReadonlyMap<number, TxQueue>;
   readonly signerAddress: string;
@@ -142,9 +180,11 @@ function buildContext(p: BuildContextParams): PollerContext {
   const { config, chainId, chain, logger, provider, redis, options } = p;
   const store = createTransferStore(redis, config.redisPrefix);
   const lookup = store.get;
+  const reconcile = createReconcileSchedule(options.reconcileIntervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS);
   const logs = createLogsSource({
     chainId, provider, transactionManagerAddress: chain.transactionManagerAddress, routerAddress: p.routerAddress,
     redis, prefix: config.redisPrefix, lookup, logger, startBlock: options.startBlock, maxRangeBlocks: options.maxRangeBlocks,
+    onRewind: () => reconcile.requestAll(),
   });
   const subgraph = chain.subgraph.length === 0 ? undefined : createSubgraphSource({
     chainId, urls: chain.subgraph, routerAddress: p.routerAddress, syncBuffer: chain.subgraphSyncBuffer,
@@ -169,7 +209,13 @@ function buildContext(p: BuildContextParams): PollerContext {
     readRouterBalance: createRouterBalanceReader({ config, routerAddress: p.routerAddress, providers: new Map([[chainId, provider]]), logger }),
     poolAssets: poolAssetsOf(config, chainId),
     balanceEveryTicks: Math.max(1, options.balanceEveryTicks ?? DEFAULT_BALANCE_EVERY_TICKS),
+    balanceMaxIntervalMs: options.balanceMaxIntervalMs ?? DEFAULT_BALANCE_MAX_INTERVAL_MS,
+    reservations: createBidReservations(redis, config.redisPrefix),
     receivingStaleMs: options.receivingStaleMs ?? DEFAULT_RECEIVING_STALE_MS,
+    providerFor: p.providerFor,
+    reconcile,
+    maxRangeBlocks: options.maxRangeBlocks ?? DEFAULT_MAX_RANGE_BLOCKS,
+    reconcileSearchBlocks: options.reconcileSearchBlocks ?? DEFAULT_RECONCILE_SEARCH_BLOCKS,
   };
 }
 

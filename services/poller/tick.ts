@@ -1,9 +1,13 @@
 import { errorMessage } from "../../shared/errors";
+import { PREPARE_DELAY_MARGIN_SEC } from "../../shared/protocol/auction-expiry";
 import type { TransferRecord } from "../../shared/protocol/types";
+import { sameHex } from "../../shared/protocol/values";
+import { TX_JOB, txJobId } from "../../shared/queues";
 import { refreshBalances } from "./balances";
 import type { PollerContext } from "./context";
 import { planReceiverSide, planSenderSide, transferKeyOf, type Plan, type ReceivingView } from "./plan-action";
 import { executePlan, type EnqueueOutcome } from "./plan-executor";
+import { tryReconcile } from "./reconcile";
 import { SyncAbortedError, type SourceBatch, type TransferSource } from "./sources/transfer-source";
 
 export interface TickInput {
@@ -31,7 +35,9 @@ export interface TickResult {
  *    checked by the contract against block time (and anvil's evm_increaseTime only moves block time);
  * 2. pull every confirmed change from the source into the store (cursor moves after each stored range);
  * 3. store the head with the block up to which the store is complete (other chains' pollers read it);
- * 4. decide every open record of this chain and enqueue the action's job under its deterministic id;
+ * 4. decide every open record of this chain and enqueue the action's job under its deterministic id; when due
+ *    (first tick, every reconcile interval, after a rewind) each record is first reconciled against the
+ *    contract on both chains, held records are skipped, and a cancel needs a fresh reconcile (reconcile.ts);
  * 5. refresh balances every N ticks, or when liquidity or a transfer changed.
  * Abortable between ranges and between records; an error fails the tick, and the loop runs it again.
  */
@@ -48,12 +54,23 @@ export async function runTick(ctx: PollerContext, input: TickInput, signal: Abor
 
   const decided = await decideOpenTransfers(ctx, { head: input.head, nowSec, source: pulled.source }, signal);
 
-  if (input.tickNumber % ctx.balanceEveryTicks === 0 || pulled.recordsChanged > 0 || pulled.liquidityEvents > 0) {
-    await refreshBalances(ctx).catch((err: unknown) => {
-      ctx.logger.warn("balance refresh failed", { at: "poller.balances", error: errorMessage(err) });
-    });
+  const due = input.tickNumber % ctx.balanceEveryTicks === 0 || pulled.recordsChanged > 0 || pulled.liquidityEvents > 0;
+  if (due || (await balancesOlderThan(ctx, ctx.balanceMaxIntervalMs))) {
+    const refreshed = await refreshBalances(ctx).then(
+      () => true,
+      (err: unknown) => {
+        ctx.logger.warn("balance refresh failed", { at: "poller.balances", error: errorMessage(err) });
+        return false;
+      },
+    );
+    if (refreshed) {
+      await releaseReservations(ctx, pulled.receiverPrepares);
+    }
   }
-  const result: TickResult = { head: input.head, nowSec, ...pulled, ...decided, durationMs: Date.now() - startedAtMs };
+  const { source, syncedBlock, recordsChanged, liquidityEvents } = pulled;
+  const result: TickResult = {
+    head: input.head, nowSec, source, syncedBlock, recordsChanged, liquidityEvents, ...decided, durationMs: Date.now() - startedAtMs,
+  };
   ctx.logger.debug("tick", { at: "poller.tick", ...result });
   return result;
 }
@@ -63,16 +80,56 @@ interface Pulled {
   readonly syncedBlock: number;
   readonly recordsChanged: number;
   readonly liquidityEvents: number;
+  /** Our receiving sides stored in this tick: their bids' reservations go once the balance shows the lock. */
+  readonly receiverPrepares: readonly TransferRecord[];
+}
+
+/** The auction's reservation of a bid covers confirmations until the receiving prepare (auction-expiry.ts margin). */
+const PIN_RESERVATION_MS = PREPARE_DELAY_MARGIN_SEC * 1000;
+
+/** Our sending-side prepare is in: the bid was taken, so its reservation must outlive bidExpiry. */
+async function pinReservation(ctx: PollerContext, record: TransferRecord): Promise<void> {
+  const { receivingChainId, receivingAssetId, transactionId, user } = record.txData;
+  try {
+    await ctx.reservations.pin(receivingChainId, receivingAssetId, transferKeyOf(record), Date.now() + PIN_RESERVATION_MS);
+  } catch (err) {
+    ctx.logger.warn("reservation pin failed", { at: "poller.reservation", transactionId, user, error: errorMessage(err) });
+  }
+}
+
+/** After a balance refresh that already reflects these receiving prepares' locks, their reservations would count twice. */
+async function releaseReservations(ctx: PollerContext, records: readonly TransferRecord[]): Promise<void> {
+  for (const record of records) {
+    try {
+      await ctx.reservations.release(ctx.chainId, record.txData.receivingAssetId, transferKeyOf(record));
+    } catch (err) {
+      ctx.logger.warn("reservation release failed", { at: "poller.reservation", transferKey: transferKeyOf(record), error: errorMessage(err) });
+    }
+  }
+}
+
+async function balancesOlderThan(ctx: PollerContext, maxAgeMs: number): Promise<boolean> {
+  const gas = await ctx.balances.getGasBalance(ctx.chainId).catch(() => undefined);
+  return gas === undefined || Date.now() - gas.updatedAtMs >= maxAgeMs;
 }
 
 async function pullChanges(ctx: PollerContext, p: { head: number; confirmedHead: number; signal: AbortSignal }): Promise<Pulled> {
   let recordsChanged = 0;
   let liquidityEvents = 0;
+  const receiverPrepares: TransferRecord[] = [];
   const sink = async (batch: SourceBatch): Promise<void> => {
     for (const record of batch.records) {
       const outcome = await ctx.store.put(record);
       if (outcome === "created" || outcome === "updated") {
         recordsChanged += 1;
+        if (sameHex(record.txData.router, ctx.routerAddress)) {
+          if (record.chainId === record.txData.sendingChainId && record.status === "Prepared") {
+            await pinReservation(ctx, record);
+          } else if (record.chainId === record.txData.receivingChainId) {
+            // Any status: a receiving side first seen already fulfilled or cancelled was prepared too.
+            receiverPrepares.push(record);
+          }
+        }
         ctx.logger.debug("transfer record stored", {
           at: "poller.record", transferKey: transferKeyOf(record), recordChainId: record.chainId, status: record.status, outcome,
         });
@@ -86,7 +143,7 @@ async function pullChanges(ctx: PollerContext, p: { head: number; confirmedHead:
   const source = await ctx.sources.select(p.head);
   const run = async (s: TransferSource): Promise<Pulled> => {
     const { syncedBlock } = await s.sync({ ...p, sink });
-    return { source: s.name, syncedBlock, recordsChanged, liquidityEvents };
+    return { source: s.name, syncedBlock, recordsChanged, liquidityEvents, receiverPrepares };
   };
   try {
     return await run(source);
@@ -120,13 +177,28 @@ async function decideOpenTransfers(
     return view;
   };
   let enqueued = 0;
-  for (const record of open) {
+  const reconcileAll = ctx.reconcile.allDue(Date.now());
+  for (const listed of open) {
     if (signal.aborted) {
       break;
     }
-    const transferKey = transferKeyOf(record);
+    const transferKey = transferKeyOf(listed);
     try {
-      const plan = await planFor(ctx, record, { ...p, viewOf });
+      const checked = reconcileAll ? await reconciledRecord(ctx, listed) : { record: listed, fresh: false };
+      if (checked.record === undefined) {
+        continue; // no longer open: a missed fulfill or cancel was just stored
+      }
+      if (ctx.reconcile.onHold(transferKey)) {
+        ctx.logger.trace("held: the store disagrees with the contract", { at: "poller.decide", chainId: ctx.chainId, transferKey });
+        continue;
+      }
+      const plan = await planFor(ctx, checked.record, { ...p, viewOf });
+      if (plan !== undefined && !checked.fresh && (await cancelNeedsFreshRead(ctx, plan, transferKey))) {
+        const check = await tryReconcile(ctx, checked.record, { receivingReadBestEffort: plan.kind === "enqueue" && plan.guard !== undefined });
+        if (!check.consistent || check.updated) {
+          continue; // decided again next tick, from the repaired store or after the RPC recovers
+        }
+      }
       const outcome: EnqueueOutcome | undefined = plan === undefined ? undefined : await executePlan(ctx, plan, { transferKey, source: p.source });
       enqueued += outcome === "added" || outcome === "retried" ? 1 : 0;
     } catch (err) {
@@ -134,7 +206,36 @@ async function decideOpenTransfers(
       ctx.logger.error("decision failed", { at: "poller.decide", chainId: ctx.chainId, transferKey, error: errorMessage(err) });
     }
   }
+  if (reconcileAll && !signal.aborted) {
+    ctx.reconcile.allDone(Date.now());
+  }
   return { open: open.length, enqueued };
+}
+
+/** The record after a reconcile of both sides; undefined when it is no longer open. `fresh`: both sides agree. */
+async function reconciledRecord(ctx: PollerContext, record: TransferRecord): Promise<{ record?: TransferRecord; fresh: boolean }> {
+  const result = await tryReconcile(ctx, record);
+  if (!result.updated) {
+    return { record, fresh: result.consistent };
+  }
+  const current = await ctx.store.get(ctx.chainId, record.txData.transactionId, record.txData.user);
+  return { record: current?.status === "Prepared" ? current : undefined, fresh: result.consistent };
+}
+
+/**
+ * A cancel of either side is enqueued only after a fresh on-chain read of both sides (issue: a missed
+ * receiving fulfill made the sending side look refundable). A cancel job that already exists and has not
+ * failed needs no new read; a failed one would be retried, so it does.
+ */
+async function cancelNeedsFreshRead(ctx: PollerContext, plan: Plan, transferKey: string): Promise<boolean> {
+  if (plan.kind !== "enqueue" || (plan.job.name !== TX_JOB.cancelSender && plan.job.name !== TX_JOB.cancelReceiver)) {
+    return false;
+  }
+  if (plan.guard !== undefined && (await ctx.queueFor(plan.guard.receivingChainId).getJob(txJobId(TX_JOB.prepareReceiver, transferKey)))) {
+    return false; // the executor's guard refuses this cancel anyway
+  }
+  const existing = await ctx.queueFor(plan.job.chainId).getJob(txJobId(plan.job.name, transferKey));
+  return existing === undefined || (await existing.getState()) === "failed";
 }
 
 async function planFor(

@@ -15,6 +15,8 @@ import {
   type DecodedTmEvent,
   type PrepareFields,
 } from "./log-mapping";
+import { agreedBlock } from "./agreed-block";
+import { createLogCursorStore, type BlockCheckpoint, type StoredCursor } from "./log-cursor";
 import { SyncAbortedError, type LiquidityEvent, type SourceBatch, type StoredRecordLookup, type TransferSource } from "./transfer-source";
 
 /** Blocks per eth_getLogs: small enough for every public RPC's range cap and response size limit. */
@@ -37,32 +39,96 @@ export interface LogsSourceParams {
   readonly startBlock?: number;
   readonly maxRangeBlocks?: number;
   readonly initialLookbackBlocks?: number;
+  /** Called after a re-org rewind or a chain reset: records of this chain in the store may be stale. */
+  readonly onRewind?: (why: "reorg" | "reset") => void;
 }
 
+/** A re-org deeper than every stored checkpoint rewinds this far below the cursor. */
+export const MAX_REORG_REWIND_BLOCKS = 256;
 /**
- * Reads the router's TransactionManager events straight from the chain. The cursor
- * (`cursor:<chainId>`, the last block whose logs are stored) moves only after a range's records were
- * handed to the sink and stored, so a crash in between re-reads the range, and the store's upsert makes
- * that harmless. Only confirmed blocks are read (SyncParams.confirmedHead), so no re-read is needed for
- * re-orgs shallower than the chain's confirmations.
+ * A stored cursor at most this far ahead of the head is a provider a little behind (a load-balanced backend):
+ * the source waits for it. Further ahead, the chain was reset or redeployed under an existing Redis.
+ */
+export const CURSOR_AHEAD_SLACK_BLOCKS = 5;
+
+/**
+ * Reads the router's TransactionManager events straight from the chain. The cursor (`cursor:<chainId>`,
+ * log-cursor.ts: the last block whose logs are stored, with its hash and a few earlier checkpoints) moves only
+ * after a range's records were handed to the sink and stored, so a crash in between re-reads the range, and
+ * the store's upsert makes that harmless. Only confirmed blocks are read (SyncParams.confirmedHead), and only
+ * up to a block whose hash the in-sync providers agree on (agreed-block.ts). Before reading on, the stored
+ * hash is checked against the chain: a re-org deeper than the confirmations rewinds to the newest checkpoint
+ * still on chain, and a cursor ahead of the head (a chain reset) starts again from the start block; both call
+ * `onRewind` so the poller reconciles its open records against the contract (records of orphaned blocks).
  */
 export function createLogsSource(p: LogsSourceParams): TransferSource {
   const maxRange = p.maxRangeBlocks ?? DEFAULT_MAX_RANGE_BLOCKS;
-  const cursorKey = pollerCursorKey(p.prefix, p.chainId);
+  const cursors = createLogCursorStore(p.redis, pollerCursorKey(p.prefix, p.chainId));
   const filters = routerLogFilters(p.routerAddress);
   const timestamps = createTimestampCache(p.provider);
   const tm = getAddress(p.transactionManagerAddress);
+  const lookback = p.initialLookbackBlocks ?? DEFAULT_INITIAL_LOOKBACK_BLOCKS;
 
-  const initialCursor = (head: number): number => {
-    const start = p.startBlock ?? Math.max(0, head - (p.initialLookbackBlocks ?? DEFAULT_INITIAL_LOOKBACK_BLOCKS));
-    p.logger.info("no log cursor stored: reading from the start block", {
-      at: "poller.logs", startBlock: start, fromEnv: p.startBlock !== undefined,
-    });
+  /** The block before the first one to read: the start block if it is on chain, else head − lookback. */
+  const startCursor = (head: number): number => {
+    const start = p.startBlock !== undefined && p.startBlock <= head + 1 ? p.startBlock : Math.max(0, head - lookback);
     return start - 1;
   };
+  const checkpointAt = async (block: number): Promise<BlockCheckpoint> =>
+    block < 0 ? { block } : { block, hash: (await p.provider.getBlock(block))?.hash ?? undefined };
 
-  /** One range, clamped to the answering provider's own head so a lagging node cannot make us skip blocks. */
-  const fetchRange = (from: number, to: number): Promise<{ coveredTo: number; logs: Log[] }> =>
+  /** Where reading resumes: the stored cursor once it is verified against the chain, else a rewind or a start. */
+  const resume = async (head: number): Promise<number> => {
+    const stored = await cursors.load();
+    if (stored === undefined) {
+      const cursor = startCursor(head);
+      p.logger.info("no log cursor stored: reading from the start block", {
+        at: "poller.logs", startBlock: cursor + 1, fromEnv: p.startBlock !== undefined && p.startBlock <= head + 1,
+      });
+      // Persisted at once: the start block is decided once, not again by every tick until a log shows up.
+      await cursors.reset(await checkpointAt(cursor));
+      return cursor;
+    }
+    if (stored.block > head + CURSOR_AHEAD_SLACK_BLOCKS) {
+      const cursor = startCursor(head);
+      p.logger.error("stored log cursor is ahead of the chain head: chain reset or redeployed; reading again from the start block", {
+        at: "poller.logs", storedCursor: stored.block, head, startBlock: cursor + 1,
+      });
+      await cursors.reset(await checkpointAt(cursor));
+      p.onRewind?.("reset");
+      return cursor;
+    }
+    if (stored.hash === undefined || stored.block > head) {
+      return stored.block; // nothing to verify (older format, or the provider is a little behind: wait for it)
+    }
+    const onChain = (await checkpointAt(stored.block)).hash;
+    if (onChain === stored.hash || onChain === undefined) {
+      return stored.block; // the same block, or a provider that does not have it yet: nothing to rewind
+    }
+    const back = await newestCheckpointOnChain(stored);
+    const cursor = back?.block ?? Math.max(-1, stored.block - MAX_REORG_REWIND_BLOCKS);
+    p.logger.warn("re-org below the log cursor: rewinding and reading those blocks again", {
+      at: "poller.logs", storedCursor: stored.block, storedHash: stored.hash, rewoundTo: cursor, checkpointMatched: back !== undefined,
+    });
+    await cursors.reset(back ?? (await checkpointAt(cursor)));
+    p.onRewind?.("reorg");
+    return cursor;
+  };
+
+  const newestCheckpointOnChain = async (stored: StoredCursor): Promise<BlockCheckpoint | undefined> => {
+    for (const checkpoint of stored.checkpoints) {
+      if (checkpoint.block < stored.block && checkpoint.hash !== undefined && (await checkpointAt(checkpoint.block)).hash === checkpoint.hash) {
+        return checkpoint;
+      }
+    }
+    return undefined;
+  };
+
+  /**
+   * One range, clamped to the answering provider's own head so a lagging node cannot make us skip blocks;
+   * the same provider then reports the hash of the range's last block, which must be the agreed one.
+   */
+  const fetchRange = (from: number, to: number): Promise<{ coveredTo: number; hash?: string; logs: Log[] }> =>
     p.provider.read(async (provider) => {
       const end = Math.min(to, await provider.getBlockNumber());
       if (end < from) {
@@ -73,7 +139,8 @@ export function createLogsSource(p: LogsSourceParams): TransferSource {
         provider.getLogs({ ...query, topics: filters.transfers }),
         provider.getLogs({ ...query, topics: filters.liquidity }),
       ]);
-      return { coveredTo: end, logs: [...transfers, ...liquidity].filter((log) => !log.removed) };
+      const hash = (await provider.getBlock(end))?.hash ?? undefined;
+      return { coveredTo: end, hash, logs: [...transfers, ...liquidity].filter((log) => !log.removed) };
     }, "getLogs");
 
   const builder = createBatchBuilder({ ...p, tm, timestamps });
@@ -82,23 +149,22 @@ export function createLogsSource(p: LogsSourceParams): TransferSource {
     name: "logs",
     isUsable: async () => true,
     sync: async ({ head, confirmedHead, signal, sink }) => {
-      const stored = await p.redis.get(cursorKey);
-      let cursor = stored === null ? initialCursor(head) : Number(stored);
-      if (stored === null) {
-        // Persisted at once: the start block is decided once, not again by every tick until a log shows up.
-        await p.redis.set(cursorKey, String(cursor));
-      }
+      let cursor = await resume(head);
       while (cursor < confirmedHead) {
         if (signal.aborted) {
           throw new SyncAbortedError();
         }
         const from = cursor + 1;
-        const { coveredTo, logs } = await fetchRange(from, Math.min(from + maxRange - 1, confirmedHead));
-        if (coveredTo < from) {
-          break; // every provider is behind our head; the next tick continues
+        const agreed = await agreedBlock(p.provider, { from, target: Math.min(from + maxRange - 1, confirmedHead), logger: p.logger });
+        if (agreed === undefined) {
+          break; // no block the providers agree on yet; the next tick continues
+        }
+        const { coveredTo, hash, logs } = await fetchRange(from, agreed.block);
+        if (coveredTo < from || hash === undefined || (coveredTo === agreed.block && hash !== agreed.hash)) {
+          break; // every provider is behind, or the block changed under the read: the next tick reads it again
         }
         await sink(await builder(logs));
-        await p.redis.set(cursorKey, String(coveredTo));
+        await cursors.save({ block: coveredTo, hash });
         cursor = coveredTo;
       }
       return { syncedBlock: Math.min(cursor, confirmedHead) };

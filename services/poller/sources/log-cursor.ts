@@ -1,0 +1,67 @@
+import type { Redis } from "ioredis";
+
+/** One block the logs source read up to, with the hash it had then. */
+export interface BlockCheckpoint {
+  readonly block: number;
+  /** Undefined for a cursor stored by an older version (a bare block number) or before any block (−1). */
+  readonly hash?: string;
+}
+
+/**
+ * The logs source's cursor as stored in `cursor:<chainId>` (JSON): the last block whose logs are stored, its
+ * hash, and the last few positions before it, so a re-org can be rewound to the newest one still on chain.
+ */
+export interface StoredCursor extends BlockCheckpoint {
+  /** Newest first, the current position included. */
+  readonly checkpoints: readonly BlockCheckpoint[];
+  readonly updatedAtMs: number;
+}
+
+/** Positions kept for re-org rewinds; with one range per tick, about this many ticks back. */
+export const CURSOR_CHECKPOINTS = 16;
+
+export interface LogCursorStore {
+  load(): Promise<StoredCursor | undefined>;
+  save(position: BlockCheckpoint): Promise<StoredCursor>;
+  /** Replaces the stored cursor by `position` alone (after a reset or a rewind: older checkpoints are void). */
+  reset(position: BlockCheckpoint): Promise<StoredCursor>;
+}
+
+export function createLogCursorStore(redis: Redis, key: string): LogCursorStore {
+  let last: StoredCursor | undefined;
+  const write = async (cursor: StoredCursor): Promise<StoredCursor> => {
+    await redis.set(key, JSON.stringify(cursor));
+    last = cursor;
+    return cursor;
+  };
+  return {
+    load: async () => {
+      last = parseCursor(await redis.get(key));
+      return last;
+    },
+    save: (position) => {
+      const older = (last?.checkpoints ?? []).filter((c) => c.block < position.block);
+      const checkpoints = [position, ...older].slice(0, CURSOR_CHECKPOINTS);
+      return write({ ...position, checkpoints, updatedAtMs: Date.now() });
+    },
+    reset: (position) => write({ ...position, checkpoints: [position], updatedAtMs: Date.now() }),
+  };
+}
+
+/** A stored cursor in either format: JSON (this version) or a bare block number (earlier versions). */
+export function parseCursor(stored: string | null): StoredCursor | undefined {
+  if (stored === null) {
+    return undefined;
+  }
+  if (/^-?\d+$/.test(stored)) {
+    const block = Number(stored);
+    return { block, checkpoints: [{ block }], updatedAtMs: 0 };
+  }
+  const parsed = JSON.parse(stored) as Partial<StoredCursor>;
+  if (typeof parsed.block !== "number") {
+    throw new Error("stored log cursor has no block number");
+  }
+  const hash = typeof parsed.hash === "string" ? parsed.hash : undefined;
+  const checkpoints = Array.isArray(parsed.checkpoints) ? parsed.checkpoints : [{ block: parsed.block, hash }];
+  return { block: parsed.block, hash, checkpoints, updatedAtMs: parsed.updatedAtMs ?? 0 };
+}

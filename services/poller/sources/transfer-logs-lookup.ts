@@ -1,0 +1,58 @@
+import { getAddress, zeroPadValue } from "ethers";
+import type { ChainProvider } from "../../../shared/chain/chain-provider";
+import type { TransferRecord } from "../../../shared/protocol/types";
+import { TM_TOPICS, completedRecord, decodeTmLog, prepareFieldsOf, preparedRecord, type DecodedTmEvent } from "./log-mapping";
+
+export interface TransferLogsQuery {
+  readonly chainId: number;
+  readonly provider: ChainProvider;
+  readonly transactionManagerAddress: string;
+  readonly routerAddress: string;
+  readonly transactionId: string;
+  readonly user: string;
+  /** Searched newest first, down to here (the side's prepare block when known), in ranges of `maxRangeBlocks`. */
+  readonly fromBlock: number;
+  readonly toBlock: number;
+  readonly maxRangeBlocks: number;
+}
+
+/**
+ * The records one transfer's TransactionManager logs on a chain describe: its prepare and, if any, its fulfill
+ * or cancel. For the reconcile (reconcile.ts), when the contract says a side exists or completed that the
+ * store does not show: the three Transaction* events index (user, router, transactionId), so the query is
+ * exact and a range scan is cheap. Reads newest ranges first and stops at the prepare (the oldest event).
+ */
+export async function findTransferLogs(q: TransferLogsQuery): Promise<TransferRecord[]> {
+  const pad = (address: string): string => zeroPadValue(getAddress(address), 32).toLowerCase();
+  const topics = [[TM_TOPICS.prepared, TM_TOPICS.fulfilled, TM_TOPICS.cancelled], pad(q.user), pad(q.routerAddress), q.transactionId.toLowerCase()];
+  const address = getAddress(q.transactionManagerAddress);
+  const events: DecodedTmEvent[] = [];
+  for (let to = q.toBlock; to >= q.fromBlock; to -= q.maxRangeBlocks) {
+    const from = Math.max(q.fromBlock, to - q.maxRangeBlocks + 1);
+    const logs = await q.provider.read((rpc) => rpc.getLogs({ address, topics, fromBlock: from, toBlock: to }), "getLogs");
+    events.push(...logs.filter((l) => !l.removed).map(decodeTmLog).filter((e): e is DecodedTmEvent => e !== undefined));
+    if (events.some((e) => e.kind === "prepared")) {
+      break;
+    }
+  }
+  events.sort((a, b) => a.meta.blockNumber - b.meta.blockNumber || a.meta.logIndex - b.meta.logIndex);
+  const timestampOf = async (block: number): Promise<number> => {
+    const found = await q.provider.getBlock(block);
+    if (found === null) {
+      throw new Error(`block ${block} not found`);
+    }
+    return found.timestamp;
+  };
+  const records: TransferRecord[] = [];
+  let prepared: Extract<DecodedTmEvent, { kind: "prepared" }> | undefined;
+  for (const event of events) {
+    if (event.kind === "prepared") {
+      prepared = event;
+      records.push(preparedRecord(q.chainId, event, await timestampOf(event.meta.blockNumber)));
+    } else if (event.kind === "fulfilled" || event.kind === "cancelled") {
+      const prepare = prepared === undefined ? undefined : prepareFieldsOf(prepared, await timestampOf(prepared.meta.blockNumber));
+      records.push(completedRecord(q.chainId, event, await timestampOf(event.meta.blockNumber), prepare));
+    }
+  }
+  return records;
+}

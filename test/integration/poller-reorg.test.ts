@@ -1,0 +1,100 @@
+import { hexlify, randomBytes } from "ethers";
+import type { PreparedTransferRecord } from "../../shared/protocol/types";
+import { TX_JOB, pollerCursorKey, transferKey } from "../../shared/queues";
+import { createTransferStore } from "../../shared/transfers/transfer-store";
+import type { RunningPoller } from "../../services/poller/start-poller";
+import { liveChildPids } from "../harness/child-process";
+import {
+  AMOUNT, RECEIVING, SENDING, openQueues, pollerConfig, startPollerStack, startPollers, syncedPast, userPrepare, type PollerStack, type Queues,
+  type UserPrepared,
+} from "./poller-fixture";
+import { captureLogs, uniquePrefix, waitFor, type CapturedLogger } from "./submitter-fixture";
+
+/**
+ * Issue 9, the cursor's side: the logs source stores the hash of the block it read up to, rewinds when that
+ * block was re-orged away, and starts again from the start block when the stored cursor is ahead of the chain
+ * (a chain reset or redeploy under an existing Redis) instead of waiting for ever.
+ */
+
+const USER = 5;
+
+describe("poller log cursor (re-org, chain reset; anvil 1337 → 1338, redis)", () => {
+  let s: PollerStack;
+  let queues: Queues;
+  let logs: CapturedLogger;
+  let prefix: string;
+  const running: RunningPoller[] = [];
+  const prepareJob = (p: UserPrepared) => waitFor("prepare-receiver job", () => queues.job(RECEIVING, TX_JOB.prepareReceiver, p.transferKey), 15_000);
+
+  beforeAll(async () => {
+    s = await startPollerStack();
+  }, 120_000);
+
+  beforeEach(() => {
+    prefix = uniquePrefix();
+    queues = openQueues(s.redisUrl, prefix);
+    logs = captureLogs();
+  });
+
+  afterEach(async () => {
+    await Promise.all(running.splice(0).map((r) => r.stop()));
+    await queues.close();
+  });
+
+  afterAll(async () => {
+    await s?.stack.stop();
+    expect(liveChildPids()).toEqual([]);
+  });
+
+  it("rewinds past a re-org below its cursor and stores what the new chain has", async () => {
+    running.push(...(await startPollers(s, pollerConfig(s, prefix), logs)));
+    const snapshot = await s.sending.anvil.rpc<string>("evm_snapshot");
+    const orphan = await userPrepare(s, { user: USER });
+    await syncedPast(queues, prefix, SENDING, orphan.receipt.blockNumber);
+    const cursorBefore = JSON.parse((await queues.redis.get(pollerCursorKey(prefix, SENDING))) ?? "null") as { block: number; hash: string };
+    expect(cursorBefore).toMatchObject({ block: orphan.receipt.blockNumber, hash: orphan.receipt.blockHash });
+
+    // The re-org: the orphan's blocks are replaced by as many blocks holding another transfer.
+    await s.sending.anvil.rpc("evm_revert", [snapshot]);
+    const replacement = await userPrepare(s, { user: 6 });
+    expect(replacement.receipt.blockNumber).toBe(orphan.receipt.blockNumber);
+
+    const job = await prepareJob(replacement);
+    expect(job.data).toMatchObject({ sender: { txData: { transactionId: replacement.transactionId.toLowerCase(), preparedBlockNumber: replacement.receipt.blockNumber } } });
+    const rewind = logs.lines().find((l) => l.at === "poller.logs" && l.message === "re-org below the log cursor: rewinding and reading those blocks again");
+    expect(rewind).toMatchObject({ level: "warn", chainId: SENDING, storedCursor: orphan.receipt.blockNumber, checkpointMatched: true });
+    expect(rewind?.rewoundTo).toBeLessThan(orphan.receipt.blockNumber - 2); // before the orphan's mint and approve too
+    // The orphan's record is still Prepared in the store but no longer on chain: held and reported, not acted on again.
+    const held = await waitFor("orphan reported", async () =>
+      logs.lines().find((l) => l.at === "poller.reconcile" && l.transferKey === orphan.transferKey && l.level === "error"));
+    expect(held).toMatchObject({ side: "sending", verdict: "store-ahead", storedStatus: "Prepared" });
+    const cursorAfter = JSON.parse((await queues.redis.get(pollerCursorKey(prefix, SENDING))) ?? "null") as { block: number; hash: string };
+    expect(cursorAfter.hash).toBe((await s.sending.provider.getBlock(cursorAfter.block))?.hash);
+  });
+
+  it("recovers from a stored cursor ahead of the chain head (chain reset): logs an error, reads from the start block, holds stale records", async () => {
+    const head = await s.sending.provider.getBlockNumber();
+    await queues.redis.set(pollerCursorKey(prefix, SENDING), String(head + 1_000));
+    // A record of the chain before its reset: not on this chain.
+    const store = createTransferStore(queues.redis, prefix);
+    const stale = await userPrepare(s, { user: USER });
+    const staleRecord: PreparedTransferRecord = {
+      status: "Prepared", chainId: SENDING,
+      txData: { ...stale.invariant, transactionId: hexlify(randomBytes(32)), amount: AMOUNT.toString(), expiry: stale.bid.expiry, preparedBlockNumber: stale.receipt.blockNumber },
+      encryptedCallData: "0x", encodedBid: stale.encodedBid, bidSignature: stale.bidSignature, prepareTransactionHash: stale.receipt.hash,
+      preparedTimestamp: 1,
+    };
+    await store.put(staleRecord);
+    const staleKey = transferKey(staleRecord.txData.transactionId, staleRecord.txData.user);
+
+    running.push(...(await startPollers(s, pollerConfig(s, prefix), logs)));
+    const after = await userPrepare(s, { user: USER });
+    await prepareJob(after);
+
+    const reset = logs.lines().filter((l) => l.at === "poller.logs" && l.level === "error");
+    expect(reset).toEqual([expect.objectContaining({ chainId: SENDING, storedCursor: head + 1_000 })]);
+    expect(logs.lines().find((l) => l.at === "poller.reconcile" && l.transferKey === staleKey)).toMatchObject({ level: "error", verdict: "store-ahead" });
+    expect(await queues.job(RECEIVING, TX_JOB.prepareReceiver, staleKey)).toBeUndefined();
+    expect(await queues.job(SENDING, TX_JOB.cancelSender, staleKey)).toBeUndefined();
+  });
+});
