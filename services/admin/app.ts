@@ -1,13 +1,17 @@
+import type { Queue } from "bullmq";
 import express, { type RequestHandler } from "express";
 import type { RouterConfig } from "../../shared/config/types";
 import type { Logger } from "../../shared/logging/create-logger";
 import { createRedactor } from "../../shared/logging/redact";
 import { AdminApiError } from "./errors";
 import { authenticate } from "./middleware/authenticate";
+import { requireAdminToken, sameOriginWrites } from "./middleware/dashboard-auth";
 import { errorHandler, methodNotAllowed, notFound } from "./middleware/error-handler";
 import { bodyOf, jsonBody } from "./middleware/json-body";
 import { requestContext, requestIdOf } from "./middleware/request-context";
 import { decodeCancelSender, decodeRemoveLiquidity } from "./request-schemas";
+import { DASHBOARD_PATH, queueDashboard } from "./routes/queue-dashboard";
+import type { RouterStatus } from "./status";
 import type { AdminOperations, OperationContext, TransactionResponse } from "./types";
 
 export type { AdminOperations, CancelSenderRequest, RemoveLiquidityRequest } from "./types";
@@ -18,6 +22,10 @@ export interface AdminAppDeps {
   /** Checksummed address of the router's signer (router-spec §2.4), resolved once at start. */
   readonly signerAddress: string;
   readonly operations: AdminOperations;
+  /** GET /status (admin token): the whole router's state; the route is absent without it. */
+  readonly status?: () => Promise<RouterStatus>;
+  /** Queues shown by the dashboard at /admin/queues (admin token); absent without them. */
+  readonly dashboardQueues?: readonly Queue[];
 }
 
 /**
@@ -61,6 +69,30 @@ export function createApp(deps: AdminAppDeps): express.Express {
       config,
     }),
   );
+
+  // Pages for people and scripts: HTTP Basic (token as password) or Bearer, not a token in a JSON body.
+  const adminPage = requireAdminToken({ adminToken: config.adminToken, logger });
+  if (deps.status) {
+    const readStatus = deps.status;
+    app.get("/status", adminPage, async (_req, res) => {
+      let status: RouterStatus;
+      try {
+        status = await readStatus();
+      } catch (err) {
+        throw new AdminApiError("STATUS_UNAVAILABLE", "the router's state could not be read from Redis", { cause: err });
+      }
+      res.json(status);
+    });
+    app.all("/status", methodNotAllowed(["GET", "HEAD"]));
+  }
+  if (deps.dashboardQueues) {
+    app.use(
+      DASHBOARD_PATH,
+      adminPage,
+      sameOriginWrites,
+      queueDashboard({ queues: deps.dashboardQueues, actions: config.dashboardActions, environment: config.network }),
+    );
+  }
 
   app.all(["/ping", "/config"], methodNotAllowed(["GET", "HEAD"]));
   app.all(["/remove-liquidity", "/cancel-sender"], methodNotAllowed(["POST"]));

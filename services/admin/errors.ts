@@ -31,6 +31,7 @@ export const HTTP_STATUS = {
   QUEUE_UNAVAILABLE: { status: 503 },
   BALANCE_UNAVAILABLE: { status: 503 },
   CHAIN_UNAVAILABLE: { status: 503 },
+  STATUS_UNAVAILABLE: { status: 503 },
   BROADCAST_TIMEOUT: { status: 504, expose: ["jobId"] },
 } as const satisfies Record<string, { status: number; expose?: readonly string[] }>;
 

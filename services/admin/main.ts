@@ -1,5 +1,6 @@
 import { Redis } from "ioredis";
 import { createChainProvider, type ChainProvider } from "../../shared/chain/chain-provider";
+import { observeHeartbeats } from "../../shared/metrics/observe-chain";
 import { runService, type ServiceContext } from "../../shared/process/run-service";
 import { createRouterBalanceReader } from "../../shared/chain/router-balances";
 import { throttledErrorLog } from "../../shared/logging/throttled-error-log";
@@ -8,12 +9,13 @@ import { createSigner } from "../../shared/signer/create-signer";
 import { createTransferStore } from "../../shared/transfers/transfer-store";
 import { createApp } from "./app";
 import { createChainQueues } from "./chain-queues";
+import { createStatusReader } from "./status";
 import { closeServer, isLoopbackHost, listen } from "./listen";
 import { createCancelSenderOperation } from "./operations/cancel-sender";
 import { createRemoveLiquidityOperation, DEFAULT_BROADCAST_TIMEOUT_MS } from "./operations/remove-liquidity";
 import type { AdminOperations } from "./types";
 
-async function start({ config, logger }: ServiceContext): Promise<{ stop(): Promise<void> }> {
+async function start({ config, logger, observe }: ServiceContext): Promise<{ stop(): Promise<void> }> {
   const signer = createSigner({ mnemonic: config.mnemonic, remoteSignerUrl: config.remoteSignerUrl });
   const signerAddress = await signer.getAddress();
   // The TransactionManager credits the Router contract in router-contract mode, else the signer itself.
@@ -55,7 +57,14 @@ async function start({ config, logger }: ServiceContext): Promise<{ stop(): Prom
     redis.disconnect();
     providers.forEach((provider) => provider.destroy());
   };
-  const app = createApp({ config, logger, signerAddress, operations });
+  if (observe) {
+    observeHeartbeats(observe, config);
+  }
+  const app = createApp({
+    config, logger, signerAddress, operations,
+    status: createStatusReader({ config, redis, queueFor: queues.queueFor }),
+    dashboardQueues: Object.values(config.chainConfig).map((chain) => queues.queueFor(chain.chainId)),
+  });
   const server = await listen(app, config.host, config.port).catch(async (err: unknown) => {
     await closeAll();
     throw err;

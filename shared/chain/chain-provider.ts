@@ -23,6 +23,7 @@ import {
   TransactionRevertedError,
   toChainError,
 } from "./errors";
+import { routerMetrics } from "../metrics/router-metrics";
 
 export const DEFAULT_MAX_LAG_BLOCKS = 5;
 export const DEFAULT_HEAD_REFRESH_MS = 3_000;
@@ -141,16 +142,20 @@ export function createChainProvider(opts: ChainProviderOptions): ChainProvider {
     await ensureHeads();
     const candidates = heads.readOrder();
     let lastError: RouterError | undefined;
-    for (const entry of candidates) {
+    for (const [index, entry] of candidates.entries()) {
       try {
         const value = await fn(entry.provider);
         servedBy = entry.label;
+        if (index > 0) {
+          routerMetrics().providerFailovers.inc({ chain: String(opts.chainId) });
+        }
         return value;
       } catch (err) {
         const chainError = toChainError(err);
         if (!(chainError instanceof RpcUnavailableError)) {
           throw chainError;
         }
+        routerMetrics().providerErrors.inc({ chain: String(opts.chainId), provider: entry.label });
         heads.markUnavailable(entry, chainError, what);
         lastError = chainError;
       }

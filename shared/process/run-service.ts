@@ -2,6 +2,9 @@ import { ConfigError, readConfig, redactConfig } from "../config";
 import type { LoadedConfig, RouterConfig } from "../config/types";
 import { errorMessage } from "../errors";
 import { createLogger, type Logger } from "../logging/create-logger";
+import { isProcessRole, processInstance } from "../metrics/metrics-port";
+import { startObservability, type Observability, type RunningObservability } from "../metrics/process-observability";
+import { readChainIdEnv } from "./process-env";
 
 /**
  * Stays below the PM2 `kill_timeout` (10000 ms in ecosystem.config.js): a process that is still draining
@@ -16,6 +19,8 @@ export interface ServiceContext {
   readonly config: RouterConfig;
   readonly logger: Logger;
   readonly env: NodeJS.ProcessEnv;
+  /** Readiness checks and scrape-time gauges the service adds (shared/metrics); absent for unknown roles. */
+  readonly observe?: Observability;
 }
 
 export interface RunningService {
@@ -53,16 +58,49 @@ export async function runService(params: RunServiceParams): Promise<void> {
   const lifecycle = createLifecycle(logger, params.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS);
   installProcessHandlers(lifecycle);
 
-  const starting = params.start({ config, logger, env: process.env });
+  // /metrics /healthz /readyz and the heartbeat come up before start(), so a slow start is visible.
+  let observe: RunningObservability | undefined;
+  if (isProcessRole(params.service)) {
+    const chainId = params.service === "submitter" || params.service === "poller" ? chainIdOrUndefined(process.env) : undefined;
+    observe = await startObservability({ config, logger, role: params.service, chainId, instance: processInstance(process.env) });
+  }
+  const starting = params.start({ config, logger, env: process.env, observe }).then((running) => ({
+    stop: async () => {
+      try {
+        await running.stop();
+      } finally {
+        await observe?.stop();
+      }
+    },
+  }));
   lifecycle.track(starting);
   try {
     await starting;
   } catch (err) {
+    await observe?.stop();
     await lifecycle.fail("start failed", err);
     return;
   }
   logger.info("service started", { at: "service.start" });
-  process.send?.("ready");
+  if (!observe) {
+    process.send?.("ready");
+    return;
+  }
+  observe.started();
+  // PM2's wait_ready: "ready" once /readyz first passes (PM2's listen_timeout bounds the wait).
+  void observe.firstReady().then(() => {
+    logger.info("service ready", { at: "service.ready" });
+    process.send?.("ready");
+  });
+}
+
+/** The process's CHAIN_ID for its metrics port; a bad one is refused by the service's own start() later. */
+function chainIdOrUndefined(env: NodeJS.ProcessEnv): number | undefined {
+  try {
+    return readChainIdEnv(env);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Prints each problem on its own line and exits 1; values are never printed, only key paths and reasons. */

@@ -133,6 +133,11 @@ describe("admin process (dist/services/admin/main.js)", () => {
 
     const ping = await fetch(`${baseUrl}/ping`);
     expect(await ping.text()).toBe("pong");
+    // PM2's "ready" follows the first passing /readyz (Redis reachable), which may come just after /ping answers.
+    const readyBy = Date.now() + 10_000;
+    while (!proc.messages().includes("ready") && Date.now() < readyBy) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
     expect(proc.messages()).toContain("ready");
     const config = await fetch(`${baseUrl}/config`);
     expect(await config.json()).toEqual({ signerAddress: ANVIL_ADDRESS_0 });

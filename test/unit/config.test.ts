@@ -146,13 +146,13 @@ describe("loadConfig: a valid file", () => {
   });
 
   it("warns, without failing, on unknown keys, a short token and low confirmations", () => {
-    const raw: Record<string, unknown> = { ...validConfig(), adminToken: "short", metricsPort: 9000 };
+    const raw: Record<string, unknown> = { ...validConfig(), adminToken: "short", statsPort: 9000 };
     (raw.chainConfig as Record<string, Record<string, unknown>>)["1"].gasPriceMinimum = "1";
     (raw.chainConfig as Record<string, Record<string, unknown>>)["1"].confirmations = 2;
     const { warnings } = loadConfig(raw, {});
     expect(warnings).toEqual(
       expect.arrayContaining([
-        "metricsPort: unknown key, ignored",
+        "statsPort: unknown key, ignored",
         "chainConfig.1.gasPriceMinimum: unknown key, ignored",
         expect.stringMatching(/^adminToken: /),
         expect.stringMatching(/^chainConfig\.1\.confirmations: 2 is below the recommended 7/),

@@ -10,7 +10,7 @@ import type { Logger } from "../../../shared/logging/create-logger";
 import { classifyVariant, invariantDigest, invariantOf } from "../../../shared/protocol/digests";
 import type { TransactionData, TransferRecord } from "../../../shared/protocol/types";
 import { sameHex } from "../../../shared/protocol/values";
-import { TX_JOB, TX_JOB_DEFAULTS, transferKey, txJobId, type CancelSenderJobData } from "../../../shared/queues";
+import { TX_JOB, txJobOptions, transferKey, txJobId, type CancelSenderJobData } from "../../../shared/queues";
 import { findPrepareReceiverInFlight } from "../../../shared/queues/in-flight";
 import { readTransferDecision } from "../../../shared/queues/transfer-decision";
 import type { CancelSenderRequest, OperationContext, TransactionResponse } from "../types";
@@ -125,7 +125,7 @@ export function createCancelSenderOperation(deps: CancelSenderDeps): CancelSende
           // A failed job would swallow the add (same id); the checks above are the fresh decision.
           await queueCall(() => existing.remove());
         }
-        await queueCall(() => queue.add(TX_JOB.cancelSender, data, { ...TX_JOB_DEFAULTS, jobId }));
+        await queueCall(() => queue.add(TX_JOB.cancelSender, data, txJobOptions(TX_JOB.cancelSender, jobId)));
       },
     });
     return answer(outcome, logger);

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { Job, Queue, QueueEvents } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "../../../shared/logging/create-logger";
-import { TX_JOB, TX_JOB_DEFAULTS, removeLiquidityContentKey, txJobId, type RemoveLiquidityJobData } from "../../../shared/queues";
+import { TX_JOB, txJobOptions, removeLiquidityContentKey, txJobId, type RemoveLiquidityJobData } from "../../../shared/queues";
 import type { OperationContext, RemoveLiquidityRequest, TransactionResponse } from "../types";
 import { DEFAULT_BROADCAST_TIMEOUT_MS, QUEUE_CALL_TIMEOUT_MS, enqueueAndWaitForBroadcast, queueCall, withTimeout } from "./enqueue-and-wait";
 import { BalanceUnavailableError, InsufficientLiquidityError, RequestIdConflictError } from "./errors";
@@ -90,7 +90,7 @@ export function createRemoveLiquidityOperation(deps: RemoveLiquidityDeps): Remov
       timeoutMs,
       enqueue: existing || waitOn !== jobId
         ? undefined
-        : () => queueCall(() => queue.add(TX_JOB.removeLiquidity, data, { ...TX_JOB_DEFAULTS, jobId })),
+        : () => queueCall(() => queue.add(TX_JOB.removeLiquidity, data, txJobOptions(TX_JOB.removeLiquidity, jobId))),
     });
     logger.info("remove-liquidity broadcast", {
       at: "admin.removeLiquidity",

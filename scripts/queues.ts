@@ -1,0 +1,286 @@
+/**
+ * `npm run queues -- <command>`: the SRE's view of the router's queues (docs/operating.md), against the Redis
+ * and prefix of the config file (ROUTER_CONFIG_FILE, or config.json; REDIS_URL wins):
+ *   list                          counts per state of every chain's queue (and whether it is paused)
+ *   show JOB                      one job: data, attempts, last error, its transactions, its transfer's state
+ *   retry JOB                     a failed job again; refused when its on-chain effect already happened
+ *   retry-failed QUEUE            every failed job of a queue again, with the same refusal per job
+ *   pause QUEUE | resume QUEUE    stop / restart handing jobs to the queue's submitter
+ *   clean QUEUE STATE AGE         remove jobs in STATE (completed, failed, ...) older than AGE (30m, 12h, 7d)
+ * Nothing printed carries a secret: job data goes through the log redactor with the config's secrets.
+ */
+import { Queue, type Job } from "bullmq";
+import { Redis } from "ioredis";
+import { readConfig } from "../shared/config";
+import type { RouterConfig } from "../shared/config/types";
+import { errorMessage } from "../shared/errors";
+import { createRedactor } from "../shared/logging/redact";
+import { JOB_STATES, queueCounts, readTxRecord, type TxRecordView } from "../shared/metrics/router-state";
+import { TX_JOB, chainIdOfTxQueue, redisOptionsFromUrl, transferKey, transferRecordKey, txQueueName } from "../shared/queues";
+
+export interface QueuesCliDeps {
+  readonly config: RouterConfig;
+  readonly redis: Redis;
+  readonly out: (line: string) => void;
+}
+
+/** A command the CLI refuses (bad arguments, unknown job, a retry that could act twice): exit code 1. */
+export class QueuesCliError extends Error {}
+
+const USAGE = "usage: npm run queues -- list | show JOB | retry JOB | retry-failed QUEUE | pause QUEUE | resume QUEUE | clean QUEUE STATE AGE";
+const CLEANABLE = ["completed", "failed", "wait", "active", "delayed", "prioritized", "paused"] as const;
+
+export async function runQueuesCommand(args: readonly string[], deps: QueuesCliDeps): Promise<void> {
+  const queues = new Map<string, Queue>();
+  for (const chain of Object.values(deps.config.chainConfig)) {
+    const name = txQueueName(chain.chainId);
+    const queue = new Queue(name, { connection: deps.redis, prefix: deps.config.redisPrefix });
+    queue.on("error", () => undefined);
+    queues.set(name, queue);
+  }
+  const queueNamed = (name: string | undefined): Queue => {
+    const queue = name === undefined ? undefined : queues.get(name);
+    if (!queue) {
+      throw new QueuesCliError(`unknown queue ${JSON.stringify(name ?? "")}; queues: ${[...queues.keys()].join(", ")}`);
+    }
+    return queue;
+  };
+  const [command, ...rest] = args;
+  try {
+    switch (command) {
+      case "list":
+        return await list(deps, [...queues.values()]);
+      case "show":
+        return await show(deps, await findJob(queues, rest[0]));
+      case "retry":
+        return await retry(deps, await findJob(queues, rest[0]));
+      case "retry-failed":
+        return await retryFailed(deps, queueNamed(rest[0]));
+      case "pause":
+        await queueNamed(rest[0]).pause();
+        deps.out(`${rest[0]}: paused (active jobs finish; no new job starts until resume)`);
+        return;
+      case "resume":
+        await queueNamed(rest[0]).resume();
+        deps.out(`${rest[0]}: resumed`);
+        return;
+      case "clean":
+        return await clean(deps, queueNamed(rest[0]), rest[1], rest[2]);
+      default:
+        throw new QueuesCliError(USAGE);
+    }
+  } finally {
+    await Promise.all([...queues.values()].map((q) => q.close().catch(() => undefined)));
+  }
+}
+
+async function list(deps: QueuesCliDeps, queues: readonly Queue[]): Promise<void> {
+  const header = ["queue", ...JOB_STATES, "paused"];
+  const rows: string[][] = [header];
+  for (const queue of queues) {
+    const counts = await queueCounts(queue);
+    rows.push([queue.name, ...JOB_STATES.map((s) => String(counts[s] ?? 0)), (await queue.isPaused()) ? "yes" : "no"]);
+  }
+  const widths = header.map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  for (const row of rows) {
+    deps.out(row.map((cell, i) => cell.padEnd(widths[i])).join("  ").trimEnd());
+  }
+}
+
+async function findJob(queues: ReadonlyMap<string, Queue>, id: string | undefined): Promise<Job> {
+  if (!id) {
+    throw new QueuesCliError(`a job id is required\n${USAGE}`);
+  }
+  for (const queue of queues.values()) {
+    const job = await queue.getJob(id);
+    if (job) {
+      return job;
+    }
+  }
+  throw new QueuesCliError(`no job ${JSON.stringify(id)} in ${[...queues.keys()].join(", ")}`);
+}
+
+async function show(deps: QueuesCliDeps, job: Job): Promise<void> {
+  const { config, redis } = deps;
+  const redactor = createRedactor([config.adminToken, config.mnemonic]);
+  const chainId = chainIdOfTxQueue(job.queueName) as number;
+  const record = job.id ? await readTxRecord(redis, config.redisPrefix, chainId, job.id) : undefined;
+  const view = {
+    id: job.id,
+    queue: job.queueName,
+    name: job.name,
+    state: await job.getState(),
+    attempts: { made: job.attemptsMade, max: job.opts.attempts ?? 1 },
+    lastError: job.failedReason || record?.lastError?.message || null,
+    createdAt: iso(job.timestamp),
+    processedAt: iso(job.processedOn),
+    finishedAt: iso(job.finishedOn),
+    result: job.returnvalue ?? null,
+    data: job.data,
+    transactions: record ? transactionsOf(record) : [],
+    transfer: await transferStateOf(deps, job),
+  };
+  deps.out(JSON.stringify(redactor.value(view), null, 2));
+}
+
+function transactionsOf(record: TxRecordView): Array<Record<string, unknown>> {
+  return record.attempts.map((a) => ({
+    nonce: a.nonce, hash: a.hash, fee: a.fee, sentAt: iso(a.sentAtMs),
+    status: record.result?.transactionHash === a.hash ? record.status : a.nonce === record.nonce ? record.status : "replaced",
+  }));
+}
+
+interface TransferSide {
+  readonly chainId: number;
+  readonly status?: string;
+}
+
+/** The transfer's both sides as the pollers stored them (lifecycle jobs only). */
+async function transferStateOf(deps: QueuesCliDeps, job: Job): Promise<{ transactionId: string; sending: TransferSide; receiving: TransferSide } | null> {
+  const txData = txDataOf(job);
+  if (!txData) {
+    return null;
+  }
+  const key = transferKey(txData.transactionId, txData.user);
+  const side = async (chainId: number): Promise<TransferSide> => {
+    const json = await deps.redis.get(transferRecordKey(deps.config.redisPrefix, chainId, key));
+    return { chainId, status: json ? (JSON.parse(json) as { status?: string }).status : undefined };
+  };
+  return { transactionId: txData.transactionId, sending: await side(txData.sendingChainId), receiving: await side(txData.receivingChainId) };
+}
+
+interface TxDataIds {
+  readonly transactionId: string;
+  readonly user: string;
+  readonly sendingChainId: number;
+  readonly receivingChainId: number;
+}
+
+function txDataOf(job: Job): TxDataIds | undefined {
+  const data = job.data as { txData?: TxDataIds; sender?: { txData?: TxDataIds } };
+  return data.txData ?? data.sender?.txData;
+}
+
+/**
+ * Why re-running the job could act twice, or undefined when a retry is safe: the job completed, its
+ * transaction is confirmed, or the transfer already shows the job's effect on chain.
+ */
+async function effectAlreadyHappened(deps: QueuesCliDeps, job: Job): Promise<string | undefined> {
+  const state = await job.getState();
+  if (state === "completed") {
+    return "the job completed: its effect is on chain";
+  }
+  const chainId = chainIdOfTxQueue(job.queueName) as number;
+  const record = job.id ? await readTxRecord(deps.redis, deps.config.redisPrefix, chainId, job.id) : undefined;
+  if (record?.status === "confirmed") {
+    return `its transaction ${record.result?.transactionHash ?? ""} is confirmed`.trim();
+  }
+  const transfer = await transferStateOf(deps, job);
+  if (transfer) {
+    const { sending, receiving } = transfer;
+    switch (job.name) {
+      case TX_JOB.prepareReceiver:
+        if (receiving.status !== undefined) {
+          return `the receiving side is already ${receiving.status} on chain ${receiving.chainId}`;
+        }
+        break;
+      case TX_JOB.fulfillSender:
+      case TX_JOB.cancelSender:
+        if (sending.status === "Fulfilled" || sending.status === "Cancelled") {
+          return `the sending side is already ${sending.status} on chain ${sending.chainId}`;
+        }
+        break;
+      case TX_JOB.cancelReceiver:
+      case TX_JOB.relayFulfill:
+        if (receiving.status === "Fulfilled" || receiving.status === "Cancelled") {
+          return `the receiving side is already ${receiving.status} on chain ${receiving.chainId}`;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  return undefined;
+}
+
+async function retry(deps: QueuesCliDeps, job: Job): Promise<void> {
+  const refusal = await effectAlreadyHappened(deps, job);
+  if (refusal) {
+    throw new QueuesCliError(`refused to retry ${job.id}: ${refusal}`);
+  }
+  const state = await job.getState();
+  if (state !== "failed") {
+    throw new QueuesCliError(`refused to retry ${job.id}: it is ${state}, only failed jobs are retried`);
+  }
+  await job.retry("failed");
+  deps.out(`${job.id}: retried (back in ${job.queueName}, attempts reset)`);
+}
+
+async function retryFailed(deps: QueuesCliDeps, queue: Queue): Promise<void> {
+  let retried = 0;
+  let refused = 0;
+  // The whole failed set first: retried jobs leave it while we walk.
+  const jobs = await queue.getJobs(["failed"], 0, -1);
+  for (const job of jobs) {
+    const refusal = await effectAlreadyHappened(deps, job);
+    if (refusal) {
+      refused += 1;
+      deps.out(`${job.id}: not retried: ${refusal}`);
+      continue;
+    }
+    await job.retry("failed");
+    retried += 1;
+    deps.out(`${job.id}: retried`);
+  }
+  deps.out(`${queue.name}: ${retried} retried, ${refused} refused`);
+}
+
+async function clean(deps: QueuesCliDeps, queue: Queue, state: string | undefined, age: string | undefined): Promise<void> {
+  if (!state || !(CLEANABLE as readonly string[]).includes(state)) {
+    throw new QueuesCliError(`STATE must be one of ${CLEANABLE.join(", ")}`);
+  }
+  const graceMs = parseAge(age);
+  const removed = await queue.clean(graceMs, 0, state as (typeof CLEANABLE)[number]);
+  deps.out(`${queue.name}: removed ${removed.length} ${state} job(s) older than ${age}`);
+}
+
+/** `90s`, `30m`, `12h`, `7d`, or plain milliseconds. */
+export function parseAge(age: string | undefined): number {
+  const match = age === undefined ? null : /^([0-9]+)(ms|s|m|h|d)?$/.exec(age);
+  if (!match) {
+    throw new QueuesCliError(`AGE must look like 90s, 30m, 12h, 7d or a number of ms (got ${JSON.stringify(age ?? "")})`);
+  }
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[(match[2] ?? "ms") as "ms"];
+  return Number(match[1]) * unit;
+}
+
+function iso(ms: number | undefined): string | null {
+  return ms ? new Date(ms).toISOString() : null;
+}
+
+async function main(): Promise<number> {
+  let config: RouterConfig;
+  try {
+    config = readConfig(process.env).config;
+  } catch (err) {
+    process.stderr.write(`queues: the router config could not be loaded: ${errorMessage(err)}\n`);
+    return 1;
+  }
+  const redis = new Redis({ ...redisOptionsFromUrl(config.redisUrl), maxRetriesPerRequest: 1, connectTimeout: 5_000 });
+  redis.on("error", () => undefined);
+  try {
+    await runQueuesCommand(process.argv.slice(2), { config, redis, out: (line) => process.stdout.write(`${line}\n`) });
+    return 0;
+  } catch (err) {
+    process.stderr.write(`${err instanceof QueuesCliError ? err.message : `queues: ${errorMessage(err)}`}\n`);
+    return 1;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+if (require.main === module) {
+  void main().then((code) => {
+    process.exitCode = code;
+  });
+}

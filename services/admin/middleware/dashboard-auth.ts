@@ -1,0 +1,76 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { RequestHandler } from "express";
+import type { Logger } from "../../../shared/logging/create-logger";
+import { requestIdOf } from "./request-context";
+
+/**
+ * Browser-friendly admin auth for the pages under /admin (queue dashboard, GET /status): HTTP Basic with the
+ * adminToken as the password (any user name), so a browser prompts once and resends it; scripts may send
+ * `Authorization: Bearer <adminToken>` instead. Without it: 401 with a
+ * `WWW-Authenticate` challenge. Tokens are compared as SHA-256 digests (no length or timing leak).
+ */
+export function requireAdminToken(params: { adminToken: string; logger: Logger; realm?: string }): RequestHandler {
+  const expected = sha256(params.adminToken);
+  const challenge = `Basic realm="${params.realm ?? "router admin"}", charset="UTF-8"`;
+  return (req, res, next) => {
+    const password = tokenOf(req.get("authorization"));
+    if (password !== undefined && timingSafeEqual(sha256(password), expected)) {
+      next();
+      return;
+    }
+    params.logger.warn("admin page refused: missing or wrong token", {
+      at: "admin.auth", path: req.path, requestId: requestIdOf(res), reason: password === undefined ? "no credentials" : "wrong token",
+    });
+    res.setHeader("WWW-Authenticate", challenge);
+    res.status(401).json({ error: "unauthorized", message: "HTTP Basic credentials with the adminToken as password are required", requestId: requestIdOf(res) });
+  };
+}
+
+/**
+ * CSRF guard for state-changing requests under the dashboard: the browser resends Basic credentials on any
+ * request to the origin, so a cross-site form could otherwise retry or clean jobs. Browsers always send
+ * `Origin` (and `Sec-Fetch-Site`) on fetch/XHR POST, PUT and DELETE: these must name this very origin.
+ */
+export const sameOriginWrites: RequestHandler = (req, res, next) => {
+  if (req.method === "GET" || req.method === "HEAD" || req.method === "OPTIONS") {
+    next();
+    return;
+  }
+  const site = req.get("sec-fetch-site");
+  const origin = req.get("origin");
+  const host = req.get("host");
+  const originHost = origin ? hostOf(origin) : undefined;
+  const sameOrigin = (site === undefined || site === "same-origin") && origin !== undefined && originHost === host;
+  if (!sameOrigin) {
+    res.status(403).json({ error: "forbidden", message: "dashboard actions must come from the dashboard's own origin", requestId: requestIdOf(res) });
+    return;
+  }
+  next();
+};
+
+/** `Basic base64(any:token)` for browsers, or `Bearer token` for scripts. */
+function tokenOf(header: string | undefined): string | undefined {
+  const bearer = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (bearer) {
+    return bearer[1];
+  }
+  const match = header === undefined ? null : /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
+  if (!match) {
+    return undefined;
+  }
+  const decoded = Buffer.from(match[1], "base64").toString("utf8");
+  const colon = decoded.indexOf(":");
+  return colon < 0 ? undefined : decoded.slice(colon + 1);
+}
+
+function hostOf(origin: string): string | undefined {
+  try {
+    return new URL(origin).host;
+  } catch {
+    return undefined;
+  }
+}
+
+function sha256(text: string): Buffer {
+  return createHash("sha256").update(text, "utf8").digest();
+}

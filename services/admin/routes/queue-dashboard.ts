@@ -1,0 +1,28 @@
+import { createBullBoard } from "@bull-board/api";
+import { BullMQAdapter } from "@bull-board/api/bullMQAdapter";
+import { ExpressAdapter } from "@bull-board/express";
+import type { Queue } from "bullmq";
+import type { Router } from "express";
+
+export const DASHBOARD_PATH = "/admin/queues";
+
+/**
+ * bull-board over every transaction queue of every chain. Read-only (its write endpoints answer 405) unless
+ * the config's `dashboardActions` is on; authentication and the CSRF guard are mounted in front by app.ts.
+ * "Treat dashboard access as Redis access": job data is shown as stored, and it never holds a secret.
+ */
+export function queueDashboard(params: { queues: readonly Queue[]; actions: boolean; environment: string }): Router {
+  const serverAdapter = new ExpressAdapter();
+  serverAdapter.setBasePath(DASHBOARD_PATH);
+  createBullBoard({
+    queues: params.queues.map((queue) => new BullMQAdapter(queue, { readOnlyMode: !params.actions, allowRetries: params.actions })),
+    serverAdapter,
+    options: {
+      uiConfig: {
+        boardTitle: "Router queues",
+        environment: { label: params.environment, color: params.environment === "mainnet" ? "#cc0000" : "#2b6cb0" },
+      },
+    },
+  });
+  return serverAdapter.getRouter() as Router;
+}

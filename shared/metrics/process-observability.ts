@@ -1,0 +1,154 @@
+import { Redis } from "ioredis";
+import type { RouterConfig } from "../config/types";
+import { errorMessage } from "../errors";
+import type { Logger } from "../logging/create-logger";
+import { redisOptionsFromUrl } from "../queues/connection";
+import { heartbeatKey } from "../queues/keys";
+import { HEARTBEAT_INTERVAL_MS, processIdOf, writeHeartbeat } from "./heartbeat";
+import { metricsPortFor, type ProcessRole } from "./metrics-port";
+import { createReadiness, type Readiness, type ReadinessReport } from "./readiness";
+import { labelProcessMetrics, metricsRegistry } from "./router-metrics";
+import { startMetricsServer, type MetricsServer } from "./metrics-server";
+
+/** A scrape-time refresher of gauges (Redis reads); bounded so a slow Redis never times out the scrape. */
+export type ScrapeHook = () => Promise<void>;
+const SCRAPE_HOOK_TIMEOUT_MS = 2_000;
+
+/** What a service's start() may register: readiness conditions, scrape-time gauges, and a Redis for both. */
+export interface Observability {
+  readonly role: ProcessRole;
+  readonly chainId?: number;
+  readonly instance: number;
+  readonly processId: string;
+  /** A plain client of the process's own (fail-fast, reconnecting): for readiness and scrape-time reads only. */
+  readonly redis: Redis;
+  readonly readiness: Readiness;
+  onScrape(hook: ScrapeHook): void;
+}
+
+export interface RunningObservability extends Observability {
+  /** Marks start() as finished (the "started" readiness check passes from now on). */
+  started(): void;
+  /** Resolves at the first ready verdict after start, for PM2's `wait_ready`. */
+  firstReady(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface StartObservabilityParams {
+  readonly config: RouterConfig;
+  readonly logger: Logger;
+  readonly role: ProcessRole;
+  readonly chainId?: number;
+  readonly instance: number;
+}
+
+/**
+ * Per process, before its service starts: labels and default metrics, the /metrics /healthz /readyz server on
+ * the process's own port (shared/metrics/metrics-port.ts), a Redis ping readiness check, and the heartbeat key.
+ * A port already taken is logged, not fatal: losing metrics must not take the router down.
+ */
+export async function startObservability(params: StartObservabilityParams): Promise<RunningObservability> {
+  const { config, logger, role, chainId, instance } = params;
+  labelProcessMetrics({ role, chain: chainId, instance });
+  const processId = processIdOf(role, chainId, instance);
+  const startedAtMs = Date.now();
+  // Fail fast: a readiness probe or a scrape must not queue behind a reconnect.
+  const redis = new Redis({ ...redisOptionsFromUrl(config.redisUrl), maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2_000 });
+  // The service's own clients log Redis trouble already; /readyz reports it.
+  redis.on("error", () => undefined);
+
+  const readiness = createReadiness();
+  let isStarted = false;
+  readiness.add("started", () => (isStarted ? undefined : "start() has not finished"));
+  readiness.add("redis", async () => {
+    const pong = await redis.ping();
+    return pong === "PONG" ? undefined : `unexpected ping answer ${pong}`;
+  });
+
+  const hooks: ScrapeHook[] = [];
+  const registry = metricsRegistry();
+  const runHooks = async (): Promise<void> => {
+    await Promise.all(hooks.map((hook) => withTimeout(hook(), SCRAPE_HOOK_TIMEOUT_MS).catch(() => undefined)));
+  };
+
+  let port: number | undefined;
+  let server: MetricsServer | undefined;
+  try {
+    port = metricsPortFor(config, role, chainId, instance);
+    server = await startMetricsServer({
+      contentType: registry.contentType,
+      render: async () => {
+        await runHooks();
+        return registry.metrics();
+      },
+      readiness, host: config.metricsHost, port });
+    logger.info("metrics server listening", { at: "service.metrics", host: config.metricsHost, port: server.port, processId });
+  } catch (err) {
+    logger.error("metrics server could not listen; running without /metrics /healthz /readyz", {
+      at: "service.metrics", host: config.metricsHost, port, error: errorMessage(err),
+    });
+  }
+
+  let last: ReadinessReport = { ready: false, checks: [] };
+  let readyWaiters: Array<() => void> = [];
+  const beat = async (): Promise<void> => {
+    last = await readiness.evaluate();
+    if (last.ready && readyWaiters.length > 0) {
+      readyWaiters.forEach((resolve) => resolve());
+      readyWaiters = [];
+    }
+    await writeHeartbeat(redis, config.redisPrefix, {
+      processId, role, chainId, instance, pid: process.pid, metricsPort: server?.port, startedAtMs, atMs: Date.now(), ready: last.ready,
+    }).catch(() => undefined);
+  };
+  const timer = setInterval(() => void beat(), HEARTBEAT_INTERVAL_MS);
+  timer.unref();
+  let fastTimer: NodeJS.Timeout | undefined;
+
+  return {
+    role, chainId, instance, processId, redis, readiness,
+    onScrape: (hook) => {
+      hooks.push(hook);
+    },
+    started: () => {
+      isStarted = true;
+      void beat();
+    },
+    firstReady: () =>
+      new Promise<void>((resolve) => {
+        if (last.ready) {
+          resolve();
+          return;
+        }
+        readyWaiters.push(resolve);
+        // Until the first ready verdict, check every second rather than every heartbeat.
+        fastTimer ??= setInterval(() => {
+          if (readyWaiters.length === 0 && fastTimer) {
+            clearInterval(fastTimer);
+            fastTimer = undefined;
+            return;
+          }
+          void beat();
+        }, 1_000);
+        fastTimer.unref();
+      }),
+    stop: async () => {
+      clearInterval(timer);
+      if (fastTimer) {
+        clearInterval(fastTimer);
+      }
+      await server?.close();
+      // A clean stop shows at once in /status (not alive) instead of after the heartbeat's TTL.
+      await withTimeout(redis.del(heartbeatKey(config.redisPrefix, processId)), 500).catch(() => undefined);
+      redis.disconnect();
+    },
+  };
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

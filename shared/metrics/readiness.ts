@@ -1,0 +1,56 @@
+/** A named readiness condition; resolves to a short detail on failure (or throws), nothing when fine. */
+export type ReadinessCheck = () => Promise<string | undefined> | string | undefined;
+
+export interface CheckResult {
+  readonly name: string;
+  readonly ok: boolean;
+  readonly detail?: string;
+}
+
+export interface ReadinessReport {
+  readonly ready: boolean;
+  readonly checks: readonly CheckResult[];
+}
+
+/** A check slower than this counts as failed: a scrape or probe must not hang on a dead dependency. */
+export const CHECK_TIMEOUT_MS = 1_000;
+
+export interface Readiness {
+  add(name: string, check: ReadinessCheck): void;
+  evaluate(): Promise<ReadinessReport>;
+}
+
+/**
+ * The conditions /readyz reports (k8s readiness semantics): Redis for every process, plus what each service
+ * adds (messaging for the auction, providers within lag for pollers and submitters). Liveness (/healthz) never
+ * depends on them, so a Redis blip makes processes unready, never restarted.
+ */
+export function createReadiness(): Readiness {
+  const checks = new Map<string, ReadinessCheck>();
+  return {
+    add: (name, check) => {
+      checks.set(name, check);
+    },
+    evaluate: async () => {
+      const results = await Promise.all(
+        [...checks].map(async ([name, check]): Promise<CheckResult> => {
+          try {
+            const detail = await withTimeout(Promise.resolve(check()), CHECK_TIMEOUT_MS);
+            return detail === undefined ? { name, ok: true } : { name, ok: false, detail };
+          } catch (err) {
+            return { name, ok: false, detail: err instanceof Error ? err.message : String(err) };
+          }
+        }),
+      );
+      return { ready: results.every((r) => r.ok), checks: results };
+    },
+  };
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
