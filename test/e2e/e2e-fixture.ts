@@ -6,7 +6,7 @@ import { ContractFactory, MaxUint256, Wallet, parseEther } from "ethers";
 import { Redis } from "ioredis";
 import { startPoller, type PollerOptions, type RunningPoller } from "../../services/poller/start-poller";
 import { startSubmitter, type RunningSubmitter, type SubmitterOptions } from "../../services/submitter/start-submitter";
-import { loadArtifact } from "../../shared/chain/artifacts";
+import { packageArtifact } from "../../scripts/nxtp-package";
 import { loadConfig } from "../../shared/config";
 import type { RouterConfig } from "../../shared/config/types";
 import { txQueueName, type TxJobData, type TxJobResult } from "../../shared/queues";
@@ -70,7 +70,7 @@ export async function startE2eStack(): Promise<E2eStack> {
     await fundRouterLiquidity({ deployment: chain.deployment, funder, router, assetId: chain.deployment.token, amount: LIQUIDITY });
   }
   const user = anvilWallet(5, sending.provider);
-  const { abi, bytecode } = loadArtifact("TestERC20");
+  const { abi, bytecode } = packageArtifact("TestERC20");
   const other = await new ContractFactory(abi, bytecode, anvilWallet(4, sending.provider)).deploy();
   await other.waitForDeployment();
   const otherToken = await other.getAddress();

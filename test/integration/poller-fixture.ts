@@ -5,7 +5,7 @@ import { loadConfig } from "../../shared/config";
 import type { RouterConfig } from "../../shared/config/types";
 import { encodeBid, signBid } from "../../shared/protocol/bid";
 import type { AuctionBid, InvariantTransactionData } from "../../shared/protocol/types";
-import { loadArtifact } from "../../shared/chain/artifacts";
+import { packageArtifact } from "../../scripts/nxtp-package";
 import { chainHeadKey, transferKey, txJobId, txQueueName, type TxJobData, type TxJobName, type TxJobResult } from "../../shared/queues";
 import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
 import type { RouterSigner } from "../../shared/signer/router-signer";
@@ -49,7 +49,7 @@ export async function startPollerStack(): Promise<PollerStack> {
   await mintToken(receiving.deployment, funder.address, AMOUNT * 100n);
   await fundRouterLiquidity({ deployment: receiving.deployment, funder, router, assetId: receiving.deployment.token, amount: AMOUNT * 100n });
   // A second TestERC20 the TransactionManager accepts, for the "different sending asset" fraud.
-  const { abi, bytecode } = loadArtifact("TestERC20");
+  const { abi, bytecode } = packageArtifact("TestERC20");
   const other = await new ContractFactory(abi, bytecode, anvilWallet(4, sending.provider)).deploy();
   await other.waitForDeployment();
   const otherToken = await other.getAddress();

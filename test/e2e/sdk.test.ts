@@ -1,0 +1,135 @@
+import { getAddress, parseEther, type Wallet } from "ethers";
+import { amountAfterRouterFee } from "../../shared/protocol/amounts";
+import type { StackChain } from "../harness/stack";
+import { waitFor } from "../integration/submitter-fixture";
+import { transferEvents } from "./e2e-user";
+import { runSdkSwap, type SdkSwapParams, type SdkSwapResult } from "./run-sdk-swap";
+import {
+  RECEIVING, SENDING, assertPrerequisites, fundedUser, routerLiquidity, startRouterProcesses, startSdkStack, tokenBalance,
+  type SdkStack, type StatusResponse,
+} from "./sdk-fixture";
+
+/**
+ * The real @connext/nxtp-sdk@0.1.42 (test/sdk: own node_modules, ethers v5, run as a child process) swaps
+ * TEST 1337 → 1338 through the router's own processes from dist/ (messaging-auth, auction, submitter and
+ * poller per chain): quote over NATS, prepare, the router's receiver prepare, then the fulfill, once sent by
+ * the user and once relayed by the router. Balances are read from the chains and checked to the wei. The SDK
+ * runs offline: non-loopback calls are refused and reported (test/sdk/network-guard.js).
+ */
+const AMOUNT = parseEther("10");
+/** What the user offers the router for relaying: above the router's estimate (fulfill gas × gas price, native = TEST in price). */
+const RELAYER_FEE = parseEther("0.001");
+/** Each SDK call of the driver; a healthy swap takes ~2.5 s in all. */
+const STEP_TIMEOUT_MS = 12_000;
+const SWAP_TIMEOUT_MS = 20_000;
+const CLAIM_TIMEOUT_MS = 10_000;
+/** The SDK's hard-coded endpoints (REAL_PARTS.md §3), refused through the axios adapter. Anything else fails. */
+const EXPECTED_BLOCKED = /^axios https:\/\/(subgraph-ts-worker\.connext\.workers\.dev\/subgraph_health\/|relay\.gelato\.digital\/relays\/)$/;
+
+interface Balances {
+  readonly userSending: bigint;
+  readonly userReceiving: bigint;
+  readonly liquiditySending: bigint;
+  readonly liquidityReceiving: bigint;
+  /** The router signer's own TEST on the receiving chain (where relayer fees are paid). */
+  readonly signerReceiving: bigint;
+}
+
+describe("the real @connext/nxtp-sdk@0.1.42 swaps through the router's processes", () => {
+  let s: SdkStack;
+  let status: StatusResponse;
+
+  beforeAll(async () => {
+    assertPrerequisites(["messaging-auth/main.js", "auction/main.js", "submitter/main.js", "poller/main.js"]);
+    s = await startSdkStack();
+    status = await startRouterProcesses(s);
+  }, 60_000);
+
+  afterAll(async () => {
+    await s?.stop();
+  });
+
+  const swapParams = (user: Wallet, mode: SdkSwapParams["mode"]): SdkSwapParams => {
+    const chain = (c: StackChain): SdkSwapParams["chains"][number] => ({
+      rpcUrl: c.anvil.url, transactionManager: c.deployment.transactionManager, subgraph: s.subgraphs.get(c.chainId)?.url ?? "",
+    });
+    return {
+      mode, natsUrl: s.stack.nats?.url ?? "", authUrl: s.authUrl,
+      sendingChainId: SENDING, receivingChainId: RECEIVING, sendingAssetId: s.sending.deployment.token, receivingAssetId: s.receiving.deployment.token,
+      amount: AMOUNT.toString(), chains: { [SENDING]: chain(s.sending), [RECEIVING]: chain(s.receiving) }, userPrivateKey: user.privateKey,
+      stepTimeoutMs: STEP_TIMEOUT_MS,
+      ...(mode === "relayed" ? { relayerFee: RELAYER_FEE.toString() } : {}),
+    };
+  };
+
+  const balances = async (user: string): Promise<Balances> => ({
+    userSending: await tokenBalance(s.sending, user),
+    userReceiving: await tokenBalance(s.receiving, user),
+    liquiditySending: await routerLiquidity(s.sending, s.router),
+    liquidityReceiving: await routerLiquidity(s.receiving, s.router),
+    signerReceiving: await tokenBalance(s.receiving, s.router),
+  });
+
+  /** The router's claim: its fulfill of the sending side, once it saw the receiving side fulfilled. */
+  const routerClaim = (transactionId: string): Promise<unknown> =>
+    waitFor("the router's fulfill on the sending chain (its claim)", async () => (await transferEvents(s.sending, "fulfilled", transactionId))[0], CLAIM_TIMEOUT_MS);
+
+  const swap = async (user: Wallet, mode: SdkSwapParams["mode"]): Promise<SdkSwapResult> => {
+    const r = await runSdkSwap(swapParams(user, mode), SWAP_TIMEOUT_MS).catch((err: unknown) => {
+      throw new Error(`${err instanceof Error ? err.message : String(err)}\n${s.outputTails()}`);
+    });
+    const steps = { quote: r.quote.ms, senderPrepared: r.senderPrepared.ms, receiverPrepared: r.receiverPrepared.ms, fulfilled: r.fulfilled.ms };
+    console.log(`sdk swap (${mode}): ${r.totalMs} ms in the driver, steps at ${JSON.stringify(steps)}, gas fee ${r.quote.gasFeeInReceivingToken}, refused calls ${JSON.stringify(r.blocked)}, SDK subgraph loop restarts ${r.subgraphPollingRestarts}`);
+    for (const target of Object.keys(r.blocked)) expect(target).toMatch(EXPECTED_BLOCKED);
+    expect(r.connected.signedIn).toBe(true); // through the router's messaging-auth service
+    const bid = r.quote.bid;
+    expect(getAddress(bid.router)).toBe(s.router);
+    expect(getAddress(bid.user)).toBe(user.address);
+    expect(bid.amount).toBe(AMOUNT.toString());
+    // §2.3–2.4: the 0.05 % router fee, then the gas fee the bid reports (non-zero: both chains have oracle prices).
+    const gasFee = BigInt(r.quote.gasFeeInReceivingToken);
+    expect(gasFee).toBeGreaterThan(0n);
+    expect(BigInt(bid.amountReceived)).toBe(amountAfterRouterFee({ amount: AMOUNT, inputDecimals: 18, outputDecimals: 18 }) - gasFee);
+    expect(r.senderPrepared.transactionId).toBe(bid.transactionId);
+    // The router locked exactly the bid's amountReceived on the receiving chain.
+    expect(r.receiverPrepared.txData.amount).toBe(bid.amountReceived);
+    expect(getAddress(r.receiverPrepared.txData.router)).toBe(s.router);
+    await routerClaim(bid.transactionId);
+    return r;
+  };
+
+  it("the auction answers a status request over NATS as the router signer", () => {
+    expect(getAddress(status.signerAddress)).toBe(s.router);
+    expect(getAddress(status.routerAddress)).toBe(s.router);
+    expect(status.supportedChains).toEqual([SENDING, RECEIVING]);
+  });
+
+  it("quote, prepare, the router's receiver prepare, the user's own fulfill, the router's claim", async () => {
+    const user = await fundedUser(s);
+    const before = await balances(user.address);
+    const r = await swap(user, "user");
+    const amountReceived = BigInt(r.quote.bid.amountReceived);
+    expect(getAddress(r.fulfilled.sender ?? "")).toBe(user.address);
+    const after = await balances(user.address);
+    expect(after.userSending).toBe(before.userSending - AMOUNT);
+    expect(after.userReceiving).toBe(before.userReceiving + amountReceived);
+    expect(after.liquidityReceiving).toBe(before.liquidityReceiving - amountReceived);
+    expect(after.liquiditySending).toBe(before.liquiditySending + AMOUNT);
+    expect(after.signerReceiving).toBe(before.signerReceiving);
+  }, 45_000);
+
+  it("quote, prepare, the router's receiver prepare, the fulfill relayed by the router, the router's claim", async () => {
+    const user = await fundedUser(s);
+    const before = await balances(user.address);
+    const r = await swap(user, "relayed");
+    const amountReceived = BigInt(r.quote.bid.amountReceived);
+    expect(getAddress(r.fulfilled.sender ?? "")).toBe(s.router);
+    expect(r.fulfilled.relayerFee).toBe(RELAYER_FEE.toString());
+    const after = await balances(user.address);
+    expect(after.userSending).toBe(before.userSending - AMOUNT);
+    expect(after.userReceiving).toBe(before.userReceiving + amountReceived - RELAYER_FEE);
+    expect(after.liquidityReceiving).toBe(before.liquidityReceiving - amountReceived);
+    expect(after.liquiditySending).toBe(before.liquiditySending + AMOUNT);
+    expect(after.signerReceiving).toBe(before.signerReceiving + RELAYER_FEE);
+  }, 45_000);
+});
