@@ -7,6 +7,7 @@ import { recoverBidSigner } from "../../shared/protocol/bid";
 import type { AuctionBid, TransactionData } from "../../shared/protocol/types";
 import { nxtpContractAt, readBigInt } from "./deploy-nxtp";
 import { findTransferEvents, fulfillAsUser, prepareWithBid, type UserChain } from "./swap-user";
+import { sleep } from "../../shared/process/timing";
 
 /**
  * The demo client of `npm run local`: one swap of the test token from 1337 to 1338 the way an SDK user does
@@ -255,4 +256,3 @@ function fmt(wei: bigint | string): string {
   return trimmed === "" ? whole : `${whole}.${trimmed}`;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
 import { LocalServiceError } from "./errors";
+import { sleep } from "../../shared/process/timing";
 
 /**
  * Processes of the local stack outlive `npm run local`: each runs in its own session (detached), writes to
@@ -84,7 +85,6 @@ export function isSameProcess(proc: DetachedProcess & { readonly command: string
   }
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function goneWithin(pid: number, ms: number): Promise<boolean> {
   const deadline = Date.now() + ms;

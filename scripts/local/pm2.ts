@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { LocalServiceError } from "./errors";
 import type { LocalPaths } from "./paths";
+import { sleep } from "../../shared/process/timing";
 
 /**
  * The project's own PM2 (node_modules/.bin/pm2) with the stack's own PM2_HOME: its daemon, apps and dump
@@ -77,7 +78,6 @@ export function appLogFiles(app: Pm2App): string[] {
   return [app.errLog, app.outLog].filter((f): f is string => f !== undefined);
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Resolves once every app of `names` is online with no restart (with `wait_ready`, PM2 reports online only

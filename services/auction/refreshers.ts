@@ -8,6 +8,7 @@ import { throttledErrorLog } from "../../shared/logging/throttled-error-log";
 import { feeCap } from "../../shared/protocol/gas";
 import { assetKey, type PriceSources } from "./price-sources";
 import type { FeeCache } from "./fee-cache";
+import { abortableDelay } from "../../shared/process/timing";
 
 /** What one chain's refresher keeps fresh in the fee cache. */
 export interface ChainRefreshPlan {
@@ -112,23 +113,4 @@ export async function runRefresher(plan: ChainRefreshPlan, deps: RefresherDeps, 
     await refreshChainOnce(plan, deps, signal);
     await abortableDelay(intervalMs, signal);
   }
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-export function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) {
-      resolve();
-      return;
-    }
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      resolve();
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
 }

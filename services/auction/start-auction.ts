@@ -19,6 +19,7 @@ import { createMetaTxHandler } from "./handlers/metatx";
 import { createStatusHandler } from "./handlers/status";
 import { createPriceSources } from "./price-sources";
 import { refreshChainOnce, refreshPlans, runRefresher, type RefresherDeps } from "./refreshers";
+import { settlesWithin } from "../../shared/process/timing";
 
 /** Oracle prices and gas prices are re-read this often (one sequential loop per chain). */
 export const DEFAULT_REFRESH_INTERVAL_MS = 15_000;
@@ -174,16 +175,4 @@ export async function startAuction(params: StartAuctionParams): Promise<RunningA
     return stopping;
   };
   return { signerAddress, routerAddress, queueGroup, messagingConnected: () => connected.isConnected(), stop };
-}
-
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([promise.then(() => true, () => true), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

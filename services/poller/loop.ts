@@ -1,6 +1,7 @@
 import { errorMessage } from "../../shared/errors";
 import type { PollerContext } from "./context";
 import { runTick, type TickResult } from "./tick";
+import { abortableDelay } from "../../shared/process/timing";
 
 export interface PollLoopOptions {
   /** How often eth_blockNumber is polled for a new block. */
@@ -98,23 +99,4 @@ function createFailureLog(ctx: PollerContext): { report(err: unknown): void; rec
       suppressed = 0;
     },
   };
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-export function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) {
-      resolve();
-      return;
-    }
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      resolve();
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
 }

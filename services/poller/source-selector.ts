@@ -35,7 +35,7 @@ export function createSourceSelector(params: { logs: TransferSource; subgraph?: 
       if (subgraph === undefined) {
         return use(logs, "no subgraph configured");
       }
-      let usable = false;
+      let usable: boolean;
       try {
         usable = await subgraph.isUsable(head);
       } catch (err) {

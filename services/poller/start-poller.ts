@@ -23,6 +23,7 @@ import { DEFAULT_RECONCILE_INTERVAL_MS, DEFAULT_RECONCILE_SEARCH_BLOCKS, createR
 import { createSubgraphClient } from "./sources/subgraph-client";
 import { createSubgraphSource, type WatchedTransfers } from "./sources/subgraph-source";
 import type { TickResult } from "./tick";
+import { settlesWithin } from "../../shared/process/timing";
 
 export const DEFAULT_POLL_INTERVAL_MS = 1_000;
 export const DEFAULT_MAX_IDLE_MS = 10_000;
@@ -241,15 +242,3 @@ function createQueues(config: RouterConfig, redis: Redis, onError: (err: Error) 
 }
 
 
-
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([promise.then(() => true, () => true), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}

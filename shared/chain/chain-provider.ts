@@ -24,6 +24,7 @@ import {
   toChainError,
 } from "./errors";
 import { routerMetrics } from "../metrics/router-metrics";
+import { sleep } from "../process/timing";
 
 export const DEFAULT_MAX_LAG_BLOCKS = 5;
 export const DEFAULT_HEAD_REFRESH_MS = 3_000;
@@ -367,8 +368,4 @@ async function broadcastToAll(targets: Entry[], rawTx: string, chainId: number, 
     }
   }
   throw new RpcUnavailableError(`chain ${chainId}: no provider to broadcast to`, { chainId, transactionHash: hash });
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }

@@ -9,6 +9,7 @@ import { metricsPortFor, type ProcessRole } from "./metrics-port";
 import { createReadiness, type Readiness, type ReadinessReport } from "./readiness";
 import { labelProcessMetrics, metricsRegistry } from "./router-metrics";
 import { startMetricsServer, type MetricsServer } from "./metrics-server";
+import { withTimeout } from "../process/timing";
 
 /** A scrape-time refresher of gauges (Redis reads); bounded so a slow Redis never times out the scrape. */
 export type ScrapeHook = () => Promise<void>;
@@ -143,12 +144,4 @@ export async function startObservability(params: StartObservabilityParams): Prom
       redis.disconnect();
     },
   };
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

@@ -1,3 +1,5 @@
+import { withTimeout } from "../process/timing";
+
 /** A named readiness condition; resolves to a short detail on failure (or throws), nothing when fine. */
 export type ReadinessCheck = () => Promise<string | undefined> | string | undefined;
 
@@ -45,12 +47,4 @@ export function createReadiness(): Readiness {
       return { ready: results.every((r) => r.ok), checks: results };
     },
   };
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

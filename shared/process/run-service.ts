@@ -5,6 +5,7 @@ import { createLogger, type Logger } from "../logging/create-logger";
 import { isProcessRole, processInstance } from "../metrics/metrics-port";
 import { startObservability, type Observability, type RunningObservability } from "../metrics/process-observability";
 import { readChainIdEnv } from "./process-env";
+import { withTimeout } from "./timing";
 
 /**
  * Stays below the PM2 `kill_timeout` (10000 ms in ecosystem.config.js): a process that is still draining
@@ -185,12 +186,4 @@ function installProcessHandlers(lifecycle: Lifecycle): void {
   }
   process.on("uncaughtException", (err) => void lifecycle.fail("uncaught exception", err));
   process.on("unhandledRejection", (reason) => void lifecycle.fail("unhandled rejection", reason));
-}
-
-function withTimeout<T>(promise: Promise<T>, timeoutMs: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`did not finish within ${timeoutMs} ms`)), timeoutMs);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

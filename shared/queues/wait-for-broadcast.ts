@@ -1,6 +1,10 @@
 import type { Queue, QueueEvents } from "bullmq";
 import { RouterError } from "../errors";
 import { isTxJobProgress } from "./jobs";
+import { withTimeout } from "../process/timing";
+
+/** Re-exported for the queue callers that import it from here. */
+export { withTimeout };
 
 /**
  * Waiting for a transaction job's broadcast, shared by every producer that answers a caller with the hash
@@ -165,13 +169,4 @@ function createOutcome<T>(): Outcome<T> {
     },
     settled: () => done,
   };
-}
-
-/** `promise`, or a rejection after `timeoutMs`. */
-export function withTimeout<T>(promise: Promise<T>, timeoutMs: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
