@@ -10,14 +10,17 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { connect as netConnect, createServer, type AddressInfo } from "node:net";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { Contract, ContractFactory, JsonRpcProvider, NonceManager, Wallet, ZeroAddress, hexlify, keccak256, parseEther, randomBytes, type Signer } from "ethers";
 import { Redis } from "ioredis";
 import { createAuthServer } from "../services/messaging-auth/app";
+import { anvilBinary, natsServerBinary, redisServerBinary } from "../scripts/local/binaries";
+import { getFreePort } from "../scripts/local/free-port";
+import { anvilAnswers, anvilArgs, natsAnswers, natsArgs, redisAnswers, redisArgs } from "../scripts/local/probes";
+import { sleep } from "../shared/process/timing";
 import { packageArtifact, type NxtpContractName } from "../scripts/nxtp-package";
 import { createLogger } from "../shared/logging/create-logger";
 import { connectMessaging, type Messaging } from "../shared/messaging";
@@ -50,19 +53,18 @@ async function main(): Promise<void> {
   const children: ChildProcess[] = [];
   const dir = mkdtempSync(join(tmpdir(), "bench-auction-"));
   try {
-    const [redisPort, natsPort, anvil1Port, anvil2Port] = [await freePort(), await freePort(), await freePort(), await freePort()];
-    children.push(spawn(binary("redis-server", ["/usr/bin/redis-server"]), ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" }));
-    children.push(spawn(binary("nats-server", ["/usr/sbin/nats-server"]), ["-a", "127.0.0.1", "-p", String(natsPort)], { stdio: "ignore" }));
-    const anvilBin = join(dirname(require.resolve("@foundry-rs/anvil-linux-amd64/package.json")), "bin", "anvil");
+    const [redisPort, natsPort, anvil1Port, anvil2Port] = [await getFreePort(), await getFreePort(), await getFreePort(), await getFreePort()];
+    children.push(spawn(redisServerBinary(), redisArgs(redisPort), { stdio: "ignore" }));
+    children.push(spawn(natsServerBinary(), natsArgs(natsPort), { stdio: "ignore" }));
     for (const [port, chainId] of [[anvil1Port, 1], [anvil2Port, SENDING]]) {
-      children.push(spawn(anvilBin, ["--host", "127.0.0.1", "--port", String(port), "--chain-id", String(chainId), "--silent"], { stdio: "ignore" }));
+      children.push(spawn(anvilBinary(), anvilArgs(port, chainId), { stdio: "ignore" }));
     }
     const redisUrl = `redis://127.0.0.1:${redisPort}`;
     const rpc1 = `http://127.0.0.1:${anvil1Port}`;
     const rpc2 = `http://127.0.0.1:${anvil2Port}`;
-    await waitUntil("redis", () => redisAnswers(redisUrl));
-    await waitUntil("anvil", async () => (await rpcAnswers(rpc1)) && (await rpcAnswers(rpc2)));
-    await waitUntil("nats", () => portOpen(natsPort));
+    await waitUntil("redis", () => redisAnswers(redisPort, 500));
+    await waitUntil("anvil", async () => (await anvilAnswers(anvil1Port, 1, 500)) && (await anvilAnswers(anvil2Port, SENDING, 500)));
+    await waitUntil("nats", () => natsAnswers(natsPort, 500));
     await runBench({ instances, redisUrl, natsUrl: `nats://127.0.0.1:${natsPort}`, rpc1, rpc2, dir, children });
   } finally {
     children.forEach((c) => c.kill("SIGKILL"));
@@ -275,65 +277,17 @@ async function deploy(deployer: Signer, name: NxtpContractName, args: unknown[])
   return new Contract(await c.getAddress(), abi, deployer);
 }
 
-async function redisAnswers(url: string): Promise<boolean> {
-  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  client.on("error", () => undefined);
-  try {
-    await client.connect();
-    return (await client.ping()) === "PONG";
-  } catch {
-    return false;
-  } finally {
-    client.disconnect();
-  }
-}
 
-async function rpcAnswers(url: string): Promise<boolean> {
-  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] });
-  return fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body }).then((r) => r.ok, () => false);
-}
 
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = netConnect(port, "127.0.0.1");
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
-}
 
-function binary(name: string, fallbacks: string[]): string {
-  const candidates = [...(process.env.PATH ?? "").split(":").map((d) => join(d, name)), ...fallbacks];
-  const found = candidates.find((path) => {
-    try {
-      accessSync(path, constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
-  if (!found) throw new Error(`${name} not found on PATH`);
-  return found;
-}
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
+/** Polls `probe` (a throw counts as "not yet": the server may not listen yet) until true or the timeout. */
 async function waitUntil(what: string, probe: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
+  while (!(await probe().catch(() => false))) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
 }
 
