@@ -2,6 +2,7 @@ import { keccak256 } from "ethers";
 import Joi from "joi";
 import type { TransactionData } from "./types";
 import { sameHex } from "./values";
+import { ADDRESS_SCHEMA, CHAIN_ID_SCHEMA, HEX_BYTES_SCHEMA, TRANSACTION_DATA_SCHEMA, UINT256_DECIMAL_SCHEMA } from "./transaction-data-schema";
 
 /**
  * `data` of a `metatx.request` (PROTOCOL §1.7 MetaTxPayload), validated. Only the "Fulfill" type is relayed:
@@ -46,12 +47,11 @@ export type MetaTxValidation =
       readonly transactionId?: string;
     };
 
-const address = Joi.string().pattern(/^0x[0-9a-fA-F]{40}$/);
-const decimal = Joi.string().pattern(/^[0-9]{1,78}$/);
-const chainId = Joi.number().integer().min(1).max(Number.MAX_SAFE_INTEGER);
-const bytes32 = Joi.string().pattern(/^0x[0-9a-fA-F]{64}$/);
+const address = ADDRESS_SCHEMA;
+const decimal = UINT256_DECIMAL_SCHEMA;
+const chainId = CHAIN_ID_SCHEMA;
 /** Call data is bounded: it is relayed in one transaction, and a request body is bounded anyway. */
-const hexBytes = Joi.string().pattern(/^0x([0-9a-fA-F]{2})*$/).max(2 + 2 * 128 * 1024);
+const hexBytes = HEX_BYTES_SCHEMA.max(2 + 2 * 128 * 1024);
 
 const envelopeSchema = Joi.object({
   type: Joi.string().max(64).required(),
@@ -60,24 +60,7 @@ const envelopeSchema = Joi.object({
   data: Joi.object().required(),
 }).unknown(true);
 
-const txDataSchema = Joi.object({
-  receivingChainTxManagerAddress: address.required(),
-  user: address.required(),
-  router: address.required(),
-  initiator: address.required(),
-  sendingAssetId: address.required(),
-  receivingAssetId: address.required(),
-  sendingChainFallback: address.required(),
-  callTo: address.required(),
-  receivingAddress: address.required(),
-  sendingChainId: chainId.required(),
-  receivingChainId: chainId.required(),
-  callDataHash: bytes32.required(),
-  transactionId: bytes32.required(),
-  amount: decimal.required(),
-  expiry: Joi.number().integer().min(0).max(Number.MAX_SAFE_INTEGER).required(),
-  preparedBlockNumber: Joi.number().integer().min(1).max(Number.MAX_SAFE_INTEGER).required(),
-}).unknown(true);
+const txDataSchema = TRANSACTION_DATA_SCHEMA.unknown(true);
 
 const fulfillDataSchema = Joi.object({
   txData: txDataSchema.required(),

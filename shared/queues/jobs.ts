@@ -1,4 +1,13 @@
 import Joi from "joi";
+import {
+  ADDRESS_SCHEMA,
+  BYTES32_SCHEMA,
+  CHAIN_ID_SCHEMA,
+  HEX_BYTES_SCHEMA,
+  TRANSACTION_DATA_SCHEMA,
+  UINT256_DECIMAL_SCHEMA,
+  UNIX_SECONDS_SCHEMA,
+} from "../protocol/transaction-data-schema";
 import type { TransactionData } from "../protocol/types";
 
 /**
@@ -132,31 +141,13 @@ export function isTxJobProgress(value: unknown): value is TxJobProgress {
   return typeof v === "object" && v !== null && v.stage === "broadcast" && typeof v.transactionHash === "string";
 }
 
-const address = Joi.string().pattern(/^0x[0-9a-fA-F]{40}$/);
-const decimal = Joi.string().pattern(/^[0-9]+$/);
-const chainId = Joi.number().integer().min(1);
-const bytes32 = Joi.string().pattern(/^0x[0-9a-fA-F]{64}$/);
-const hexBytes = Joi.string().pattern(/^0x([0-9a-fA-F]{2})*$/);
-const unixSeconds = Joi.number().integer().min(0);
-
-const txDataSchema = Joi.object<TransactionData>({
-  receivingChainTxManagerAddress: address.required(),
-  user: address.required(),
-  router: address.required(),
-  initiator: address.required(),
-  sendingAssetId: address.required(),
-  receivingAssetId: address.required(),
-  sendingChainFallback: address.required(),
-  callTo: address.required(),
-  receivingAddress: address.required(),
-  sendingChainId: chainId.required(),
-  receivingChainId: chainId.required(),
-  callDataHash: bytes32.required(),
-  transactionId: bytes32.required(),
-  amount: decimal.required(),
-  expiry: unixSeconds.required(),
-  preparedBlockNumber: Joi.number().integer().min(1).required(),
-});
+const address = ADDRESS_SCHEMA;
+const decimal = UINT256_DECIMAL_SCHEMA;
+const chainId = CHAIN_ID_SCHEMA;
+const bytes32 = BYTES32_SCHEMA;
+const hexBytes = HEX_BYTES_SCHEMA;
+const unixSeconds = UNIX_SECONDS_SCHEMA;
+const txDataSchema = TRANSACTION_DATA_SCHEMA;
 
 export const TX_JOB_SCHEMAS: Readonly<Record<TxJobName, Joi.ObjectSchema>> = {
   [TX_JOB.removeLiquidity]: Joi.object<RemoveLiquidityJobData>({
@@ -238,4 +229,4 @@ export function transferKey(transactionId: string, user: string): string {
   return `${transactionId}-${user}`.toLowerCase();
 }
 
-export { bytes32 as BYTES32_SCHEMA };
+export { BYTES32_SCHEMA };
