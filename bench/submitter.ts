@@ -1,110 +1,216 @@
 /**
- * `npm run bench:submitter [-- <jobs>]`: pushes N remove-liquidity jobs (default 200) through one chain's
- * queue with one in-process submitter (confirmations 1) against a throwaway anvil (automine) and
- * redis-server, then prints transactions/s and the median and p95 job latency (enqueue → completed).
- * Self-contained on purpose: bench/ is compiled with the app and must not import test/.
+ * `npm run bench:submitter`: the submitter's throughput on two throwaway anvil chains (1337, 1338; 1 s blocks)
+ * and a redis-server, with `confirmations` 1 and then 12. Per scenario, both chains at once:
+ * - pipelined (today's design): 500 remove-liquidity jobs enqueued at once per chain, submitter concurrency 500;
+ * - one-at-a-time (the previous design, concurrency 1), measured in the same run on a few jobs (BENCH_BASELINE_JOBS).
+ * Prints per chain: transactions/s (completions between the first and the last completion: the steady rate
+ * once the pipeline is full), wall time, enqueue → broadcast and enqueue → confirmed p50/p99, nonce errors
+ * (log lines naming a used nonce), and the ratio to one-at-a-time. A swap is one transaction per chain, so
+ * "swaps/s carried" is the two chains' sum halved. Self-contained on purpose: bench/ must not import test/.
+ * Env: BENCH_JOBS (500), BENCH_BASELINE_JOBS (6), BENCH_CONFIRMATIONS ("1,12").
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { accessSync, constants } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { dirname, join } from "node:path";
-import { Queue, type Job } from "bullmq";
+import { PassThrough } from "node:stream";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { Queue, QueueEvents, type Job } from "bullmq";
 import { Contract, ContractFactory, JsonRpcProvider, NonceManager, Wallet, parseEther, toQuantity, type Signer } from "ethers";
 import { Redis } from "ioredis";
-import { startSubmitter } from "../services/submitter/start-submitter";
-import { loadArtifact, type NxtpArtifactName } from "../shared/chain/artifacts";
+import { startSubmitter, type RunningSubmitter } from "../services/submitter/start-submitter";
+import { packageArtifact, type NxtpContractName } from "../scripts/nxtp-package";
 import { loadConfig } from "../shared/config";
 import { createLogger } from "../shared/logging/create-logger";
-import { TX_JOB, TX_JOB_DEFAULTS, txJobId, txQueueName, type TxJobData, type TxJobResult } from "../shared/queues";
+import { TX_JOB, txJobId, txJobOptions, txQueueName, type TxJobData, type TxJobResult } from "../shared/queues";
 
-const CHAIN_ID = 1337;
+const CHAIN_IDS = [1337, 1338] as const;
 /** anvil's account 0 (public test key): deploys and funds. */
 const DEPLOYER_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
+const AMOUNT = 1000n;
+const NONCE_ERROR = /NONCE_TOO_LOW|nonce already used|NONCE_RETRIES_EXHAUSTED|NONCE_TAKEN/;
+
+interface ChainSetup {
+  readonly chainId: number;
+  readonly rpcUrl: string;
+  readonly tm: string;
+  readonly token: string;
+}
+
+interface ChainFigures {
+  readonly chainId: number;
+  readonly jobs: number;
+  readonly txPerSec: number;
+  readonly wallSec: number;
+  readonly broadcastP50: number;
+  readonly broadcastP99: number;
+  readonly confirmedP50: number;
+  readonly confirmedP99: number;
+}
 
 async function main(): Promise<void> {
-  const jobs = Number(process.argv[2] ?? process.env.BENCH_JOBS ?? 200);
-  if (!Number.isSafeInteger(jobs) || jobs < 1) {
-    throw new Error(`job count must be a positive integer, got ${process.argv[2]}`);
-  }
+  const jobs = positive(process.env.BENCH_JOBS, 500);
+  const baselineJobs = positive(process.env.BENCH_BASELINE_JOBS, 6);
+  const confirmations = (process.env.BENCH_CONFIRMATIONS ?? "1,12").split(",").map((c) => positive(c, 1));
   const children: ChildProcess[] = [];
   try {
-    const [redisPort, anvilPort] = [await freePort(), await freePort()];
+    const redisPort = await freePort();
     children.push(spawn(binary("redis-server", ["/usr/bin/redis-server"]), ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" }));
     const anvilBin = join(dirname(require.resolve("@foundry-rs/anvil-linux-amd64/package.json")), "bin", "anvil");
-    children.push(spawn(anvilBin, ["--host", "127.0.0.1", "--port", String(anvilPort), "--chain-id", String(CHAIN_ID), "--silent"], { stdio: "ignore" }));
+    const rpcUrls: string[] = [];
+    for (const chainId of CHAIN_IDS) {
+      const port = await freePort();
+      children.push(spawn(anvilBin, ["--host", "127.0.0.1", "--port", String(port), "--chain-id", String(chainId), "--block-time", "1", "--silent"], { stdio: "ignore" }));
+      rpcUrls.push(`http://127.0.0.1:${port}`);
+    }
     const redisUrl = `redis://127.0.0.1:${redisPort}`;
-    const rpcUrl = `http://127.0.0.1:${anvilPort}`;
     await waitUntil("redis", () => redisAnswers(redisUrl));
-    await waitUntil("anvil", () => fetch(rpcUrl, rpcBody("eth_chainId", [])).then((r) => r.ok, () => false));
-    await runBench({ jobs, redisUrl, rpcUrl });
+    for (const url of rpcUrls) {
+      await waitUntil("anvil", () => fetch(url, rpcBody("eth_chainId", [])).then((r) => r.ok, () => false));
+    }
+    const router = Wallet.createRandom();
+    const funding = BigInt(jobs + baselineJobs) * BigInt(confirmations.length) * AMOUNT;
+    const chains: ChainSetup[] = [];
+    for (const [i, chainId] of CHAIN_IDS.entries()) {
+      const provider = new JsonRpcProvider(rpcUrls[i], chainId, { staticNetwork: true, batchMaxCount: 1, cacheTimeout: -1 });
+      await provider.send("anvil_setBalance", [router.address, toQuantity(parseEther("100000"))]);
+      const deployed = await deployAndFund(new NonceManager(new Wallet(DEPLOYER_KEY, provider)), chainId, router.address, funding);
+      chains.push({ chainId, rpcUrl: rpcUrls[i], ...deployed });
+      // Not destroyed: ethers may still poll for a receipt it no longer needs; the process exits at the end.
+    }
+    process.stdout.write(`submitter bench: 2 anvil chains (1 s blocks), ${jobs} jobs in flight per chain; one-at-a-time on ${baselineJobs} jobs\n`);
+    for (const c of confirmations) {
+      const pipelined = await runScenario({ redisUrl, chains, mnemonic: router.mnemonic?.phrase ?? "", confirmations: c, jobs, concurrency: jobs });
+      const baseline = await runScenario({ redisUrl, chains, mnemonic: router.mnemonic?.phrase ?? "", confirmations: c, jobs: baselineJobs, concurrency: 1 });
+      printScenario(c, pipelined, baseline);
+    }
   } finally {
     children.forEach((c) => c.kill("SIGKILL"));
   }
 }
 
-async function runBench(p: { jobs: number; redisUrl: string; rpcUrl: string }): Promise<void> {
-  const provider = new JsonRpcProvider(p.rpcUrl, CHAIN_ID, { staticNetwork: true, batchMaxCount: 1, cacheTimeout: -1 });
-  const router = Wallet.createRandom();
-  const mnemonic = router.mnemonic?.phrase ?? "";
-  await provider.send("anvil_setBalance", [router.address, toQuantity(parseEther("1000"))]);
-  const { tm, token } = await deployAndFund(new NonceManager(new Wallet(DEPLOYER_KEY, provider)), router.address, BigInt(p.jobs) * 1000n);
+interface ScenarioResult {
+  readonly figures: readonly ChainFigures[];
+  readonly nonceErrors: number;
+  /** Event-loop delay of the process running both submitters (the lease TTL must stay well above the max). */
+  readonly loopDelayP99Ms: number;
+  readonly loopDelayMaxMs: number;
+}
+
+async function runScenario(p: { redisUrl: string; chains: readonly ChainSetup[]; mnemonic: string; confirmations: number; jobs: number; concurrency: number }): Promise<ScenarioResult> {
   const prefix = `bench${randomUUID().slice(0, 8)}`;
-  const { config } = loadConfig({
-    adminToken: "bench-admin-token-0123456789",
-    mnemonic,
-    redisUrl: p.redisUrl,
-    redisPrefix: prefix,
-    swapPools: [],
-    chainConfig: {
-      "1": { providers: [p.rpcUrl] },
-      [String(CHAIN_ID)]: { providers: [p.rpcUrl], transactionManagerAddress: tm, confirmations: 1 },
-    },
-  }, {});
-  const logger = createLogger({ level: "warn", service: "bench" });
-  const submitter = await startSubmitter({ config, logger, chainId: CHAIN_ID });
+  const chainConfig: Record<string, unknown> = { "1": { providers: [p.chains[0].rpcUrl] } };
+  for (const c of p.chains) {
+    chainConfig[String(c.chainId)] = { providers: [c.rpcUrl], transactionManagerAddress: c.tm, confirmations: p.confirmations, confirmationTimeoutMs: 60_000 };
+  }
+  const { config } = loadConfig({ adminToken: "bench-admin-token-0123456789", mnemonic: p.mnemonic, redisUrl: p.redisUrl, redisPrefix: prefix, swapPools: [], chainConfig }, {});
+  const logStream = new PassThrough();
+  let nonceErrors = 0;
+  logStream.on("data", (chunk: Buffer) => {
+    nonceErrors += chunk.toString("utf8").split("\n").filter((line) => NONCE_ERROR.test(line)).length;
+  });
+  const logger = createLogger({ level: "warn", service: "bench", stream: logStream });
   const url = new URL(p.redisUrl);
-  const queue = new Queue<TxJobData, TxJobResult>(txQueueName(CHAIN_ID), { connection: { host: url.hostname, port: Number(url.port) }, prefix });
+  const connection = { host: url.hostname, port: Number(url.port), maxRetriesPerRequest: null };
+  const submitters: RunningSubmitter[] = [];
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  loopDelay.enable();
+  const queues: Array<Queue<TxJobData, TxJobResult>> = [];
+  const events: QueueEvents[] = [];
   try {
-    const recipient = Wallet.createRandom().address;
-    const startedAtMs = Date.now();
-    const added = await queue.addBulk(Array.from({ length: p.jobs }, () => {
-      const requestId = randomUUID();
-      return {
-        name: TX_JOB.removeLiquidity,
-        data: { chainId: CHAIN_ID, assetId: token, amount: "1000", recipientAddress: recipient, requestId },
-        opts: { ...TX_JOB_DEFAULTS, jobId: txJobId(TX_JOB.removeLiquidity, requestId) },
-      };
+    for (const c of p.chains) {
+      submitters.push(await startSubmitter({ config, logger, chainId: c.chainId, options: { concurrency: p.concurrency, pollIntervalMs: 500 } }));
+    }
+    const figures = await Promise.all(p.chains.map(async (c) => {
+      const queue = new Queue<TxJobData, TxJobResult>(txQueueName(c.chainId), { connection, prefix });
+      const queueEvents = new QueueEvents(txQueueName(c.chainId), { connection, prefix });
+      queues.push(queue);
+      events.push(queueEvents);
+      const broadcastAtMs = new Map<string, number>();
+      queueEvents.on("progress", ({ jobId }) => {
+        if (!broadcastAtMs.has(jobId)) broadcastAtMs.set(jobId, Date.now());
+      });
+      await queueEvents.waitUntilReady();
+      const recipient = Wallet.createRandom().address;
+      const startedAtMs = Date.now();
+      const added = await queue.addBulk(Array.from({ length: p.jobs }, () => {
+        const requestId = randomUUID();
+        const jobId = txJobId(TX_JOB.removeLiquidity, requestId);
+        return {
+          name: TX_JOB.removeLiquidity,
+          data: { chainId: c.chainId, assetId: c.token, amount: AMOUNT.toString(), recipientAddress: recipient, requestId },
+          opts: txJobOptions(TX_JOB.removeLiquidity, jobId),
+        };
+      }));
+      await waitUntil(`chain ${c.chainId}: all jobs`, async () => {
+        const counts = await queue.getJobCounts("completed", "failed");
+        if (counts.failed > 0) throw new Error(`chain ${c.chainId}: ${counts.failed} job(s) failed`);
+        return counts.completed === p.jobs;
+      }, 30 * 60_000);
+      const done = await Promise.all(added.map((j) => queue.getJob(j.id ?? "")));
+      return figuresOf(c.chainId, done, broadcastAtMs, startedAtMs);
     }));
-    await waitUntil("all jobs", async () => {
-      const counts = await queue.getJobCounts("completed", "failed");
-      if (counts.failed > 0) throw new Error(`${counts.failed} job(s) failed`);
-      return counts.completed === p.jobs;
-    }, 30 * 60_000);
-    report(await Promise.all(added.map((j) => queue.getJob(j.id ?? ""))), startedAtMs);
+    loopDelay.disable();
+    return { figures, nonceErrors, loopDelayP99Ms: loopDelay.percentile(99) / 1e6, loopDelayMaxMs: loopDelay.max / 1e6 };
   } finally {
-    await submitter.stop();
-    await queue.close();
-    provider.destroy();
+    await Promise.all(submitters.map((s) => s.stop()));
+    await Promise.all(events.map((e) => e.close()));
+    await Promise.all(queues.map((q) => q.close()));
   }
 }
 
-function report(jobs: ReadonlyArray<Job<TxJobData, TxJobResult> | undefined>, startedAtMs: number): void {
+function figuresOf(chainId: number, jobs: ReadonlyArray<Job<TxJobData, TxJobResult> | undefined>, broadcastAtMs: ReadonlyMap<string, number>, startedAtMs: number): ChainFigures {
   const done = jobs.filter((j): j is Job<TxJobData, TxJobResult> => j?.finishedOn !== undefined);
-  const latencies = done.map((j) => (j.finishedOn ?? 0) - j.timestamp).sort((a, b) => a - b);
-  const lastMs = Math.max(...done.map((j) => j.finishedOn ?? 0));
-  const seconds = (lastMs - startedAtMs) / 1000;
-  const pct = (q: number): number => latencies[Math.min(latencies.length - 1, Math.ceil(q * latencies.length) - 1)];
-  process.stdout.write(
-    `jobs: ${done.length}\nwall: ${seconds.toFixed(2)} s\nthroughput: ${(done.length / seconds).toFixed(1)} tx/s\n` +
-      `latency (enqueue → completed): median ${pct(0.5)} ms, p95 ${pct(0.95)} ms, max ${latencies[latencies.length - 1]} ms\n`,
-  );
+  const finished = done.map((j) => j.finishedOn ?? 0).sort((a, b) => a - b);
+  const confirmed = done.map((j) => (j.finishedOn ?? 0) - j.timestamp).sort((a, b) => a - b);
+  const broadcast = done.map((j) => (broadcastAtMs.get(j.id ?? "") ?? j.finishedOn ?? 0) - j.timestamp).sort((a, b) => a - b);
+  const spanSec = (finished[finished.length - 1] - finished[0]) / 1000;
+  // A single job has no steady rate: fall back to one per its own latency.
+  const txPerSec = done.length > 1 && spanSec > 0 ? (done.length - 1) / spanSec : 1000 / confirmed[0];
+  return {
+    chainId,
+    jobs: done.length,
+    txPerSec,
+    wallSec: (finished[finished.length - 1] - startedAtMs) / 1000,
+    broadcastP50: pct(broadcast, 0.5),
+    broadcastP99: pct(broadcast, 0.99),
+    confirmedP50: pct(confirmed, 0.5),
+    confirmedP99: pct(confirmed, 0.99),
+  };
+}
+
+function printScenario(confirmations: number, pipelined: ScenarioResult, baseline: ScenarioResult): void {
+  const lines = [`\nconfirmations ${confirmations}`];
+  for (const [i, f] of pipelined.figures.entries()) {
+    const base = baseline.figures[i];
+    lines.push(
+      `  chain ${f.chainId}: ${f.txPerSec.toFixed(1)} tx/s (${f.jobs} jobs, wall ${f.wallSec.toFixed(1)} s); ` +
+        `enqueue→broadcast p50 ${f.broadcastP50} ms p99 ${f.broadcastP99} ms; enqueue→confirmed p50 ${f.confirmedP50} ms p99 ${f.confirmedP99} ms; ` +
+        `one-at-a-time ${base.txPerSec.toFixed(2)} tx/s (confirmed p50 ${base.confirmedP50} ms) → ×${(f.txPerSec / base.txPerSec).toFixed(1)}`,
+    );
+  }
+  const swaps = pipelined.figures.reduce((sum, f) => sum + f.txPerSec, 0) / 2;
+  const baseSwaps = baseline.figures.reduce((sum, f) => sum + f.txPerSec, 0) / 2;
+  lines.push(`  swaps/s carried (two chains): ${swaps.toFixed(1)} (one-at-a-time ${baseSwaps.toFixed(2)}); nonce errors: ${pipelined.nonceErrors} (one-at-a-time ${baseline.nonceErrors})`);
+  lines.push(`  event-loop delay with ${pipelined.figures[0]?.jobs ?? 0} jobs in flight per chain: p99 ${pipelined.loopDelayP99Ms.toFixed(0)} ms, max ${pipelined.loopDelayMaxMs.toFixed(0)} ms`);
+  process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+function pct(sorted: readonly number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
+}
+
+function positive(raw: string | undefined, fallback: number): number {
+  const value = raw === undefined || raw === "" ? fallback : Number(raw);
+  if (!Number.isSafeInteger(value) || value < 1) throw new Error(`expected a positive integer, got ${raw}`);
+  return value;
 }
 
 /** TransactionManager + TestERC20, the router approved and funded with `amount` TEST. */
-async function deployAndFund(deployer: Signer, router: string, amount: bigint): Promise<{ tm: string; token: string }> {
-  const deploy = async (name: NxtpArtifactName, args: unknown[]): Promise<Contract> => {
-    const { abi, bytecode } = loadArtifact(name);
+async function deployAndFund(deployer: Signer, chainId: number, router: string, amount: bigint): Promise<{ tm: string; token: string }> {
+  const deploy = async (name: NxtpContractName, args: unknown[]): Promise<Contract> => {
+    const { abi, bytecode } = packageArtifact(name);
     const c = await new ContractFactory(abi, bytecode, deployer).deploy(...args);
     await c.waitForDeployment();
     return new Contract(await c.getAddress(), abi, deployer);
@@ -112,7 +218,7 @@ async function deployAndFund(deployer: Signer, router: string, amount: bigint): 
   const send = async (c: Contract, fn: string, args: unknown[]): Promise<void> => {
     await (await c.getFunction(fn).send(...args)).wait();
   };
-  const tm = await deploy("TransactionManager", [CHAIN_ID]);
+  const tm = await deploy("TransactionManager", [chainId]);
   const token = await deploy("TestERC20", []);
   const [tmAddress, tokenAddress] = [await tm.getAddress(), await token.getAddress()];
   await send(tm, "addRouter", [router]);
@@ -168,7 +274,7 @@ async function waitUntil(what: string, probe: () => Promise<boolean>, timeoutMs 
   const deadline = Date.now() + timeoutMs;
   while (!(await probe())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 100));
   }
 }
 

@@ -1,3 +1,4 @@
+import { observeProviders, observeTxWorker } from "../../shared/metrics/observe-chain";
 import { runService } from "../../shared/process/run-service";
 import { readSubmitterEnv } from "./env";
 import { startSubmitter } from "./start-submitter";
@@ -5,8 +6,13 @@ import { startSubmitter } from "./start-submitter";
 /** One process per chain (env CHAIN_ID); see start-submitter.ts for what runs. */
 void runService({
   service: "submitter",
-  start: async ({ config, logger, env }) => {
+  start: async ({ config, logger, env, observe }) => {
     const { chainId, options } = readSubmitterEnv(env);
-    return startSubmitter({ config, logger, chainId, options });
+    const submitter = await startSubmitter({ config, logger, chainId, options });
+    if (observe) {
+      observeProviders(observe, chainId, submitter.provider);
+      observeTxWorker({ obs: observe, config, chainId, worker: submitter.worker, logger });
+    }
+    return submitter;
   },
 });

@@ -4,7 +4,7 @@ import { errorCode, errorMessage, isRetriable } from "../../shared/errors";
 import type { Logger } from "../../shared/logging/create-logger";
 import {
   TX_JOB,
-  TX_JOB_DEFAULTS,
+  txJobOptions,
   transferKey,
   txJobId,
   validateTxJobData,
@@ -27,7 +27,7 @@ import { prepareFulfillSender } from "./operations/fulfill-sender";
 import { preparePrepareReceiver } from "./operations/prepare-receiver";
 import { prepareRelayFulfill } from "./operations/relay-fulfill";
 import { prepareRemoveLiquidity } from "./operations/remove-liquidity";
-import { InvalidTxJobError, SubmitterShutdownError } from "./send/errors";
+import { InvalidTxJobError, SenderLeaseLostError, SubmitterShutdownError } from "./send/errors";
 import type { SendTrace } from "./send/send-context";
 import { sendJobTransaction } from "./send/send-transaction";
 import type { TxCall, TxNoop } from "./send/tx-record";
@@ -51,13 +51,18 @@ export function createTxProcessor(ctx: SubmitterContext): TxProcessor {
   return async (job, token) => {
     const startedAtMs = Date.now();
     const trace: SendTrace = {};
-    const logger = ctx.logger.child({ jobId: job.id, name: job.name });
+    // The admin API's request id (job data of remove-liquidity, cancel-sender, relay-fulfill) on every line of the job.
+    const requestId = (job.data as { requestId?: unknown }).requestId;
+    const logger = ctx.logger.child({ jobId: job.id, name: job.name, ...(typeof requestId === "string" ? { requestId } : {}) });
+    const liquidity = job.id ? ctx.liquidityInFlight?.forJob(job.id) : undefined;
     try {
-      const result = await runJob({ ...ctx, logger }, job, trace);
+      const result = await runJob({ ...ctx, logger, liquidity }, job, trace);
       logOutcome(logger, "completed", { ctx, trace, startedAtMs, noop: result.noop });
       return result;
     } catch (err) {
       throw await toBullMqError({ err, job, token, logger, ctx, trace, startedAtMs });
+    } finally {
+      liquidity?.release();
     }
   };
 }
@@ -94,6 +99,7 @@ async function runJob(ctx: SubmitterContext, job: TxJob, trace: SendTrace): Prom
       },
       trace,
       replayProtected: REPLAY_PROTECTED_JOBS.has(job.name),
+      onMined: () => ctx.liquidity?.release(),
     },
     () => prepareCall(ctx, job.name, job.data),
   );
@@ -140,9 +146,10 @@ interface FailureParams {
 async function toBullMqError(p: FailureParams): Promise<Error> {
   const { err, job, logger } = p;
   const code = errorCode(err);
-  if (err instanceof SubmitterShutdownError && p.token) {
+  if ((err instanceof SubmitterShutdownError || err instanceof SenderLeaseLostError) && p.token) {
     try {
-      // Back to the head of the queue for the next instance; a handover is not a failed attempt.
+      // Back to the head of the queue for the lease holder; a handover is not a failed attempt. After a lost
+      // lease the new holder usually took the job already (this move then fails: nothing more to do here).
       await job.moveToWait(p.token);
       logOutcome(logger, "handover", { ...p, code });
       return new WaitingError();
@@ -242,7 +249,7 @@ async function enqueueSenderRefund(ctx: SubmitterContext, data: PrepareReceiverJ
   const refund: CancelSenderJobData = { chainId: txData.sendingChainId, txData, reason: code, force: false };
   try {
     // An existing job under this id (any state) is kept as it is: BullMQ ignores the add.
-    await queue.add(TX_JOB.cancelSender, refund, { ...TX_JOB_DEFAULTS, jobId: refundJobId });
+    await queue.add(TX_JOB.cancelSender, refund, txJobOptions(TX_JOB.cancelSender, refundJobId));
     logger.info("receiving prepare refused with a cancellable reason: sender cancel enqueued", fields);
   } catch (enqueueErr) {
     logger.error("could not enqueue the sender cancel", { ...fields, error: errorMessage(enqueueErr) });

@@ -2,7 +2,7 @@ import { Queue, Worker } from "bullmq";
 import { getAddress } from "ethers";
 import { Redis } from "ioredis";
 import { createChainProvider, type ChainProvider, type ChainProviderOptions } from "../../shared/chain/chain-provider";
-import { getGasPrice } from "../../shared/chain/gas-price";
+import { cachedGasPrice, getGasPrice } from "../../shared/chain/gas-price";
 import type { RouterConfig } from "../../shared/config/types";
 import { errorMessage } from "../../shared/errors";
 import type { Logger } from "../../shared/logging/create-logger";
@@ -10,24 +10,42 @@ import { txQueueName, workerConnection, type TxJobData, type TxJobResult } from 
 import { createSigner } from "../../shared/signer/create-signer";
 import type { RouterSigner } from "../../shared/signer/router-signer";
 import { createChainHandles } from "./chain-handles";
+import { createLiquidityInFlight } from "./liquidity-in-flight";
 import type { SubmitterContext } from "./context";
 import { createTxProcessor } from "./processor";
 import { chainConfigFor } from "../../shared/process/process-env";
 import { throttledErrorLog } from "../../shared/logging/throttled-error-log";
 import { createNonceStore } from "./send/nonce-store";
 import { reconcileNonce } from "./send/reconcile-nonce";
+import { SenderLeaseLostError } from "./send/errors";
+import { createSendSlot } from "./send/send-slot";
 import { createTxRecordStore } from "./send/tx-record";
+import type { SendHooks } from "./send/send-context";
+import { createLeaseKeeper, type SenderRole } from "./lease/lease-keeper";
+import { startNonceGapTracker, type NonceGapTracker } from "./lease/nonce-gap-tracker";
+import { releaseOrphanedJobs } from "./lease/release-orphaned-jobs";
+import { createSenderLease, newOwnerId } from "./lease/sender-lease";
+import { settlesWithin } from "../../shared/process/timing";
 
 /**
- * lockDuration: a job stays active for as long as its transaction takes to be mined and confirmed (minutes),
- * which is fine: BullMQ renews the lock every lockDuration/2 while the event loop runs. The value bounds two
- * things: how long the job of a crashed instance stays locked before a standby can take it over (about
- * lockDuration + stalledInterval), and how long an event-loop stall may last before a second worker starts
- * the same job (the record's compare-and-set then stops one of them before it sends). Nothing in the
- * processor blocks the loop (signing and RPC are async), so BullMQ's 30 s default is kept.
+ * The sender lease (lease/sender-lease.ts) decides which instance sends; BullMQ's lock only guards against a
+ * second worker inside the holder. A new holder drops the previous holder's job locks at once
+ * (lease/release-orphaned-jobs.ts), so takeover waits for the lease TTL, not for lockDuration: the lock can
+ * stay long (BullMQ's 30 s default), and an event-loop stall shorter than that never makes BullMQ run a job
+ * twice. See docs/submitter.md for the measured numbers.
  */
 export const DEFAULT_LOCK_DURATION_MS = 30_000;
 export const DEFAULT_STALLED_INTERVAL_MS = 15_000;
+/**
+ * Jobs of the chain run at once in the lease holder (nonces are still handed out one at a time, in the send
+ * slot): each waits for its own mining and confirmations, so a slow prepare or a 12-confirmation wait no longer
+ * holds the queue. Bounded because each active job polls its receipts.
+ */
+export const DEFAULT_CONCURRENCY = 100;
+/** A new price at most this often per chain (about a block on most chains): not one lookup per transaction. */
+export const DEFAULT_GAS_PRICE_MAX_AGE_MS = 1_000;
+/** Takeover bound after a holder dies: a standby (or the restarted process) sends again within about this. */
+export const DEFAULT_LEASE_TTL_MS = 1_000;
 /**
  * BullMQ fails a job stalled more than maxStalledCount times (default 1). A stalled submitter job is one whose
  * process died mid-wait, with a transaction possibly in flight; failing it would hide a live transaction, and
@@ -46,6 +64,16 @@ export interface SubmitterOptions {
   readonly stalledIntervalMs?: number;
   readonly maxStalledCount?: number;
   readonly closeTimeoutMs?: number;
+  /** Jobs processed at once by the lease holder; DEFAULT_CONCURRENCY by default. */
+  readonly concurrency?: number;
+  /** Sender lease TTL (renewed every quarter of it); DEFAULT_LEASE_TTL_MS by default. */
+  readonly leaseTtlMs?: number;
+  /** Gas price cache lifetime; DEFAULT_GAS_PRICE_MAX_AGE_MS by default. */
+  readonly gasPriceMaxAgeMs?: number;
+  /** A nonce gap open this long is filled; the chain's confirmationTimeoutMs by default. */
+  readonly nonceGapBoundMs?: number;
+  /** Crash points for fault tests (test/fault); never set in production. */
+  readonly hooks?: SendHooks;
   /** The config's signer (mnemonic or remote) by default. */
   readonly signer?: RouterSigner;
   readonly providerOptions?: Pick<ChainProviderOptions, "maxLagBlocks" | "headRefreshMs" | "requestTimeoutMs">;
@@ -62,14 +90,21 @@ export interface RunningSubmitter {
   readonly worker: Worker<TxJobData, TxJobResult, string>;
   readonly signerAddress: string;
   readonly provider: ChainProvider;
-  /** Hands the active job back to the queue, then closes; idempotent. */
+  /** This process's identity in the sender lease and in the records it writes. */
+  readonly ownerId: string;
+  /** "sender" while this process holds the chain's sender lease, else "standby". */
+  role(): SenderRole;
+  /** True once the first lease decision is made and, as sender, what it owns has been taken back. */
+  isReady(): boolean;
+  /** Hands the active job back to the queue, drops the lease, then closes; idempotent. */
   stop(): Promise<void>;
 }
 
 /**
- * Everything one submitter process runs for its chain: providers, signer, Redis stores, the nonce reconcile,
- * and a BullMQ Worker with concurrency 1 on a queue whose global concurrency is 1, so further instances of
- * the same chain are hot standbys, never a second nonce sequence. main.ts and the tests both start it here.
+ * Everything one submitter process runs for its chain: providers, signer, Redis stores, the sender lease and,
+ * while this process holds it, the nonce reconcile, the nonce-gap tracker and a BullMQ Worker running many jobs
+ * at once, whose fresh nonces go through one send slot. Other instances of the chain are hot standbys polling
+ * the lease, never a second nonce sequence. main.ts and the tests both start it here (docs/submitter.md).
  */
 export async function startSubmitter(params: StartSubmitterParams): Promise<RunningSubmitter> {
   const { config, chainId } = params;
@@ -84,10 +119,13 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
   const queueName = txQueueName(chainId);
   const queue = new Queue(queueName, { connection: workerConnection(config.redisUrl), prefix: config.redisPrefix });
   queue.on("error", throttledErrorLog(logger, "queue error", { at: "submitter.queue" }));
-  const records = createTxRecordStore({ redis, prefix: config.redisPrefix, chainId });
-  const nonces = createNonceStore({ redis, prefix: config.redisPrefix, chainId, signerAddress: from, provider });
+  const ownerId = newOwnerId();
+  const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
+  const leaseTtlMs = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
+  const lease = createSenderLease({ redis, prefix: config.redisPrefix, chainId, signerAddress: from, ownerId, ttlMs: leaseTtlMs });
+  const records = createTxRecordStore({ redis, prefix: config.redisPrefix, chainId, fence: lease.current });
+  const nonces = createNonceStore({ redis, prefix: config.redisPrefix, chainId, signerAddress: from, provider, fence: lease.current });
   const handles = createChainHandles({ config, chainId, ownProvider: provider, ownQueue: queue, logger, providerOptions: options.providerOptions });
-  const abort = new AbortController();
   // Bounded: with Redis unreachable, QUIT and Queue.close() wait for a reconnect that may never come.
   const closeResources = async (): Promise<void> => {
     await settlesWithin(handles.close().catch(() => undefined), RESOURCE_CLOSE_TIMEOUT_MS);
@@ -101,11 +139,7 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
   };
 
   try {
-    await queue.setGlobalConcurrency(1);
-    await reconcileNonce({ nonces, records, queue, logger }).catch((err: unknown) => {
-      // Allocation still takes max(stored, chain pending), so a skipped reconcile can leave a gap, never a reuse.
-      logger.error("nonce reconcile failed; continuing", { at: "submitter.nonce", error: errorMessage(err) });
-    });
+    await queue.setGlobalConcurrency(concurrency);
   } catch (err) {
     await closeResources();
     throw err;
@@ -120,10 +154,17 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
     signer,
     records,
     nonces,
-    gasPrice: () => getGasPrice(chain, { provider, logger }),
+    gasPrice: cachedGasPrice(() => getGasPrice(chain, { provider, logger }), options.gasPriceMaxAgeMs ?? DEFAULT_GAS_PRICE_MAX_AGE_MS),
     logger,
     pollIntervalMs: options.pollIntervalMs ?? Math.min(1000, Math.floor(chain.confirmationTimeoutMs / 10)),
-    signal: abort.signal,
+    // The current sender term's signal, read when a job starts (the processor copies the context per job).
+    get signal() {
+      return keeper.signal();
+    },
+    lease,
+    sendSlot: createSendSlot(),
+    liquidityInFlight: createLiquidityInFlight(),
+    hooks: options.hooks,
     readProvider: handles.readProvider,
     txQueue: handles.txQueue,
     redis,
@@ -131,23 +172,61 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
   const worker = new Worker<TxJobData, TxJobResult, string>(queueName, createTxProcessor(ctx), {
     connection: workerConnection(config.redisUrl),
     prefix: config.redisPrefix,
-    concurrency: 1,
+    concurrency,
+    // Runs only while this process holds the sender lease (the keeper resumes and pauses it).
+    autorun: false,
     lockDuration: options.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS,
     stalledInterval: options.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS,
     maxStalledCount: options.maxStalledCount ?? DEFAULT_MAX_STALLED_COUNT,
   });
   attachWorkerListeners(worker, logger);
-  logger.info("submitter started", { at: "submitter.start", queue: queueName, signerAddress: from, pollIntervalMs: ctx.pollIntervalMs });
+  const gapBoundMs = options.nonceGapBoundMs ?? chain.confirmationTimeoutMs;
+  let gapTracker: NonceGapTracker | undefined;
+  const keeper = createLeaseKeeper({
+    lease,
+    logger,
+    intervalMs: Math.max(50, Math.floor(leaseTtlMs / 4)),
+    onBegin: async (fence, signal) => {
+      await reconcileNonce({ nonces, records, queue, logger }).catch((err: unknown) => {
+        // Allocation still takes max(stored, chain pending), so a skipped reconcile can leave a gap, never a reuse.
+        logger.error("nonce reconcile failed; continuing", { at: "submitter.nonce", error: errorMessage(err) });
+      });
+      // Never sign at a nonce any record already holds a transaction at (a previous holder's job may resume it).
+      nonces.setFloor((await records.maxIndexedNonce(from)) + 1);
+      const released = await releaseOrphanedJobs(redis, queue, fence);
+      if (released < 0) {
+        throw new SenderLeaseLostError("the sender lease changed hands while this term began", { leaseTerm: fence.token });
+      }
+      if (released > 0) {
+        logger.warn("took over the previous sender's active jobs: they resume from their records", { at: "submitter.lease", jobs: released });
+      }
+      await worker.resume();
+      gapTracker = startNonceGapTracker(ctx, { boundMs: gapBoundMs, intervalMs: Math.min(1000, Math.max(50, Math.floor(gapBoundMs / 4))), signal });
+    },
+    onEnd: async () => {
+      gapTracker?.stop();
+      await worker.pause();
+    },
+  });
+  logger.info("submitter started", { at: "submitter.start", queue: queueName, signerAddress: from, ownerId, leaseTtlMs, pollIntervalMs: ctx.pollIntervalMs });
+  try {
+    await keeper.start();
+  } catch (err) {
+    await worker.close().catch(() => undefined);
+    await closeResources();
+    throw err;
+  }
 
-  const stop = createStop({ worker, abort, closeResources, logger, closeTimeoutMs: options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS });
-  return { worker, signerAddress: from, provider, stop };
+  const stop = createStop({ worker, keeper, onHalt: () => gapTracker?.stop(), closeResources, logger, closeTimeoutMs: options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS });
+  return { worker, signerAddress: from, provider, ownerId, role: keeper.role, isReady: keeper.isReady, stop };
 }
 
 
-/** Idempotent: the active job hands itself back (abort), the worker closes within a bound, then the rest. */
+/** Idempotent: the active job hands itself back (abort), the worker closes within a bound, the lease is dropped, then the rest. */
 function createStop(p: {
   worker: Worker<TxJobData, TxJobResult, string>;
-  abort: AbortController;
+  keeper: { halt(): void; release(): Promise<void> };
+  onHalt: () => void;
   closeResources: () => Promise<void>;
   logger: Logger;
   closeTimeoutMs: number;
@@ -155,13 +234,16 @@ function createStop(p: {
   let stopping: Promise<void> | undefined;
   return () => {
     stopping ??= (async () => {
-      p.abort.abort();
+      p.keeper.halt();
+      p.onHalt();
       if (!(await settlesWithin(p.worker.close(), p.closeTimeoutMs))) {
         // close(true) is a no-op once close() has started (BullMQ 6.7 returns the pending promise); dropping
         // the connections instead lets the stuck job's lock lapse so a standby takes it over.
         p.logger.warn("worker did not close in time; disconnecting", { at: "submitter.stop" });
         await p.worker.disconnect().catch(() => undefined);
       }
+      // After the worker: the handed-back job is picked up by the standby that takes the dropped lease.
+      await settlesWithin(p.keeper.release().catch(() => undefined), RESOURCE_CLOSE_TIMEOUT_MS);
       await p.closeResources();
     })();
     return stopping;
@@ -180,15 +262,3 @@ function attachWorkerListeners(worker: Worker<TxJobData, TxJobResult, string>, l
   });
 }
 
-
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([promise.then(() => true), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}

@@ -95,3 +95,26 @@ function isGwei(value: unknown): value is number {
 function gweiToWei(gwei: number): bigint {
   return parseUnits(gwei.toFixed(9), "gwei");
 }
+
+/**
+ * One price per chain per `maxAgeMs` instead of a station or RPC round trip per transaction: concurrent callers
+ * share the refresh in flight, and a failed refresh is not cached (the next caller tries again).
+ */
+export function cachedGasPrice(load: () => Promise<Fee>, maxAgeMs: number, now: () => number = Date.now): () => Promise<Fee> {
+  let cached: { fee: Fee; atMs: number } | undefined;
+  let inFlight: Promise<Fee> | undefined;
+  return () => {
+    if (cached && now() - cached.atMs < maxAgeMs) {
+      return Promise.resolve(cached.fee);
+    }
+    inFlight ??= load()
+      .then((fee) => {
+        cached = { fee, atMs: now() };
+        return fee;
+      })
+      .finally(() => {
+        inFlight = undefined;
+      });
+    return inFlight;
+  };
+}

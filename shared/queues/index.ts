@@ -2,3 +2,4 @@ export * from "./names";
 export * from "./jobs";
 export * from "./connection";
 export * from "./keys";
+export * from "./priority";

@@ -47,7 +47,11 @@ export function gasBalanceKey(prefix: string, chainId: number): string {
   return routerKey(prefix, "gas", chainId);
 }
 
-/** The poller's log cursor: the last block whose TransactionManager logs are stored. */
+/**
+ * The poller's log cursor: the last block whose TransactionManager logs are stored, as JSON
+ * `{block, hash, checkpoints: [{block, hash}], updatedAtMs}` (services/poller/sources/log-cursor.ts; a bare
+ * block number written by earlier versions is still read). The hashes let the poller detect a re-org or reset.
+ */
 export function pollerCursorKey(prefix: string, chainId: number): string {
   return routerKey(prefix, "cursor", chainId);
 }
@@ -112,4 +116,27 @@ export function heartbeatKey(prefix: string, processId: string): string {
 /** Hash of every process that ever wrote a heartbeat (field: processId, value: its last heartbeat JSON). */
 export function heartbeatsKey(prefix: string): string {
   return routerKey(prefix, "heartbeats");
+}
+
+/**
+ * The sender lease of one (chain, signer): `<token>|<ownerId>` with a short TTL, renewed by its holder's
+ * heartbeat. Only the holder assigns nonces and broadcasts; every write of a send record or of the nonce
+ * store checks this value atomically (a fencing token), so a paused old holder that wakes up writes nothing.
+ */
+export function senderLeaseKey(prefix: string, chainId: number, signerAddress: string): string {
+  return routerKey(prefix, "sender-lease", chainId, signerAddress);
+}
+
+/** The lease's fencing-token counter: never expires, so a token is never handed out twice. */
+export function senderLeaseTokenKey(prefix: string, chainId: number, signerAddress: string): string {
+  return routerKey(prefix, "sender-lease-token", chainId, signerAddress);
+}
+
+/**
+ * Which job holds each nonce of one (chain, signer): a hash nonce → job id, written with every send record that
+ * has an attempt at that nonce. The sender's nonce-gap filler reads it to rebroadcast the stored transaction of
+ * a missing nonce, even one whose job has failed or was removed; entries below the chain's count are pruned.
+ */
+export function nonceJobsKey(prefix: string, chainId: number, signerAddress: string): string {
+  return routerKey(prefix, "nonce-jobs", chainId, signerAddress);
 }

@@ -13,13 +13,8 @@ import {
   increaseTime, isCompleted, latestTimestamp, routerLiquidity, senderOf, startBlockClock, tokenBalance, transferEvents, userCancelReceiver,
   userFulfill, userPrepare, waitForEvent, type PrepareParams, type UserTransfer,
 } from "./e2e-user";
+import { sleep } from "../../shared/process/timing";
 
-/**
- * End to end: the router's real processes (pollers and submitters of 1337 and 1338, the admin API as a child
- * process) run together against redis and three anvil chains. The test acts only as the user and reads only
- * the chains (plus the queues' job ids): it never enqueues anything.
- */
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const anotherKey = createMnemonicSigner(ANVIL_MNEMONIC); // anvil account 0: not the router signer
 const jobId = (name: TxJobName, t: UserTransfer): string => txJobId(name, t.key);
 const preparedCount = async (t: UserTransfer, chain: E2eStack["receiving"]): Promise<number> =>

@@ -3,6 +3,7 @@ import { Socket } from "node:net";
 import { findBinary, isExecutable, type FindBinaryOptions } from "../../scripts/local/binaries";
 import { tcpExchange } from "../../scripts/local/probes";
 import { getFreePort } from "./free-port";
+import { settlesWithin, sleep } from "../../shared/process/timing";
 
 // Moved to scripts/local (npm run local uses them too); re-exported for the tests' imports.
 export { findBinary, tcpExchange, type FindBinaryOptions };
@@ -180,19 +181,6 @@ export function spawnManaged(opts: SpawnManagedOptions): ManagedProcess {
   };
 }
 
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([promise.then(() => true), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);

@@ -503,7 +503,7 @@ describe("POST /remove-liquidity with a real queue", () => {
 
     const second = await post(`${app.baseUrl}/remove-liquidity`, removeBody(), "e2e-retry");
     expect(expectErrorBody(second, 504, "broadcast_timeout").jobId).toBe(jobId);
-    const counts = await queue.getJobCounts("waiting", "active", "delayed", "completed", "failed");
+    const counts = await queue.getJobCounts("waiting", "prioritized", "active", "delayed", "completed", "failed");
     expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(1);
 
     // Once a submitter picks the job up, the same request id answers with its hash (no second job).
@@ -513,7 +513,7 @@ describe("POST /remove-liquidity with a real queue", () => {
     const third = await post(`${app.baseUrl}/remove-liquidity`, removeBody(), "e2e-retry");
     expect(third.status).toBe(200);
     expect(third.json()).toEqual({ transactionHash: TX_HASH });
-    expect((await queue.getJobs(["completed", "waiting", "active", "delayed", "failed"])).length).toBe(1);
+    expect((await queue.getJobs(["completed", "waiting", "prioritized", "active", "delayed", "failed"])).length).toBe(1);
   });
 
   it("refuses a reused request id with a different body with 409 request_id_conflict", async () => {

@@ -14,11 +14,11 @@ import {
   userPrepare, type PollerStack, type Queues, type UserPrepareParams, type UserPrepared,
 } from "./poller-fixture";
 import { captureLogs, uniquePrefix, waitFor, type CapturedLogger } from "./submitter-fixture";
+import { sleep } from "../../shared/process/timing";
 
 /** Pollers of both chains in-process (startPoller, as main.ts runs them) against two anvil chains + redis. */
 
 const USER = 5;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** The receiving side's TransactionData as the router prepares it for `p`. */
 function receiverTxData(s: PollerStack, p: UserPrepared, preparedBlockNumber: number): Record<string, unknown> {

@@ -41,7 +41,7 @@ describe("remove-liquidity is idempotent by content", () => {
       logger: captureLogs().logger,
     });
   const jobCount = async (): Promise<number> =>
-    Object.values(await queue.getJobCounts("waiting", "active", "delayed", "completed", "failed")).reduce((a, b) => a + b, 0);
+    Object.values(await queue.getJobCounts("waiting", "prioritized", "active", "delayed", "completed", "failed")).reduce((a, b) => a + b, 0);
   const startWorker = (fail = false): Worker =>
     new Worker(txQueueName(CHAIN_ID), async (job) => {
       if (fail) throw new UnrecoverableError("RPC_ERROR: refused");

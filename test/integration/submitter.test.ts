@@ -1,7 +1,7 @@
 import { Wallet, ZeroAddress } from "ethers";
 import { startSubmitter, type RunningSubmitter, type SubmitterOptions } from "../../services/submitter/start-submitter";
 import type { RouterConfig } from "../../shared/config/types";
-import { isTxJobProgress } from "../../shared/queues";
+import { TX_JOB, isTxJobProgress, txJobId, txJobOptions, type TxJobData } from "../../shared/queues";
 import { TxRecordConflictError } from "../../services/submitter/send/errors";
 import { createTxRecordStore, newTxRecord } from "../../services/submitter/send/tx-record";
 import { liveChildPids } from "../harness/child-process";
@@ -281,6 +281,23 @@ describe("submitter (in-process)", () => {
     await (await start(config, reset)).stop();
     await expect(redis.get(key)).resolves.toBe(String(pending));
     expect(reset.lines()).toContainEqual(expect.objectContaining({ level: "warn", at: "submitter.nonce", stored: pending + 3, pending }));
+  });
+
+  it("runs claims (fulfill-sender) before an admin job enqueued earlier: producers' priorities", async () => {
+    const config = await setUp();
+    const admin = await client.queue.add(TX_JOB.removeLiquidity,
+      { chainId: CHAIN_ID, assetId: s.chain.deployment.token, amount: "3", recipientAddress: s.routerRecipient, requestId: "prio-admin" },
+      txJobOptions(TX_JOB.removeLiquidity, txJobId(TX_JOB.removeLiquidity, "prio-admin")));
+    // Invalid data on purpose: the claim fails at once (INVALID_JOB), which is enough to see when it ran.
+    const claim = await client.queue.add(TX_JOB.fulfillSender, { chainId: CHAIN_ID } as unknown as TxJobData,
+      txJobOptions(TX_JOB.fulfillSender, txJobId(TX_JOB.fulfillSender, "prio-claim")));
+    const submitter = await startSubmitter({ config, logger: captureLogs().logger, chainId: CHAIN_ID, options: { ...FAST, concurrency: 1 } });
+    running.push(submitter);
+    await admin.waitUntilFinished(client.events, 30_000);
+    const [adminRun, claimRun] = await Promise.all([client.queue.getJob(admin.id ?? ""), client.queue.getJob(claim.id ?? "")]);
+    expect(claimRun?.failedReason).toMatch(/^INVALID_JOB/);
+    expect(claimRun?.processedOn).toBeLessThanOrEqual(adminRun?.processedOn ?? 0);
+    expect(claimRun?.finishedOn).toBeLessThanOrEqual(adminRun?.processedOn ?? 0);
   });
 });
 

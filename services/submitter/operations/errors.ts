@@ -179,6 +179,15 @@ export class ReceiverUnverifiableError extends RetryLaterError {
   readonly code = "RECEIVER_UNVERIFIABLE";
 }
 
+/**
+ * The router's unlocked liquidity covers the receiving amount only if the prepares this process has in flight
+ * (not mined yet) are ignored: parked briefly, not refused; once they are mined the chain's balance decides
+ * (services/submitter/liquidity-in-flight.ts).
+ */
+export class LiquidityInFlightError extends RetryLaterError {
+  readonly code = "LIQUIDITY_IN_FLIGHT";
+}
+
 /** Receiver cancel before the receiving expiry: only the user may cancel then (#C:022); parked until expiry. */
 export class ReceiverNotExpiredError extends RetryLaterError {
   readonly code = "RECEIVER_NOT_EXPIRED";

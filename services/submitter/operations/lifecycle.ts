@@ -27,6 +27,7 @@ import {
   TransferMismatchError,
 } from "./errors";
 import { GAS_LIMIT_HEADROOM_PERCENT } from "./remove-liquidity";
+import type { JobLiquidity } from "../liquidity-in-flight";
 
 /** What the lifecycle operations need from the submitter process; SubmitterContext satisfies it. */
 export interface LifecycleContext {
@@ -45,6 +46,8 @@ export interface LifecycleContext {
   readonly txQueue: (chainId: number) => Queue | undefined;
   /** Plain Redis connection, for other chains' transaction records and the transfer decision (shared/queues/transfer-decision.ts). */
   readonly redis: Pick<Redis, "hget" | "get" | "eval" | "exists">;
+  /** This job's view of the liquidity other concurrent jobs hold (absent outside a submitter: no holds). */
+  readonly liquidity?: JobLiquidity;
 }
 
 /** `invariant.router` of our transfers: the Router contract in router-contract mode, else the signer. */

@@ -7,6 +7,7 @@ import { claimTransferDecision, findSenderCancelIntent } from "../../../shared/q
 import type { TxCall, TxNoop } from "../send/tx-record";
 import {
   ChainNotConfiguredError,
+  LiquidityInFlightError,
   NotEnoughLiquidityError,
   SenderCancelDecidedError,
   SenderCompletedError,
@@ -207,4 +208,16 @@ async function assertLiquidity(ctx: LifecycleContext, verified: VerifySenderPrep
       },
     );
   }
+  const heldByOthers = ctx.liquidity?.heldByOthers(assetId) ?? 0n;
+  if (balance - heldByOthers < verified.receiverAmount) {
+    throw new LiquidityInFlightError(
+      `unlocked liquidity ${balance.toString()} covers the receiving amount only without ${heldByOthers.toString()} held by prepares in flight`,
+      Date.now() + LIQUIDITY_IN_FLIGHT_RETRY_MS,
+      { transactionId: verified.invariant.transactionId, assetId, balance: balance.toString(), heldByOthers: heldByOthers.toString() },
+    );
+  }
+  ctx.liquidity?.hold(assetId, verified.receiverAmount);
 }
+
+/** A prepare in flight is mined within a few blocks; look again soon. */
+const LIQUIDITY_IN_FLIGHT_RETRY_MS = 2_000;

@@ -4,10 +4,11 @@ import { errorCode, errorMessage } from "../../../shared/errors";
 import { feeToJson, type Fee } from "../../../shared/protocol/gas";
 import type { UnsignedTransaction } from "../../../shared/signer/router-signer";
 import { confirmNonceTaken, nonceTakenUnconfirmed } from "./confirm-nonce-taken";
-import { NonceRetriesExhaustedError } from "./errors";
+import { NonceRetriesExhaustedError, SenderLeaseLostError } from "./errors";
 import type { SendContext, SendJob } from "./send-context";
 import { throwIfShuttingDown } from "./timing";
 import type { TxAttempt, TxCall, TxRecord } from "./tx-record";
+import { routerMetrics } from "../../../shared/metrics/router-metrics";
 
 /** A node that keeps answering "nonce too low" for fresh nonces means someone else is sending: stop and retry later. */
 export const MAX_FRESH_NONCE_TRIES = 5;
@@ -21,6 +22,7 @@ export async function persistNewAttempt(
   record: TxRecord,
   params: { nonce: number; fee: Fee; bumps: number },
 ): Promise<{ record: TxRecord; attempt: TxAttempt }> {
+  await ctx.hooks?.at("before-persist", { jobId: record.jobId, nonce: params.nonce });
   const raw = await ctx.signer.signTransaction(unsignedTx(ctx.chainId, record.call, params.nonce, params.fee));
   const attempt: TxAttempt = {
     hash: keccak256(raw),
@@ -43,7 +45,10 @@ export async function persistNewAttempt(
 
 /** Sends one persisted attempt; on success advances the stored nonce and reports the broadcast. */
 export async function broadcastAttempt(ctx: SendContext, job: SendJob, attempt: TxAttempt): Promise<void> {
+  // A holder paused past its lease (SIGSTOP, a long GC) must not send, even the persisted bytes.
+  ctx.lease?.assertHeld();
   const result = await ctx.provider.broadcast(attempt.raw);
+  await ctx.hooks?.at("after-broadcast", { jobId: job.jobId, nonce: attempt.nonce });
   await ctx.nonces.advanceTo(attempt.nonce + 1);
   job.trace.nonce = attempt.nonce;
   job.trace.transactionHash = attempt.hash;
@@ -85,42 +90,56 @@ export async function submitWithFreshNonce(ctx: SendContext, job: SendJob, recor
   let current = record;
   for (let tries = 1; tries <= MAX_FRESH_NONCE_TRIES; tries += 1) {
     throwIfShuttingDown(ctx.signal);
-    const allocation = await ctx.nonces.allocate(atLeast);
-    const fee = await ctx.gasPrice();
-    const persisted = await persistNewAttempt(ctx, current, { nonce: allocation.nonce, fee, bumps: 0 });
-    current = persisted.record;
-    job.trace.bumps = 0;
-    try {
-      await broadcastAttempt(ctx, job, persisted.attempt);
+    const sent = await (ctx.sendSlot ?? runAlone)(async () => {
+      const allocation = await ctx.nonces.allocate(atLeast);
+      const fee = await ctx.gasPrice();
+      const persisted = await persistNewAttempt(ctx, current, { nonce: allocation.nonce, fee, bumps: 0 });
+      ctx.nonces.reserve(allocation.nonce);
+      current = persisted.record;
+      job.trace.bumps = 0;
+      await ctx.hooks?.at("after-persist", { jobId: job.jobId, nonce: allocation.nonce });
+      try {
+        await broadcastAttempt(ctx, job, persisted.attempt);
+        return { allocation };
+      } catch (err) {
+        return { allocation, err };
+      }
+    });
+    const { allocation } = sent;
+    if (!("err" in sent)) {
+      routerMetrics().txSent.inc({ chain: String(ctx.chainId), operation: job.jobName });
       return current;
-    } catch (err) {
-      const chainError = toChainError(err);
-      current = await recordError(ctx, current, chainError);
-      if (chainError instanceof InsufficientFundsError) {
-        ctx.logger.error("the signer cannot pay for the transaction: top up its gas balance; the job is held and retried", {
-          at: "submitter.send", alert: true, nonce: allocation.nonce, from: ctx.from, code: chainError.code,
-        });
-      }
-      if (!(chainError instanceof NonceTooLowError)) {
-        throw chainError;
-      }
-      if (!job.replayProtected) {
-        const proof = await confirmNonceTaken(ctx, current);
-        if (proof.kind === "mined") {
-          ctx.logger.warn("nonce reported used, and it is the job's own transaction: waiting for it", {
-            at: "submitter.send", nonce: allocation.nonce, transactionHash: proof.receipt.hash,
-          });
-          return current;
-        }
-        if (proof.kind === "unconfirmed") {
-          throw nonceTakenUnconfirmed(ctx, current, proof.witnesses, proof.providers);
-        }
-      }
-      ctx.logger.warn("nonce already used on chain: rebuilding at the next nonce", {
-        at: "submitter.send", nonce: allocation.nonce, stored: allocation.stored, pending: allocation.pending, tries,
-      });
-      atLeast = allocation.nonce + 1;
     }
+    const { err } = sent;
+    if (err instanceof SenderLeaseLostError) {
+      throw err;
+    }
+    const chainError = toChainError(err);
+    current = await recordError(ctx, current, chainError);
+    if (chainError instanceof InsufficientFundsError) {
+      ctx.logger.error("the signer cannot pay for the transaction: top up its gas balance; the job is held and retried", {
+        at: "submitter.send", alert: true, nonce: allocation.nonce, from: ctx.from, code: chainError.code,
+      });
+    }
+    if (!(chainError instanceof NonceTooLowError)) {
+      throw chainError;
+    }
+    if (!job.replayProtected) {
+      const proof = await confirmNonceTaken(ctx, current);
+      if (proof.kind === "mined") {
+        ctx.logger.warn("nonce reported used, and it is the job's own transaction: waiting for it", {
+          at: "submitter.send", nonce: allocation.nonce, transactionHash: proof.receipt.hash,
+        });
+        return current;
+      }
+      if (proof.kind === "unconfirmed") {
+        throw nonceTakenUnconfirmed(ctx, current, proof.witnesses, proof.providers);
+      }
+    }
+    ctx.logger.warn("nonce already used on chain: rebuilding at the next nonce", {
+      at: "submitter.send", nonce: allocation.nonce, stored: allocation.stored, pending: allocation.pending, tries,
+    });
+    atLeast = allocation.nonce + 1;
   }
   throw new NonceRetriesExhaustedError(`${MAX_FRESH_NONCE_TRIES} fresh nonces were all taken on chain ${ctx.chainId}`, {
     chainId: ctx.chainId,
@@ -145,6 +164,9 @@ export async function rebroadcastLatest(
   try {
     await broadcastAttempt(ctx, job, latest);
   } catch (err) {
+    if (err instanceof SenderLeaseLostError) {
+      throw err;
+    }
     const chainError = toChainError(err);
     ctx.logger.info("rebroadcast refused", { at: "submitter.send", transactionHash: latest.hash, code: chainError.code });
     if (rethrow(chainError)) {
@@ -152,6 +174,8 @@ export async function rebroadcastLatest(
     }
   }
 }
+
+const runAlone = <T>(fn: () => Promise<T>): Promise<T> => fn();
 
 function unsignedTx(chainId: number, call: TxCall, nonce: number, fee: Fee): UnsignedTransaction {
   const common = { chainId, nonce, to: call.to, data: call.data, value: BigInt(call.value), gasLimit: BigInt(call.gasLimit) };

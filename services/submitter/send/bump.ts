@@ -2,7 +2,9 @@ import { InsufficientFundsError, toChainError } from "../../../shared/chain/erro
 import { bumpFee, feeFromJson, feeToJson, isAtCeiling, sameFee, type Fee } from "../../../shared/protocol/gas";
 import { broadcastAttempt, persistNewAttempt, rebroadcastLatest, recordError } from "./attempts";
 import type { SendContext, SendJob } from "./send-context";
+import { SenderLeaseLostError } from "./errors";
 import { latestAttempt, type TxRecord } from "./tx-record";
+import { routerMetrics } from "../../../shared/metrics/router-metrics";
 
 /**
  * Called when the newest attempt has waited `confirmationTimeoutMs` without a receipt. Replaces it at the
@@ -42,8 +44,10 @@ async function bump(ctx: SendContext, job: SendJob, record: TxRecord, fee: Fee):
   const replaced = latestAttempt(record);
   const { record: saved, attempt } = await persistNewAttempt(ctx, record, { nonce: record.nonce, fee, bumps: record.bumps + 1 });
   job.trace.bumps = saved.bumps;
+  await ctx.hooks?.at("bump-persisted", { jobId: job.jobId, nonce: attempt.nonce });
   try {
     await broadcastAttempt(ctx, job, attempt);
+    routerMetrics().txReplaced.inc({ chain: String(ctx.chainId), operation: job.jobName });
     ctx.logger.info("fee bumped", {
       at: "submitter.bump",
       transactionHash: attempt.hash,
@@ -54,6 +58,9 @@ async function bump(ctx: SendContext, job: SendJob, record: TxRecord, fee: Fee):
     });
     return saved;
   } catch (err) {
+    if (err instanceof SenderLeaseLostError) {
+      throw err;
+    }
     const chainError = toChainError(err);
     if (chainError instanceof InsufficientFundsError) {
       ctx.logger.error("the signer cannot pay for a fee bump: bumping stopped, waiting for what was sent; top up the signer", {

@@ -1,10 +1,12 @@
 import type { Redis } from "ioredis";
 import type { ChainProvider } from "../../../shared/chain/chain-provider";
 import { nonceKey } from "../../../shared/queues";
+import { fenceArgs, fenceCheckLua, type Fence } from "../lease/sender-lease";
+import { SenderLeaseLostError } from "./errors";
 
 /**
  * The next nonce of one (chain, signer), at `routerKey(prefix, "nonce", chainId, signerAddress)`, shared by
- * every submitter instance of the chain (only one is active at a time: the queue's global concurrency is 1).
+ * every submitter instance of the chain (only the sender lease holder writes it: services/submitter/lease).
  * It exists because a node's pending count can lag, or forget a transaction it dropped; the chain stays
  * the other half of the truth, so allocation takes the larger of the two.
  */
@@ -17,7 +19,7 @@ export interface NonceAllocation {
 export interface NonceStore {
   readonly key: string;
   get(): Promise<number | undefined>;
-  /** max(stored, chain pending count, atLeast). */
+  /** max(stored, chain pending count, atLeast, the in-process floor). */
   allocate(atLeast?: number): Promise<NonceAllocation>;
   /** Raises the stored next nonce to `next`; never lowers it (a late writer must not undo a newer send). */
   advanceTo(next: number): Promise<void>;
@@ -25,15 +27,25 @@ export interface NonceStore {
   resetIfUnchanged(expected: number, to: number): Promise<boolean>;
   /** The chain's pending transaction count of the signer. */
   pendingCount(): Promise<number>;
+  /**
+   * In-process floor, for the sender lease holder only: the next nonce after every one this process persisted a
+   * transaction at (`reserve`) or found persisted at the start of its term (`setFloor`). With many jobs sending
+   * in turn, a job whose broadcast failed keeps its nonce: the next job never signs a second transaction there.
+   */
+  reserve(nonce: number): void;
+  setFloor(next: number): void;
 }
 
+// Both writes are fenced by the sender lease (-2: refused, the writer is not the holder).
 const ADVANCE_SCRIPT = `
+${fenceCheckLua("KEYS[2]", "ARGV[2]", "-2")}
 local current = tonumber(redis.call("GET", KEYS[1]) or "-1")
 if current < tonumber(ARGV[1]) then redis.call("SET", KEYS[1], ARGV[1]) return 1 end
 return 0
 `;
 
 const RESET_SCRIPT = `
+${fenceCheckLua("KEYS[2]", "ARGV[3]", "-2")}
 if redis.call("GET", KEYS[1]) == ARGV[1] then redis.call("SET", KEYS[1], ARGV[2]) return 1 end
 return 0
 `;
@@ -44,6 +56,8 @@ export function createNonceStore(params: {
   chainId: number;
   signerAddress: string;
   provider: Pick<ChainProvider, "getTransactionCount">;
+  /** The writer's sender lease (see tx-record.ts); without it writes are not fenced. */
+  fence?: () => Fence | undefined;
 }): NonceStore {
   const { redis, provider, signerAddress } = params;
   const key = nonceKey(params.prefix, params.chainId, signerAddress);
@@ -51,18 +65,45 @@ export function createNonceStore(params: {
     const value = await redis.get(key);
     return value === null ? undefined : Number(value);
   };
+  const fenced = (): { key: string; value: string } => {
+    if (!params.fence) {
+      return fenceArgs(undefined, key);
+    }
+    const fence = params.fence();
+    if (!fence) {
+      throw new SenderLeaseLostError("not the sender lease holder: the nonce store is not written", { key });
+    }
+    return fenceArgs(fence, key);
+  };
+  const checked = (result: unknown): number => {
+    if (Number(result) === -2) {
+      throw new SenderLeaseLostError("the sender lease changed hands: the nonce store write was refused", { key });
+    }
+    return Number(result);
+  };
   const pendingCount = (): Promise<number> => provider.getTransactionCount(signerAddress, "pending");
+  let floor = 0;
   return {
     key,
     get,
     pendingCount,
     allocate: async (atLeast = 0) => {
       const [stored, pending] = await Promise.all([get(), pendingCount()]);
-      return { nonce: Math.max(stored ?? 0, pending, atLeast), stored, pending };
+      return { nonce: Math.max(stored ?? 0, pending, atLeast, floor), stored, pending };
     },
     advanceTo: async (next) => {
-      await redis.eval(ADVANCE_SCRIPT, 1, key, next);
+      const fence = fenced();
+      checked(await redis.eval(ADVANCE_SCRIPT, 2, key, fence.key, next, fence.value));
     },
-    resetIfUnchanged: async (expected, to) => Number(await redis.eval(RESET_SCRIPT, 1, key, expected, to)) === 1,
+    reserve: (nonce) => {
+      floor = Math.max(floor, nonce + 1);
+    },
+    setFloor: (next) => {
+      floor = next;
+    },
+    resetIfUnchanged: async (expected, to) => {
+      const fence = fenced();
+      return checked(await redis.eval(RESET_SCRIPT, 2, key, fence.key, expected, to, fence.value)) === 1;
+    },
   };
 }

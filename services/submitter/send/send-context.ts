@@ -23,6 +23,28 @@ export interface SendContext {
   readonly pollIntervalMs: number;
   /** Aborted when the process shuts down: the job stops at a safe point and goes back to the queue. */
   readonly signal: AbortSignal;
+  /**
+   * Runs a fresh nonce's allocate → sign → persist → broadcast alone (an in-process mutex): jobs run
+   * concurrently, but nonces are handed out and broadcast in order. Absent: run as is (one job at a time).
+   */
+  readonly sendSlot?: <T>(fn: () => Promise<T>) => Promise<T>;
+  /** The sender lease: checked right before every broadcast (record and nonce writes check it in Redis). */
+  readonly lease?: { assertHeld(): void };
+  /** Named points of the pipeline for fault tests (test/fault), injected by startSubmitter's caller; none in production. */
+  readonly hooks?: SendHooks;
+}
+
+/** The pipeline's crash points, in the order a job meets them. */
+export type SendHookPoint =
+  | "before-persist"
+  | "after-persist"
+  | "after-broadcast"
+  | "bump-persisted"
+  | "confirmations-wait"
+  | "after-confirmed-saved";
+
+export interface SendHooks {
+  at(point: SendHookPoint, detail: { readonly jobId: string; readonly nonce?: number }): Promise<void> | void;
 }
 
 /** Filled in as the pipeline goes, so the job's outcome line can name nonce, hash and bumps even on failure. */
@@ -46,4 +68,6 @@ export interface SendJob {
    * a nonce that looks taken must be proven so before anything is rebuilt (confirm-nonce-taken.ts).
    */
   readonly replayProtected?: boolean;
+  /** Called when one of the job's transactions is seen mined (the chain's state now shows its effect). */
+  onMined?(): void;
 }

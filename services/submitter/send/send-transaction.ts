@@ -94,10 +94,12 @@ async function settle(ctx: SendContext, job: SendJob, initial: TxRecord): Promis
       receipt = outcome.receipt;
     }
     job.trace.transactionHash = receipt.hash;
+    job.onMined?.();
     if (receipt.status !== 1) {
       record = await ctx.records.save({ ...record, status: "reverted" });
       throw revertedError(ctx, "the transaction was mined and reverted (receipt status 0)", record, receipt);
     }
+    await ctx.hooks?.at("confirmations-wait", { jobId: job.jobId, nonce: record.nonce });
     const confirmed = await waitForConfirmations(ctx, receipt);
     if (!confirmed) {
       ctx.logger.warn("receipt vanished before enough confirmations (re-org): waiting for mining again", {
@@ -111,6 +113,7 @@ async function settle(ctx: SendContext, job: SendJob, initial: TxRecord): Promis
     }
     const result: TxJobResult = { transactionHash: confirmed.hash, blockNumber: confirmed.blockNumber };
     await ctx.records.save({ ...record, status: "confirmed", result });
+    await ctx.hooks?.at("after-confirmed-saved", { jobId: job.jobId, nonce: record.nonce });
     job.trace.transactionHash = confirmed.hash;
     return result;
   }

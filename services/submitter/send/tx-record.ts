@@ -1,7 +1,9 @@
 import type { Redis } from "ioredis";
 import type { FeeJson } from "../../../shared/protocol/gas";
-import { txRecordKey, type TxJobResult } from "../../../shared/queues";
-import { TxRecordConflictError } from "./errors";
+import { nonceJobsKey, txRecordKey, type TxJobResult } from "../../../shared/queues";
+import type { Fence } from "../lease/sender-lease";
+import { fenceArgs, fenceCheckLua } from "../lease/sender-lease";
+import { SenderLeaseLostError, TxRecordConflictError } from "./errors";
 
 /**
  * The crash-safe state of one job's transaction, at `routerKey(prefix, "tx", chainId, jobId)`.
@@ -68,6 +70,8 @@ export interface TxRecord {
   readonly lastError?: { readonly code: string; readonly message: string; readonly atMs: number };
   readonly createdAtMs: number;
   readonly updatedAtMs: number;
+  /** The sender lease (owner process and its fencing token, `term`) under which this version was written. */
+  readonly owner?: { readonly id: string; readonly term: number };
 }
 
 /**
@@ -76,17 +80,26 @@ export interface TxRecord {
  */
 export const FINISHED_RECORD_TTL_MS = 31 * 24 * 3600 * 1000;
 
-// Compare-and-set on the `version` field: returns -1 on success, else the version found (0 = no record).
+// Compare-and-set on the `version` field, fenced by the sender lease: returns -1 on success, -2 when the
+// lease is not the writer's, else the version found (0 = no record).
 const SAVE_SCRIPT = `
+${fenceCheckLua("KEYS[2]", "ARGV[5]", "-2")}
 local current = tonumber(redis.call("HGET", KEYS[1], "version") or "0")
 if current ~= tonumber(ARGV[1]) then return current end
 redis.call("HSET", KEYS[1], "version", ARGV[2], "record", ARGV[3])
 if tonumber(ARGV[4]) > 0 then redis.call("PEXPIRE", KEYS[1], ARGV[4]) else redis.call("PERSIST", KEYS[1]) end
+if tonumber(ARGV[6]) >= 0 then redis.call("HSET", KEYS[3], ARGV[6], ARGV[7]) end
 return -1
 `;
 
 export interface TxRecordStore {
   load(jobId: string): Promise<TxRecord | undefined>;
+  /** The job whose record last had an attempt at `nonce` of `from` (the nonce-jobs index), if any. */
+  jobAtNonce(from: string, nonce: number): Promise<string | undefined>;
+  /** The highest nonce any record of `from` has a persisted attempt at (-1 when none). */
+  maxIndexedNonce(from: string): Promise<number>;
+  /** Drops index entries below `belowNonce` (nonces the chain has used). */
+  pruneNonceIndex(from: string, belowNonce: number): Promise<void>;
   /** Writes `record` if the stored version is still `record.version`; returns it with the version advanced. */
   save(record: TxRecord): Promise<TxRecord>;
   /**
@@ -100,6 +113,7 @@ export interface TxRecordStore {
 
 // Renames the record when its status is "reverted" (atomic: a record changed meanwhile is left alone).
 const ARCHIVE_REVERTED_SCRIPT = `
+${fenceCheckLua("KEYS[3]", "ARGV[2]", "-2")}
 local json = redis.call("HGET", KEYS[1], "record")
 if not json then return 0 end
 if cjson.decode(json).status ~= "reverted" then return 0 end
@@ -108,18 +122,58 @@ redis.call("PEXPIRE", KEYS[2], ARGV[1])
 return 1
 `;
 
-export function createTxRecordStore(params: { redis: Redis; prefix: string; chainId: number }): TxRecordStore {
+export function createTxRecordStore(params: {
+  redis: Redis;
+  prefix: string;
+  chainId: number;
+  /**
+   * The writer's sender lease (a submitter always passes it): every write checks it atomically and is refused
+   * with SenderLeaseLostError when it does not hold. Without it (tests, tools) writes are not fenced.
+   */
+  fence?: () => Fence | undefined;
+}): TxRecordStore {
   const { redis, prefix, chainId } = params;
+  const currentFence = (key: string): { key: string; value: string; fence?: Fence } => {
+    if (!params.fence) {
+      return fenceArgs(undefined, key);
+    }
+    const fence = params.fence();
+    if (!fence) {
+      throw new SenderLeaseLostError("not the sender lease holder: the record is not written", { chainId });
+    }
+    return { ...fenceArgs(fence, key), fence };
+  };
+  const leaseLost = (jobId: string): SenderLeaseLostError =>
+    new SenderLeaseLostError("the sender lease changed hands: the record write was refused", { chainId, jobId });
   return {
     load: async (jobId) => {
       const json = await redis.hget(txRecordKey(prefix, chainId, jobId), "record");
       return json === null ? undefined : (JSON.parse(json) as TxRecord);
     },
+    jobAtNonce: async (from, nonce) => (await redis.hget(nonceJobsKey(prefix, chainId, from), String(nonce))) ?? undefined,
+    maxIndexedNonce: async (from) => Math.max(-1, ...(await redis.hkeys(nonceJobsKey(prefix, chainId, from))).map(Number)),
+    pruneNonceIndex: async (from, belowNonce) => {
+      const key = nonceJobsKey(prefix, chainId, from);
+      const stale = (await redis.hkeys(key)).filter((field) => Number(field) < belowNonce);
+      if (stale.length > 0) {
+        await redis.hdel(key, ...stale);
+      }
+    },
     save: async (record) => {
-      const next: TxRecord = { ...record, version: record.version + 1, updatedAtMs: Date.now() };
-      const ttlMs = next.status === "sending" ? 0 : FINISHED_RECORD_TTL_MS;
       const key = txRecordKey(prefix, chainId, record.jobId);
-      const found = Number(await redis.eval(SAVE_SCRIPT, 1, key, record.version, next.version, JSON.stringify(next), ttlMs));
+      const fenced = currentFence(key);
+      const owner = fenced.fence ? { id: fenced.fence.ownerId, term: fenced.fence.token } : record.owner;
+      const next: TxRecord = { ...record, version: record.version + 1, updatedAtMs: Date.now(), owner };
+      const ttlMs = next.status === "sending" ? 0 : FINISHED_RECORD_TTL_MS;
+      const found = Number(
+        await redis.eval(
+          SAVE_SCRIPT, 3, key, fenced.key, nonceJobsKey(prefix, chainId, record.from),
+          record.version, next.version, JSON.stringify(next), ttlMs, fenced.value, record.nonce, record.jobId,
+        ),
+      );
+      if (found === -2) {
+        throw leaseLost(record.jobId);
+      }
       if (found !== -1) {
         throw new TxRecordConflictError("the job's transaction record was changed by another processor", {
           jobId: record.jobId,
@@ -133,9 +187,14 @@ export function createTxRecordStore(params: { redis: Redis; prefix: string; chai
     archiveReverted: async (jobId) => {
       const version = await redis.hget(txRecordKey(prefix, chainId, jobId), "version");
       const archiveId = `${jobId}-reverted-${version ?? "0"}`;
+      const key = txRecordKey(prefix, chainId, jobId);
+      const fenced = currentFence(key);
       const moved = Number(
-        await redis.eval(ARCHIVE_REVERTED_SCRIPT, 2, txRecordKey(prefix, chainId, jobId), txRecordKey(prefix, chainId, archiveId), FINISHED_RECORD_TTL_MS),
+        await redis.eval(ARCHIVE_REVERTED_SCRIPT, 3, key, txRecordKey(prefix, chainId, archiveId), fenced.key, FINISHED_RECORD_TTL_MS, fenced.value),
       );
+      if (moved === -2) {
+        throw leaseLost(jobId);
+      }
       return moved === 1 ? archiveId : undefined;
     },
   };

@@ -1,7 +1,7 @@
 import type { TransactionReceipt } from "ethers";
 import { errorCode, errorMessage } from "../../../shared/errors";
 import { bumpOrRebroadcast } from "./bump";
-import { SubmitterShutdownError, TxRecordConflictError } from "./errors";
+import { SenderLeaseLostError, SubmitterShutdownError, TxRecordConflictError } from "./errors";
 import type { SendContext, SendJob } from "./send-context";
 import { createThrottle, sleepUnlessShuttingDown, throwIfShuttingDown } from "./timing";
 import { latestAttempt, type TxRecord } from "./tx-record";
@@ -51,8 +51,8 @@ export async function waitForMining(ctx: SendContext, job: SendJob, initial: TxR
     if (Date.now() - lastActionAtMs >= ctx.chain.confirmationTimeoutMs) {
       record = await bumpOrRebroadcast(ctx, job, record).catch((err: unknown) => {
         // A bump that could not even be built (signer, gas price, Redis) changes nothing on chain: wait on.
-        // A record conflict means another processor owns the job now: stop here.
-        if (err instanceof TxRecordConflictError || err instanceof SubmitterShutdownError) {
+        // A record conflict or a lost lease means another processor owns the job now: stop here.
+        if (err instanceof TxRecordConflictError || err instanceof SenderLeaseLostError || err instanceof SubmitterShutdownError) {
           throw err;
         }
         ctx.logger.warn("could not bump; still waiting", { at: "submitter.bump", code: errorCode(err), error: errorMessage(err) });

@@ -1,0 +1,81 @@
+import { toChainError } from "../../../shared/chain/errors";
+import { errorMessage } from "../../../shared/errors";
+import { persistNewAttempt, broadcastAttempt } from "./attempts";
+import { bumpOrRebroadcast } from "./bump";
+import { SenderLeaseLostError } from "./errors";
+import type { SendContext, SendJob } from "./send-context";
+import { newTxRecord, type TxAttempt, type TxRecord } from "./tx-record";
+
+/** A zero-value transfer to ourselves costs the base 21000 gas. */
+const SELF_TRANSFER_GAS = "21000";
+
+export type GapFill =
+  | { readonly kind: "rebroadcast"; readonly jobId: string; readonly transactionHash: string }
+  | { readonly kind: "filler"; readonly transactionHash?: string; readonly bumps: number };
+
+/** The filler's own record (crash-safe like any job's): one per nonce, so a second fill bumps it instead. */
+export function fillerJobId(nonce: number): string {
+  return `nonce-gap-fill-${nonce}`;
+}
+
+/**
+ * Closes the nonce gap at `nonce` (the chain's count stayed there while later nonces were handed out): the
+ * stored transaction of that nonce is rebroadcast when one exists (nonce-jobs index), since it is already
+ * signed and may be what the queue behind it waits for; otherwise, or when the node refuses it, a zero-value
+ * self-transfer is persisted and sent at that nonce, and bumped on later fills like any transaction.
+ */
+export async function fillNonceGap(ctx: SendContext, nonce: number): Promise<GapFill> {
+  const jobId = await ctx.records.jobAtNonce(ctx.from, nonce);
+  const record = jobId ? await ctx.records.load(jobId) : undefined;
+  const stored = record ? latestAttemptAt(record, nonce) : undefined;
+  const fillerId = fillerJobId(nonce);
+  if (record && stored && record.jobId !== fillerId) {
+    try {
+      ctx.lease?.assertHeld();
+      await ctx.provider.broadcast(stored.raw);
+      ctx.logger.warn("nonce gap: rebroadcast the stored transaction of the missing nonce", {
+        at: "submitter.gap", nonce, jobId: record.jobId, transactionHash: stored.hash,
+      });
+      return { kind: "rebroadcast", jobId: record.jobId, transactionHash: stored.hash };
+    } catch (err) {
+      if (err instanceof SenderLeaseLostError) {
+        throw err;
+      }
+      ctx.logger.warn("nonce gap: the stored transaction was refused; filling with a self-transfer", {
+        at: "submitter.gap", nonce, jobId: record.jobId, code: toChainError(err).code, error: errorMessage(err),
+      });
+    }
+  }
+  const job: SendJob = { jobId: fillerId, jobName: "nonce-gap-fill", dataHash: `nonce-${nonce}`, reportBroadcast: async () => undefined, trace: {} };
+  const existing = await ctx.records.load(fillerId);
+  if (existing) {
+    const after = await bumpOrRebroadcast(ctx, job, existing);
+    logFiller(ctx, nonce, after, "nonce gap still open: filler bumped or rebroadcast");
+    return { kind: "filler", transactionHash: after.attempts[after.attempts.length - 1]?.hash, bumps: after.bumps };
+  }
+  const draft = newTxRecord({
+    jobId: fillerId, jobName: job.jobName, chainId: ctx.chainId, from: ctx.from, dataHash: job.dataHash,
+    call: { to: ctx.from, data: "0x", value: "0", gasLimit: SELF_TRANSFER_GAS },
+  });
+  const fee = await ctx.gasPrice();
+  const { record: saved, attempt } = await persistNewAttempt(ctx, draft, { nonce, fee, bumps: 0 });
+  try {
+    await broadcastAttempt(ctx, job, attempt);
+  } catch (err) {
+    if (err instanceof SenderLeaseLostError) {
+      throw err;
+    }
+    // Persisted: the next fill rebroadcasts or bumps it.
+    ctx.logger.warn("nonce gap filler refused; retried at the next check", { at: "submitter.gap", nonce, code: toChainError(err).code });
+  }
+  logFiller(ctx, nonce, saved, "nonce gap: sent a zero-value self-transfer at the missing nonce");
+  return { kind: "filler", transactionHash: attempt.hash, bumps: 0 };
+}
+
+function latestAttemptAt(record: TxRecord, nonce: number): TxAttempt | undefined {
+  return [...record.attempts].reverse().find((a) => a.nonce === nonce);
+}
+
+function logFiller(ctx: SendContext, nonce: number, record: TxRecord, message: string): void {
+  ctx.logger.warn(message, { at: "submitter.gap", nonce, transactionHash: record.attempts[record.attempts.length - 1]?.hash, bumps: record.bumps });
+}

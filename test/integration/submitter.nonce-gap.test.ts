@@ -1,0 +1,126 @@
+import { Wallet, keccak256 } from "ethers";
+import { startSubmitter, type RunningSubmitter, type SubmitterOptions } from "../../services/submitter/start-submitter";
+import { SenderLeaseLostError } from "../../services/submitter/send/errors";
+import { createNonceStore } from "../../services/submitter/send/nonce-store";
+import { createTxRecordStore, newTxRecord } from "../../services/submitter/send/tx-record";
+import { createSenderLease } from "../../services/submitter/lease/sender-lease";
+import { nonceKey } from "../../shared/queues";
+import { liveChildPids } from "../harness/child-process";
+import {
+  CHAIN_ID,
+  captureLogs,
+  startSubmitterStack,
+  submitterConfig,
+  txQueueClient,
+  uniquePrefix,
+  waitFor,
+  type SubmitterStack,
+  type TxQueueClient,
+} from "./submitter-fixture";
+
+/**
+ * Issue 9: a nonce gap is closed. Reproduced as reported: the stored next nonce is one above the chain's
+ * pending count, so the next job is sent behind a nonce no node has; the sender's tracker fills the gap.
+ * Also: the sender lease's fencing refuses writes of a holder that lost it.
+ */
+const GAP: SubmitterOptions = { pollIntervalMs: 50, nonceGapBoundMs: 1000, providerOptions: { headRefreshMs: 200 } };
+
+describe("nonce gap and sender fencing (in-process)", () => {
+  let s: SubmitterStack;
+  let client: TxQueueClient | undefined;
+  const running: RunningSubmitter[] = [];
+  const nonceOf = (tag: "latest" | "pending"): Promise<number> => s.chain.provider.getTransactionCount(s.signer, tag);
+
+  beforeAll(async () => {
+    s = await startSubmitterStack();
+  });
+
+  afterEach(async () => {
+    await Promise.all(running.splice(0).map((r) => r.stop()));
+    await client?.close();
+    client = undefined;
+  });
+
+  afterAll(async () => {
+    await s?.stack.stop();
+    expect(liveChildPids()).toEqual([]);
+  });
+
+  it("stored nonce = pending + 1: the job sent behind the gap is mined once a self-transfer fills the gap", async () => {
+    const prefix = uniquePrefix();
+    const q = await txQueueClient(s.redisUrl, prefix);
+    client = q;
+    const { config } = submitterConfig(s, prefix, { confirmationTimeoutMs: 1500 });
+    const logs = captureLogs();
+    running.push(await startSubmitter({ config, logger: logs.logger, chainId: CHAIN_ID, options: GAP }));
+    // After the start's reconcile (which resets a gap nobody holds): as if a sent transaction had been dropped.
+    const gap = await nonceOf("pending");
+    await q.redis.set(nonceKey(prefix, CHAIN_ID, s.signer), String(gap + 1));
+
+    const job = await q.addRemoveLiquidity({ assetId: s.chain.deployment.token, amount: "5", recipientAddress: s.routerRecipient });
+    const result = await job.waitUntilFinished(q.events, 30_000);
+
+    expect((await s.chain.provider.getTransaction(result.transactionHash))?.nonce).toBe(gap + 1);
+    const filler = logs.lines().find((l) => l.message === "nonce gap: sent a zero-value self-transfer at the missing nonce");
+    expect(filler).toMatchObject({ nonce: gap });
+    const fillerTx = await s.chain.provider.getTransaction(String(filler?.transactionHash));
+    expect(fillerTx).toMatchObject({ nonce: gap, to: s.signer, value: 0n });
+    await expect(s.chain.provider.getTransactionReceipt(String(filler?.transactionHash))).resolves.toMatchObject({ status: 1 });
+    await expect(nonceOf("latest")).resolves.toBe(gap + 2);
+  });
+
+  it("a failed job's stored transaction of the missing nonce is rebroadcast, not replaced", async () => {
+    const prefix = uniquePrefix();
+    const q = await txQueueClient(s.redisUrl, prefix);
+    client = q;
+    const { config } = submitterConfig(s, prefix, { confirmationTimeoutMs: 1500 });
+    const gap = await nonceOf("pending");
+    // A job that signed and persisted its transaction at `gap`, then stopped tending it; no node has it.
+    const wallet = Wallet.fromPhrase(s.mnemonic);
+    const raw = await wallet.signTransaction({
+      chainId: CHAIN_ID, nonce: gap, to: s.routerRecipient, value: 1n, gasLimit: 21_000n, maxFeePerGas: 10_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n, type: 2,
+    });
+    const store = createTxRecordStore({ redis: q.redis, prefix, chainId: CHAIN_ID });
+    const draft = newTxRecord({ jobId: "failed-job", jobName: "remove-liquidity", chainId: CHAIN_ID, from: s.signer, dataHash: "h",
+      call: { to: s.routerRecipient, data: "0x", value: "1", gasLimit: "21000" } });
+    await store.save({ ...draft, nonce: gap, attempts: [{ hash: keccak256(raw), raw, nonce: gap, gasLimit: "21000", sentAtMs: Date.now(),
+      fee: { type: 2, maxFeePerGas: "10000000000", maxPriorityFeePerGas: "1000000000" } }] });
+    const logs = captureLogs();
+    running.push(await startSubmitter({ config, logger: logs.logger, chainId: CHAIN_ID, options: GAP }));
+    await q.redis.set(nonceKey(prefix, CHAIN_ID, s.signer), String(gap + 1));
+
+    const job = await q.addRemoveLiquidity({ assetId: s.chain.deployment.token, amount: "6", recipientAddress: s.routerRecipient });
+    const result = await job.waitUntilFinished(q.events, 30_000);
+
+    expect((await s.chain.provider.getTransaction(result.transactionHash))?.nonce).toBe(gap + 1);
+    await expect(s.chain.provider.getTransactionReceipt(keccak256(raw))).resolves.toMatchObject({ status: 1 });
+    expect(logs.lines()).toContainEqual(expect.objectContaining({ message: "nonce gap: rebroadcast the stored transaction of the missing nonce", nonce: gap, jobId: "failed-job" }));
+    await expect(nonceOf("latest")).resolves.toBe(gap + 2);
+  });
+
+  it("fencing: a holder whose lease was taken over can write neither a send record nor the nonce store", async () => {
+    const prefix = uniquePrefix();
+    const q = await txQueueClient(s.redisUrl, prefix);
+    client = q;
+    const lease = (ownerId: string) => createSenderLease({ redis: q.redis, prefix, chainId: CHAIN_ID, signerAddress: s.signer, ownerId, ttlMs: 300 });
+    const old = lease("old");
+    const oldFence = await old.tryAcquire();
+    expect(oldFence).toBeDefined();
+    const records = createTxRecordStore({ redis: q.redis, prefix, chainId: CHAIN_ID, fence: () => oldFence });
+    const nonces = createNonceStore({ redis: q.redis, prefix, chainId: CHAIN_ID, signerAddress: s.signer, provider: s.chain.provider, fence: () => oldFence });
+    const draft = newTxRecord({ jobId: "fenced", jobName: "remove-liquidity", chainId: CHAIN_ID, from: s.signer, dataHash: "h",
+      call: { to: s.signer, data: "0x", value: "0", gasLimit: "21000" } });
+    const saved = await records.save({ ...draft, nonce: 1 });
+    expect(saved.owner).toEqual({ id: "old", term: oldFence?.token });
+
+    // The old holder stops renewing (a pause); a new one takes the lease once it lapses.
+    const fresh = lease("new");
+    const newFence = await waitFor("the lease to lapse and be taken", async () => fresh.tryAcquire());
+    expect(newFence.token).toBeGreaterThan(oldFence?.token ?? 0);
+    await expect(records.save({ ...saved, bumps: 1 })).rejects.toBeInstanceOf(SenderLeaseLostError);
+    await expect(nonces.advanceTo(50)).rejects.toBeInstanceOf(SenderLeaseLostError);
+    await expect(q.redis.get(nonceKey(prefix, CHAIN_ID, s.signer))).resolves.toBeNull();
+    await expect(records.load("fenced")).resolves.toMatchObject({ version: 1, bumps: 0 });
+    await expect(old.renew()).resolves.toBe(false);
+  });
+});
