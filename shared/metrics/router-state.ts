@@ -59,7 +59,7 @@ export interface PendingTx {
 
 /** Transactions broadcast and not yet confirmed: unfinished records of the queue's active and retrying jobs. */
 export async function pendingTransactions(redis: Redis, prefix: string, queue: Queue, chainId: number, nowMs = Date.now()): Promise<PendingTx[]> {
-  const jobs = await queue.getJobs(["active", "delayed", "waiting"], 0, 99);
+  const jobs = await queue.getJobs(["active", "delayed", "waiting", "prioritized"], 0, 99);
   const out: PendingTx[] = [];
   for (const job of jobs) {
     if (!job?.id) {

@@ -1,7 +1,7 @@
 /**
  * Every queue the processes meet on. BullMQ refuses ':' in queue names; chain ids keep names unique per chain.
- * One transaction queue per chain: its single active job at a time is what keeps one nonce sequence per
- * (chain, signer).
+ * One transaction queue per chain, consumed only by the holder of the chain's send lease (services/submitter/lease):
+ * that lease, not the queue, is what keeps one nonce sequence per (chain, signer).
  */
 export function txQueueName(chainId: number): string {
   assertChainId(chainId);
