@@ -14,7 +14,19 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { Contract, ContractFactory, JsonRpcProvider, NonceManager, Wallet, ZeroAddress, hexlify, keccak256, parseEther, randomBytes, type Signer } from "ethers";
+import {
+  Contract,
+  ContractFactory,
+  JsonRpcProvider,
+  NonceManager,
+  Wallet,
+  ZeroAddress,
+  hexlify,
+  keccak256,
+  parseEther,
+  randomBytes,
+  type Signer,
+} from "ethers";
 import { Redis } from "ioredis";
 import { createAuthServer } from "../services/messaging-auth/app";
 import { anvilBinary, natsServerBinary, redisServerBinary } from "../scripts/local/binaries";
@@ -53,17 +65,28 @@ async function main(): Promise<void> {
   const children: ChildProcess[] = [];
   const dir = mkdtempSync(join(tmpdir(), "bench-auction-"));
   try {
-    const [redisPort, natsPort, anvil1Port, anvil2Port] = [await getFreePort(), await getFreePort(), await getFreePort(), await getFreePort()];
+    const [redisPort, natsPort, anvil1Port, anvil2Port] = [
+      await getFreePort(),
+      await getFreePort(),
+      await getFreePort(),
+      await getFreePort(),
+    ];
     children.push(spawn(redisServerBinary(), redisArgs(redisPort), { stdio: "ignore" }));
     children.push(spawn(natsServerBinary(), natsArgs(natsPort), { stdio: "ignore" }));
-    for (const [port, chainId] of [[anvil1Port, 1], [anvil2Port, SENDING]]) {
+    for (const [port, chainId] of [
+      [anvil1Port, 1],
+      [anvil2Port, SENDING],
+    ]) {
       children.push(spawn(anvilBinary(), anvilArgs(port, chainId), { stdio: "ignore" }));
     }
     const redisUrl = `redis://127.0.0.1:${redisPort}`;
     const rpc1 = `http://127.0.0.1:${anvil1Port}`;
     const rpc2 = `http://127.0.0.1:${anvil2Port}`;
     await waitUntil("redis", () => redisAnswers(redisPort, 500));
-    await waitUntil("anvil", async () => (await anvilAnswers(anvil1Port, 1, 500)) && (await anvilAnswers(anvil2Port, SENDING, 500)));
+    await waitUntil(
+      "anvil",
+      async () => (await anvilAnswers(anvil1Port, 1, 500)) && (await anvilAnswers(anvil2Port, SENDING, 500)),
+    );
     await waitUntil("nats", () => natsAnswers(natsPort, 500));
     await runBench({ instances, redisUrl, natsUrl: `nats://127.0.0.1:${natsPort}`, rpc1, rpc2, dir, children });
   } finally {
@@ -92,7 +115,11 @@ async function runBench(p: BenchParams): Promise<void> {
   await (await oracle.getFunction("setDirectPrice").send(await token1.getAddress(), parseEther("1"))).wait();
   await (await oracle.getFunction("setDirectPrice").send(ZeroAddress, parseEther("2000"))).wait();
   const token2 = await deploy(deployer2, "TestERC20", []);
-  const [mainnetToken, sendingToken, oracleAddress] = [await token1.getAddress(), await token2.getAddress(), await oracle.getAddress()];
+  const [mainnetToken, sendingToken, oracleAddress] = [
+    await token1.getAddress(),
+    await token2.getAddress(),
+    await oracle.getAddress(),
+  ];
   provider1.destroy();
   provider2.destroy();
 
@@ -109,10 +136,22 @@ async function runBench(p: BenchParams): Promise<void> {
     authUrl: auth.url,
     requestLimit: 500,
     // Chain 1 ⇄ 1337; both priced on chain 1's oracle (the 1337 token through its mainnet equivalent).
-    swapPools: [{ assets: [{ chainId: 1, assetId: mainnetToken }, { chainId: SENDING, assetId: sendingToken, mainnetEquivalent: mainnetToken }] }],
+    swapPools: [
+      {
+        assets: [
+          { chainId: 1, assetId: mainnetToken },
+          { chainId: SENDING, assetId: sendingToken, mainnetEquivalent: mainnetToken },
+        ],
+      },
+    ],
     chainConfig: {
       "1": { providers: [p.rpc1], priceOracleAddress: oracleAddress, confirmations: 1 },
-      [String(SENDING)]: { providers: [p.rpc2], transactionManagerAddress: Wallet.createRandom().address, confirmations: 1, nativeMainnetEquivalent: ZeroAddress },
+      [String(SENDING)]: {
+        providers: [p.rpc2],
+        transactionManagerAddress: Wallet.createRandom().address,
+        confirmations: 1,
+        nativeMainnetEquivalent: ZeroAddress,
+      },
     },
   };
   const configFile = join(p.dir, "config.json");
@@ -145,13 +184,16 @@ async function runBench(p: BenchParams): Promise<void> {
       ready ||= m === "ready";
     });
     await waitUntil(`auction process ${i + 1}`, async () => ready || child.exitCode !== null, 60_000);
-    if (child.exitCode !== null || child.pid === undefined) throw new Error(`auction process exited early (${child.exitCode})`);
+    if (child.exitCode !== null || child.pid === undefined)
+      throw new Error(`auction process exited early (${child.exitCode})`);
     pids.push(child.pid);
   }
 
   const user = Wallet.createRandom();
   const messaging = await connectMessaging({
-    servers: p.natsUrl, authUrl: auth.url, logger: createLogger({ level: "warn", service: "bench-client" }),
+    servers: p.natsUrl,
+    authUrl: auth.url,
+    logger: createLogger({ level: "warn", service: "bench-client" }),
     signer: { getAddress: async () => user.address, signMessage: (m) => user.signMessage(m) },
   });
   const asker = createAsker(messaging);
@@ -159,9 +201,20 @@ async function runBench(p: BenchParams): Promise<void> {
   const payload = (): Record<string, unknown> => {
     const u = hexlify(randomBytes(20));
     return {
-      user: u, initiator: u, sendingChainId: SENDING, sendingAssetId: sendingToken, amount: "10000000000000000000", receivingChainId: 1,
-      receivingAssetId: mainnetToken, receivingAddress: u, callTo: ZeroAddress, callDataHash: keccak256("0x"), encryptedCallData: "0x",
-      expiry: Math.floor(Date.now() / 1000) + 3 * 86400 + 3 * 3600, transactionId: hexlify(randomBytes(32)), dryRun: process.env.BENCH_DRY_RUN === "1",
+      user: u,
+      initiator: u,
+      sendingChainId: SENDING,
+      sendingAssetId: sendingToken,
+      amount: "10000000000000000000",
+      receivingChainId: 1,
+      receivingAssetId: mainnetToken,
+      receivingAddress: u,
+      callTo: ZeroAddress,
+      callDataHash: keccak256("0x"),
+      encryptedCallData: "0x",
+      expiry: Math.floor(Date.now() / 1000) + 3 * 86400 + 3 * 3600,
+      transactionId: hexlify(randomBytes(32)),
+      dryRun: process.env.BENCH_DRY_RUN === "1",
     };
   };
   const cpu = (): number => pids.reduce((sum, pid) => sum + cpuMsOf(pid), 0);
@@ -207,7 +260,11 @@ async function runBench(p: BenchParams): Promise<void> {
     const auctions = p.children.slice(-p.instances);
     for (const child of auctions) child.kill("SIGTERM");
     // A clean exit (profiles written, connections drained) before the servers go away.
-    await waitUntil("auction processes to exit", async () => auctions.every((c) => c.exitCode !== null || c.signalCode !== null), 15_000).catch(() => undefined);
+    await waitUntil(
+      "auction processes to exit",
+      async () => auctions.every((c) => c.exitCode !== null || c.signalCode !== null),
+      15_000,
+    ).catch(() => undefined);
     await redis.quit();
     await auth.close();
   }
@@ -249,16 +306,25 @@ function report(phases: readonly Phase[], instances: number): void {
       `${phase.name}: p50 ${pct(0.5).toFixed(2)} ms, p99 ${pct(0.99).toFixed(2)} ms, max ${sorted[bids - 1].toFixed(2)} ms, ` +
         `${((bids / phase.wallMs) * 1000).toFixed(0)} bids/s, CPU ${(phase.cpuMs / bids).toFixed(2)} ms/bid`,
     );
-    const original = phase.name.startsWith("sequential") ? ORIGINAL.sequential : phase.name.startsWith("50") ? ORIGINAL.inFlight50 : undefined;
+    const original = phase.name.startsWith("sequential")
+      ? ORIGINAL.sequential
+      : phase.name.startsWith("50")
+        ? ORIGINAL.inFlight50
+        : undefined;
     if (original) {
-      const ratio = (ours: number, [lo, hi]: number[]): string => `${(lo / ours).toFixed(1)}–${(hi / ours).toFixed(1)}× faster`;
-      lines.push(`  vs original (p50 ${original.p50.join("–")} ms, p99 ${original.p99.join("–")} ms): p50 ${ratio(pct(0.5), original.p50)}, p99 ${ratio(pct(0.99), original.p99)}`);
+      const ratio = (ours: number, [lo, hi]: number[]): string =>
+        `${(lo / ours).toFixed(1)}–${(hi / ours).toFixed(1)}× faster`;
+      lines.push(
+        `  vs original (p50 ${original.p50.join("–")} ms, p99 ${original.p99.join("–")} ms): p50 ${ratio(pct(0.5), original.p50)}, p99 ${ratio(pct(0.99), original.p99)}`,
+      );
     }
   }
   const cpuTotal = phases.reduce((s, ph) => s + ph.cpuMs, 0);
   const bidsTotal = phases.reduce((s, ph) => s + ph.latenciesMs.length, 0);
   const perBid = cpuTotal / bidsTotal;
-  lines.push(`CPU per bid over all measured phases: ${perBid.toFixed(2)} ms (original ~${ORIGINAL.cpuMsPerBid} ms: ${(ORIGINAL.cpuMsPerBid / perBid).toFixed(1)}× less)`);
+  lines.push(
+    `CPU per bid over all measured phases: ${perBid.toFixed(2)} ms (original ~${ORIGINAL.cpuMsPerBid} ms: ${(ORIGINAL.cpuMsPerBid / perBid).toFixed(1)}× less)`,
+  );
   process.stdout.write(`${lines.join("\n")}\n`);
 }
 
@@ -277,11 +343,6 @@ async function deploy(deployer: Signer, name: NxtpContractName, args: unknown[])
   return new Contract(await c.getAddress(), abi, deployer);
 }
 
-
-
-
-
-
 /** Polls `probe` (a throw counts as "not yet": the server may not listen yet) until true or the timeout. */
 async function waitUntil(what: string, probe: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -294,7 +355,7 @@ async function waitUntil(what: string, probe: () => Promise<boolean>, timeoutMs 
 main().then(
   () => process.exit(0),
   (err: unknown) => {
-    process.stderr.write(`bench failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     process.exit(1);
   },
 );

@@ -17,7 +17,16 @@ import { dirname, join } from "node:path";
 import { PassThrough } from "node:stream";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { Queue, QueueEvents, type Job } from "bullmq";
-import { Contract, ContractFactory, JsonRpcProvider, NonceManager, Wallet, parseEther, toQuantity, type Signer } from "ethers";
+import {
+  Contract,
+  ContractFactory,
+  JsonRpcProvider,
+  NonceManager,
+  Wallet,
+  parseEther,
+  toQuantity,
+  type Signer,
+} from "ethers";
 import { Redis } from "ioredis";
 import { startSubmitter, type RunningSubmitter } from "../services/submitter/start-submitter";
 import { packageArtifact, type NxtpContractName } from "../scripts/nxtp-package";
@@ -56,33 +65,85 @@ async function main(): Promise<void> {
   const children: ChildProcess[] = [];
   try {
     const redisPort = await freePort();
-    children.push(spawn(binary("redis-server", ["/usr/bin/redis-server"]), ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" }));
+    children.push(
+      spawn(
+        binary("redis-server", ["/usr/bin/redis-server"]),
+        ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        { stdio: "ignore" },
+      ),
+    );
     const anvilBin = join(dirname(require.resolve("@foundry-rs/anvil-linux-amd64/package.json")), "bin", "anvil");
     const rpcUrls: string[] = [];
     for (const chainId of CHAIN_IDS) {
       const port = await freePort();
-      children.push(spawn(anvilBin, ["--host", "127.0.0.1", "--port", String(port), "--chain-id", String(chainId), "--block-time", "1", "--silent"], { stdio: "ignore" }));
+      children.push(
+        spawn(
+          anvilBin,
+          [
+            "--host",
+            "127.0.0.1",
+            "--port",
+            String(port),
+            "--chain-id",
+            String(chainId),
+            "--block-time",
+            "1",
+            "--silent",
+          ],
+          { stdio: "ignore" },
+        ),
+      );
       rpcUrls.push(`http://127.0.0.1:${port}`);
     }
     const redisUrl = `redis://127.0.0.1:${redisPort}`;
     await waitUntil("redis", () => redisAnswers(redisUrl));
     for (const url of rpcUrls) {
-      await waitUntil("anvil", () => fetch(url, rpcBody("eth_chainId", [])).then((r) => r.ok, () => false));
+      await waitUntil("anvil", () =>
+        fetch(url, rpcBody("eth_chainId", [])).then(
+          (r) => r.ok,
+          () => false,
+        ),
+      );
     }
     const router = Wallet.createRandom();
     const funding = BigInt(jobs + baselineJobs) * BigInt(confirmations.length) * AMOUNT;
     const chains: ChainSetup[] = [];
     for (const [i, chainId] of CHAIN_IDS.entries()) {
-      const provider = new JsonRpcProvider(rpcUrls[i], chainId, { staticNetwork: true, batchMaxCount: 1, cacheTimeout: -1 });
+      const provider = new JsonRpcProvider(rpcUrls[i], chainId, {
+        staticNetwork: true,
+        batchMaxCount: 1,
+        cacheTimeout: -1,
+      });
       await provider.send("anvil_setBalance", [router.address, toQuantity(parseEther("100000"))]);
-      const deployed = await deployAndFund(new NonceManager(new Wallet(DEPLOYER_KEY, provider)), chainId, router.address, funding);
+      const deployed = await deployAndFund(
+        new NonceManager(new Wallet(DEPLOYER_KEY, provider)),
+        chainId,
+        router.address,
+        funding,
+      );
       chains.push({ chainId, rpcUrl: rpcUrls[i], ...deployed });
       // Not destroyed: ethers may still poll for a receipt it no longer needs; the process exits at the end.
     }
-    process.stdout.write(`submitter bench: 2 anvil chains (1 s blocks), ${jobs} jobs in flight per chain; one-at-a-time on ${baselineJobs} jobs\n`);
+    process.stdout.write(
+      `submitter bench: 2 anvil chains (1 s blocks), ${jobs} jobs in flight per chain; one-at-a-time on ${baselineJobs} jobs\n`,
+    );
     for (const c of confirmations) {
-      const pipelined = await runScenario({ redisUrl, chains, mnemonic: router.mnemonic?.phrase ?? "", confirmations: c, jobs, concurrency: jobs });
-      const baseline = await runScenario({ redisUrl, chains, mnemonic: router.mnemonic?.phrase ?? "", confirmations: c, jobs: baselineJobs, concurrency: 1 });
+      const pipelined = await runScenario({
+        redisUrl,
+        chains,
+        mnemonic: router.mnemonic?.phrase ?? "",
+        confirmations: c,
+        jobs,
+        concurrency: jobs,
+      });
+      const baseline = await runScenario({
+        redisUrl,
+        chains,
+        mnemonic: router.mnemonic?.phrase ?? "",
+        confirmations: c,
+        jobs: baselineJobs,
+        concurrency: 1,
+      });
       printScenario(c, pipelined, baseline);
     }
   } finally {
@@ -98,17 +159,42 @@ interface ScenarioResult {
   readonly loopDelayMaxMs: number;
 }
 
-async function runScenario(p: { redisUrl: string; chains: readonly ChainSetup[]; mnemonic: string; confirmations: number; jobs: number; concurrency: number }): Promise<ScenarioResult> {
+async function runScenario(p: {
+  redisUrl: string;
+  chains: readonly ChainSetup[];
+  mnemonic: string;
+  confirmations: number;
+  jobs: number;
+  concurrency: number;
+}): Promise<ScenarioResult> {
   const prefix = `bench${randomUUID().slice(0, 8)}`;
   const chainConfig: Record<string, unknown> = { "1": { providers: [p.chains[0].rpcUrl] } };
   for (const c of p.chains) {
-    chainConfig[String(c.chainId)] = { providers: [c.rpcUrl], transactionManagerAddress: c.tm, confirmations: p.confirmations, confirmationTimeoutMs: 60_000 };
+    chainConfig[String(c.chainId)] = {
+      providers: [c.rpcUrl],
+      transactionManagerAddress: c.tm,
+      confirmations: p.confirmations,
+      confirmationTimeoutMs: 60_000,
+    };
   }
-  const { config } = loadConfig({ adminToken: "bench-admin-token-0123456789", mnemonic: p.mnemonic, redisUrl: p.redisUrl, redisPrefix: prefix, swapPools: [], chainConfig }, {});
+  const { config } = loadConfig(
+    {
+      adminToken: "bench-admin-token-0123456789",
+      mnemonic: p.mnemonic,
+      redisUrl: p.redisUrl,
+      redisPrefix: prefix,
+      swapPools: [],
+      chainConfig,
+    },
+    {},
+  );
   const logStream = new PassThrough();
   let nonceErrors = 0;
   logStream.on("data", (chunk: Buffer) => {
-    nonceErrors += chunk.toString("utf8").split("\n").filter((line) => NONCE_ERROR.test(line)).length;
+    nonceErrors += chunk
+      .toString("utf8")
+      .split("\n")
+      .filter((line) => NONCE_ERROR.test(line)).length;
   });
   const logger = createLogger({ level: "warn", service: "bench", stream: logStream });
   const url = new URL(p.redisUrl);
@@ -120,39 +206,65 @@ async function runScenario(p: { redisUrl: string; chains: readonly ChainSetup[];
   const events: QueueEvents[] = [];
   try {
     for (const c of p.chains) {
-      submitters.push(await startSubmitter({ config, logger, chainId: c.chainId, options: { concurrency: p.concurrency, pollIntervalMs: 500 } }));
+      submitters.push(
+        await startSubmitter({
+          config,
+          logger,
+          chainId: c.chainId,
+          options: { concurrency: p.concurrency, pollIntervalMs: 500 },
+        }),
+      );
     }
-    const figures = await Promise.all(p.chains.map(async (c) => {
-      const queue = new Queue<TxJobData, TxJobResult>(txQueueName(c.chainId), { connection, prefix });
-      const queueEvents = new QueueEvents(txQueueName(c.chainId), { connection, prefix });
-      queues.push(queue);
-      events.push(queueEvents);
-      const broadcastAtMs = new Map<string, number>();
-      queueEvents.on("progress", ({ jobId }) => {
-        if (!broadcastAtMs.has(jobId)) broadcastAtMs.set(jobId, Date.now());
-      });
-      await queueEvents.waitUntilReady();
-      const recipient = Wallet.createRandom().address;
-      const startedAtMs = Date.now();
-      const added = await queue.addBulk(Array.from({ length: p.jobs }, () => {
-        const requestId = randomUUID();
-        const jobId = txJobId(TX_JOB.removeLiquidity, requestId);
-        return {
-          name: TX_JOB.removeLiquidity,
-          data: { chainId: c.chainId, assetId: c.token, amount: AMOUNT.toString(), recipientAddress: recipient, requestId },
-          opts: txJobOptions(TX_JOB.removeLiquidity, jobId),
-        };
-      }));
-      await waitUntil(`chain ${c.chainId}: all jobs`, async () => {
-        const counts = await queue.getJobCounts("completed", "failed");
-        if (counts.failed > 0) throw new Error(`chain ${c.chainId}: ${counts.failed} job(s) failed`);
-        return counts.completed === p.jobs;
-      }, 30 * 60_000);
-      const done = await Promise.all(added.map((j) => queue.getJob(j.id ?? "")));
-      return figuresOf(c.chainId, done, broadcastAtMs, startedAtMs);
-    }));
+    const figures = await Promise.all(
+      p.chains.map(async (c) => {
+        const queue = new Queue<TxJobData, TxJobResult>(txQueueName(c.chainId), { connection, prefix });
+        const queueEvents = new QueueEvents(txQueueName(c.chainId), { connection, prefix });
+        queues.push(queue);
+        events.push(queueEvents);
+        const broadcastAtMs = new Map<string, number>();
+        queueEvents.on("progress", ({ jobId }) => {
+          if (!broadcastAtMs.has(jobId)) broadcastAtMs.set(jobId, Date.now());
+        });
+        await queueEvents.waitUntilReady();
+        const recipient = Wallet.createRandom().address;
+        const startedAtMs = Date.now();
+        const added = await queue.addBulk(
+          Array.from({ length: p.jobs }, () => {
+            const requestId = randomUUID();
+            const jobId = txJobId(TX_JOB.removeLiquidity, requestId);
+            return {
+              name: TX_JOB.removeLiquidity,
+              data: {
+                chainId: c.chainId,
+                assetId: c.token,
+                amount: AMOUNT.toString(),
+                recipientAddress: recipient,
+                requestId,
+              },
+              opts: txJobOptions(TX_JOB.removeLiquidity, jobId),
+            };
+          }),
+        );
+        await waitUntil(
+          `chain ${c.chainId}: all jobs`,
+          async () => {
+            const counts = await queue.getJobCounts("completed", "failed");
+            if (counts.failed > 0) throw new Error(`chain ${c.chainId}: ${counts.failed} job(s) failed`);
+            return counts.completed === p.jobs;
+          },
+          30 * 60_000,
+        );
+        const done = await Promise.all(added.map((j) => queue.getJob(j.id ?? "")));
+        return figuresOf(c.chainId, done, broadcastAtMs, startedAtMs);
+      }),
+    );
     loopDelay.disable();
-    return { figures, nonceErrors, loopDelayP99Ms: loopDelay.percentile(99) / 1e6, loopDelayMaxMs: loopDelay.max / 1e6 };
+    return {
+      figures,
+      nonceErrors,
+      loopDelayP99Ms: loopDelay.percentile(99) / 1e6,
+      loopDelayMaxMs: loopDelay.max / 1e6,
+    };
   } finally {
     await Promise.all(submitters.map((s) => s.stop()));
     await Promise.all(events.map((e) => e.close()));
@@ -160,11 +272,18 @@ async function runScenario(p: { redisUrl: string; chains: readonly ChainSetup[];
   }
 }
 
-function figuresOf(chainId: number, jobs: ReadonlyArray<Job<TxJobData, TxJobResult> | undefined>, broadcastAtMs: ReadonlyMap<string, number>, startedAtMs: number): ChainFigures {
+function figuresOf(
+  chainId: number,
+  jobs: ReadonlyArray<Job<TxJobData, TxJobResult> | undefined>,
+  broadcastAtMs: ReadonlyMap<string, number>,
+  startedAtMs: number,
+): ChainFigures {
   const done = jobs.filter((j): j is Job<TxJobData, TxJobResult> => j?.finishedOn !== undefined);
   const finished = done.map((j) => j.finishedOn ?? 0).sort((a, b) => a - b);
   const confirmed = done.map((j) => (j.finishedOn ?? 0) - j.timestamp).sort((a, b) => a - b);
-  const broadcast = done.map((j) => (broadcastAtMs.get(j.id ?? "") ?? j.finishedOn ?? 0) - j.timestamp).sort((a, b) => a - b);
+  const broadcast = done
+    .map((j) => (broadcastAtMs.get(j.id ?? "") ?? j.finishedOn ?? 0) - j.timestamp)
+    .sort((a, b) => a - b);
   const spanSec = (finished[finished.length - 1] - finished[0]) / 1000;
   // A single job has no steady rate: fall back to one per its own latency.
   const txPerSec = done.length > 1 && spanSec > 0 ? (done.length - 1) / spanSec : 1000 / confirmed[0];
@@ -192,8 +311,12 @@ function printScenario(confirmations: number, pipelined: ScenarioResult, baselin
   }
   const swaps = pipelined.figures.reduce((sum, f) => sum + f.txPerSec, 0) / 2;
   const baseSwaps = baseline.figures.reduce((sum, f) => sum + f.txPerSec, 0) / 2;
-  lines.push(`  swaps/s carried (two chains): ${swaps.toFixed(1)} (one-at-a-time ${baseSwaps.toFixed(2)}); nonce errors: ${pipelined.nonceErrors} (one-at-a-time ${baseline.nonceErrors})`);
-  lines.push(`  event-loop delay with ${pipelined.figures[0]?.jobs ?? 0} jobs in flight per chain: p99 ${pipelined.loopDelayP99Ms.toFixed(0)} ms, max ${pipelined.loopDelayMaxMs.toFixed(0)} ms`);
+  lines.push(
+    `  swaps/s carried (two chains): ${swaps.toFixed(1)} (one-at-a-time ${baseSwaps.toFixed(2)}); nonce errors: ${pipelined.nonceErrors} (one-at-a-time ${baseline.nonceErrors})`,
+  );
+  lines.push(
+    `  event-loop delay with ${pipelined.figures[0]?.jobs ?? 0} jobs in flight per chain: p99 ${pipelined.loopDelayP99Ms.toFixed(0)} ms, max ${pipelined.loopDelayMaxMs.toFixed(0)} ms`,
+  );
   process.stdout.write(`${lines.join("\n")}\n`);
 }
 
@@ -208,7 +331,12 @@ function positive(raw: string | undefined, fallback: number): number {
 }
 
 /** TransactionManager + TestERC20, the router approved and funded with `amount` TEST. */
-async function deployAndFund(deployer: Signer, chainId: number, router: string, amount: bigint): Promise<{ tm: string; token: string }> {
+async function deployAndFund(
+  deployer: Signer,
+  chainId: number,
+  router: string,
+  amount: bigint,
+): Promise<{ tm: string; token: string }> {
   const deploy = async (name: NxtpContractName, args: unknown[]): Promise<Contract> => {
     const { abi, bytecode } = packageArtifact(name);
     const c = await new ContractFactory(abi, bytecode, deployer).deploy(...args);
@@ -242,7 +370,11 @@ async function redisAnswers(url: string): Promise<boolean> {
 }
 
 function rpcBody(method: string, params: unknown[]): RequestInit {
-  return { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) };
+  return {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  };
 }
 
 function binary(name: string, fallbacks: string[]): string {
@@ -281,7 +413,7 @@ async function waitUntil(what: string, probe: () => Promise<boolean>, timeoutMs 
 main().then(
   () => process.exit(0),
   (err: unknown) => {
-    process.stderr.write(`bench failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     process.exit(1);
   },
 );

@@ -72,7 +72,9 @@ function requirePackageFile(path: string): unknown {
     return require(path) as unknown;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "MODULE_NOT_FOUND") {
-      throw new Error(`${path} not found: ${NXTP_CONTRACTS_PACKAGE} is a dev dependency (npm ci without --omit=dev)`, { cause: err });
+      throw new Error(`${path} not found: ${NXTP_CONTRACTS_PACKAGE} is a dev dependency (npm ci without --omit=dev)`, {
+        cause: err,
+      });
     }
     throw err;
   }

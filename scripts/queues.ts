@@ -16,7 +16,14 @@ import type { RouterConfig } from "../shared/config/types";
 import { errorMessage } from "../shared/errors";
 import { createRedactor } from "../shared/logging/redact";
 import { JOB_STATES, queueCounts, readTxRecord, type TxRecordView } from "../shared/metrics/router-state";
-import { TX_JOB, chainIdOfTxQueue, redisOptionsFromUrl, transferKey, transferRecordKey, txQueueName } from "../shared/queues";
+import {
+  TX_JOB,
+  chainIdOfTxQueue,
+  redisOptionsFromUrl,
+  transferKey,
+  transferRecordKey,
+  txQueueName,
+} from "../shared/queues";
 
 export interface QueuesCliDeps {
   readonly config: RouterConfig;
@@ -27,7 +34,8 @@ export interface QueuesCliDeps {
 /** A command the CLI refuses (bad arguments, unknown job, a retry that could act twice): exit code 1. */
 export class QueuesCliError extends Error {}
 
-const USAGE = "usage: npm run queues -- list | show JOB | retry JOB | retry-failed QUEUE | pause QUEUE | resume QUEUE | clean QUEUE STATE AGE";
+const USAGE =
+  "usage: npm run queues -- list | show JOB | retry JOB | retry-failed QUEUE | pause QUEUE | resume QUEUE | clean QUEUE STATE AGE";
 const CLEANABLE = ["completed", "failed", "wait", "active", "delayed", "prioritized", "paused"] as const;
 
 export async function runQueuesCommand(args: readonly string[], deps: QueuesCliDeps): Promise<void> {
@@ -83,7 +91,12 @@ async function list(deps: QueuesCliDeps, queues: readonly Queue[]): Promise<void
   }
   const widths = header.map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   for (const row of rows) {
-    deps.out(row.map((cell, i) => cell.padEnd(widths[i])).join("  ").trimEnd());
+    deps.out(
+      row
+        .map((cell, i) => cell.padEnd(widths[i]))
+        .join("  ")
+        .trimEnd(),
+    );
   }
 }
 
@@ -125,8 +138,12 @@ async function show(deps: QueuesCliDeps, job: Job): Promise<void> {
 
 function transactionsOf(record: TxRecordView): Array<Record<string, unknown>> {
   return record.attempts.map((a) => ({
-    nonce: a.nonce, hash: a.hash, fee: a.fee, sentAt: iso(a.sentAtMs),
-    status: record.result?.transactionHash === a.hash ? record.status : a.nonce === record.nonce ? record.status : "replaced",
+    nonce: a.nonce,
+    hash: a.hash,
+    fee: a.fee,
+    sentAt: iso(a.sentAtMs),
+    status:
+      record.result?.transactionHash === a.hash ? record.status : a.nonce === record.nonce ? record.status : "replaced",
   }));
 }
 
@@ -136,7 +153,10 @@ interface TransferSide {
 }
 
 /** The transfer's both sides as the pollers stored them (lifecycle jobs only). */
-async function transferStateOf(deps: QueuesCliDeps, job: Job): Promise<{ transactionId: string; sending: TransferSide; receiving: TransferSide } | null> {
+async function transferStateOf(
+  deps: QueuesCliDeps,
+  job: Job,
+): Promise<{ transactionId: string; sending: TransferSide; receiving: TransferSide } | null> {
   const txData = txDataOf(job);
   if (!txData) {
     return null;
@@ -146,7 +166,11 @@ async function transferStateOf(deps: QueuesCliDeps, job: Job): Promise<{ transac
     const json = await deps.redis.get(transferRecordKey(deps.config.redisPrefix, chainId, key));
     return { chainId, status: json ? (JSON.parse(json) as { status?: string }).status : undefined };
   };
-  return { transactionId: txData.transactionId, sending: await side(txData.sendingChainId), receiving: await side(txData.receivingChainId) };
+  return {
+    transactionId: txData.transactionId,
+    sending: await side(txData.sendingChainId),
+    receiving: await side(txData.receivingChainId),
+  };
 }
 
 interface TxDataIds {
@@ -235,7 +259,12 @@ async function retryFailed(deps: QueuesCliDeps, queue: Queue): Promise<void> {
   deps.out(`${queue.name}: ${retried} retried, ${refused} refused`);
 }
 
-async function clean(deps: QueuesCliDeps, queue: Queue, state: string | undefined, age: string | undefined): Promise<void> {
+async function clean(
+  deps: QueuesCliDeps,
+  queue: Queue,
+  state: string | undefined,
+  age: string | undefined,
+): Promise<void> {
   if (!state || !(CLEANABLE as readonly string[]).includes(state)) {
     throw new QueuesCliError(`STATE must be one of ${CLEANABLE.join(", ")}`);
   }
@@ -248,7 +277,9 @@ async function clean(deps: QueuesCliDeps, queue: Queue, state: string | undefine
 export function parseAge(age: string | undefined): number {
   const match = age === undefined ? null : /^([0-9]+)(ms|s|m|h|d)?$/.exec(age);
   if (!match) {
-    throw new QueuesCliError(`AGE must look like 90s, 30m, 12h, 7d or a number of ms (got ${JSON.stringify(age ?? "")})`);
+    throw new QueuesCliError(
+      `AGE must look like 90s, 30m, 12h, 7d or a number of ms (got ${JSON.stringify(age ?? "")})`,
+    );
   }
   const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[(match[2] ?? "ms") as "ms"];
   return Number(match[1]) * unit;

@@ -7,13 +7,29 @@
  */
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { NXTP_CONTRACTS_PACKAGE, packageArtifact, packageDeployments, packageVersion, type NxtpContractName } from "./nxtp-package";
+import {
+  NXTP_CONTRACTS_PACKAGE,
+  packageArtifact,
+  packageDeployments,
+  packageVersion,
+  type NxtpContractName,
+} from "./nxtp-package";
 
 /** Must equal VENDORED_ABI_NAMES in shared/chain/artifacts.ts (the test checks). */
-export const VENDORED_ABIS: readonly NxtpContractName[] = ["TransactionManager", "Router", "ConnextPriceOracle", "ERC20"];
+export const VENDORED_ABIS: readonly NxtpContractName[] = [
+  "TransactionManager",
+  "Router",
+  "ConnextPriceOracle",
+  "ERC20",
+];
 
 /** Must equal DEPLOYMENT_CONTRACT_NAMES in shared/config/deployments.ts (the test checks). */
-export const VENDORED_DEPLOYMENT_CONTRACTS: readonly string[] = ["TransactionManager", "ConnextPriceOracle", "Multicall", "RouterFactory"];
+export const VENDORED_DEPLOYMENT_CONTRACTS: readonly string[] = [
+  "TransactionManager",
+  "ConnextPriceOracle",
+  "Multicall",
+  "RouterFactory",
+];
 
 export const VENDORED_DIR = "shared/chain/artifacts";
 

@@ -19,7 +19,8 @@ export const ANVIL_KEYS: readonly string[] = [
 
 /** Wallet for anvil's default account `index` (each starts with 10 000 ETH). */
 export function anvilWallet(index: number, provider?: Provider): Wallet {
-  const key = ANVIL_KEYS[index] ?? HDNodeWallet.fromPhrase(ANVIL_MNEMONIC, undefined, `m/44'/60'/0'/0/${index}`).privateKey;
+  const key =
+    ANVIL_KEYS[index] ?? HDNodeWallet.fromPhrase(ANVIL_MNEMONIC, undefined, `m/44'/60'/0'/0/${index}`).privateKey;
   return new Wallet(key, provider ?? null);
 }
 
@@ -28,5 +29,10 @@ export function anvilWallet(index: number, provider?: Provider): Wallet {
  * and no 250 ms request cache (it served a stale `getTransactionCount` and caused "nonce too low").
  */
 export function anvilProvider(url: string, chainId: number): JsonRpcProvider {
-  return new JsonRpcProvider(url, chainId, { staticNetwork: true, pollingInterval: 50, batchMaxCount: 1, cacheTimeout: -1 });
+  return new JsonRpcProvider(url, chainId, {
+    staticNetwork: true,
+    pollingInterval: 50,
+    batchMaxCount: 1,
+    cacheTimeout: -1,
+  });
 }

@@ -27,7 +27,10 @@ export interface FindBinaryOptions {
 
 /** First executable among `preferred`, then `name` on PATH, then `fallbacks`; else MissingBinaryError. */
 export function findBinary(name: string, opts: FindBinaryOptions): string {
-  const onPath = (process.env.PATH ?? "").split(delimiter).filter((dir) => dir !== "").map((dir) => join(dir, name));
+  const onPath = (process.env.PATH ?? "")
+    .split(delimiter)
+    .filter((dir) => dir !== "")
+    .map((dir) => join(dir, name));
   const found = [...(opts.preferred ?? []), ...onPath, ...(opts.fallbacks ?? [])].find(isExecutable);
   if (found === undefined) {
     throw new MissingBinaryError(opts.missingHint);
@@ -61,7 +64,10 @@ export type DebianBinary = keyof typeof DEBIAN_BINARIES;
 
 export function debianBinary(name: DebianBinary): string {
   const { pkg, fallbacks } = DEBIAN_BINARIES[name];
-  return findBinary(name, { fallbacks, missingHint: `${name} not found: install the Debian package ${pkg} (apt-get install ${pkg})` });
+  return findBinary(name, {
+    fallbacks,
+    missingHint: `${name} not found: install the Debian package ${pkg} (apt-get install ${pkg})`,
+  });
 }
 
 export function redisServerBinary(): string {

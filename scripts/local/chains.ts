@@ -50,7 +50,10 @@ export async function fundSignerGas(chain: LocalChainHandle, signer: string): Pr
 /** Token and native liquidity for the router on a swap chain, paid by anvil account 1 (mints TEST first). */
 export async function addRouterLiquidity(chain: LocalChainHandle, router: string): Promise<void> {
   const funder = new NonceManager(anvilWallet(1, chain.provider));
-  await sendTx(chain.deployment.contracts.token.connect(funder) as typeof chain.deployment.contracts.token, "mint", [await funder.getAddress(), TOKEN_LIQUIDITY_WEI]);
+  await sendTx(chain.deployment.contracts.token.connect(funder) as typeof chain.deployment.contracts.token, "mint", [
+    await funder.getAddress(),
+    TOKEN_LIQUIDITY_WEI,
+  ]);
   const deployment = chain.deployment;
   await fundRouterLiquidity({ deployment, funder, router, assetId: deployment.token, amount: TOKEN_LIQUIDITY_WEI });
   await fundRouterLiquidity({ deployment, funder, router, assetId: ZeroAddress, amount: NATIVE_LIQUIDITY_WEI });
@@ -61,6 +64,9 @@ export async function fundUser(chain: LocalChainHandle, user: Wallet, withToken:
   const payer = new NonceManager(anvilWallet(2, chain.provider));
   await (await payer.sendTransaction({ to: user.address, value: USER_GAS_WEI })).wait();
   if (withToken) {
-    await sendTx(chain.deployment.contracts.token.connect(payer) as typeof chain.deployment.contracts.token, "mint", [user.address, USER_TOKEN_WEI]);
+    await sendTx(chain.deployment.contracts.token.connect(payer) as typeof chain.deployment.contracts.token, "mint", [
+      user.address,
+      USER_TOKEN_WEI,
+    ]);
   }
 }

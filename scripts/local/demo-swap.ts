@@ -68,18 +68,27 @@ export async function runDemoSwap(p: DemoSwapParams): Promise<DemoSwapResult> {
     step(`user: prepare on ${p.sending.chainId} in block ${sent.blockNumber} (tx ${sent.transactionHash})`);
 
     const received = await waitForEvent(p.receiving, "prepared", bid.transactionId, p.routerStepTimeoutMs);
-    step(`router: prepare on ${p.receiving.chainId} in block ${received.blockNumber}, ${fmt(BigInt(received.txData.amount))} TEST locked for the user (tx ${received.transactionHash})`);
+    step(
+      `router: prepare on ${p.receiving.chainId} in block ${received.blockNumber}, ${fmt(BigInt(received.txData.amount))} TEST locked for the user (tx ${received.transactionHash})`,
+    );
 
     const fulfilled = await fulfillAsUser(p.receiving, p.user, received.txData as TransactionData);
     step(`user: fulfill on ${p.receiving.chainId} in block ${fulfilled.blockNumber} (tx ${fulfilled.transactionHash})`);
 
     const claimed = await waitForEvent(p.sending, "fulfilled", bid.transactionId, p.routerStepTimeoutMs);
-    step(`router: fulfill (claim) on ${p.sending.chainId} in block ${claimed.blockNumber} (tx ${claimed.transactionHash})`);
+    step(
+      `router: fulfill (claim) on ${p.sending.chainId} in block ${claimed.blockNumber} (tx ${claimed.transactionHash})`,
+    );
 
     const balancesAfter = await readBalances(p);
     p.print("");
     p.print(balanceTable(balancesBefore, balancesAfter));
-    return { transactionId: bid.transactionId, amountReceivedWei: BigInt(bid.amountReceived), gasFeeWei, totalMs: Date.now() - startedAtMs };
+    return {
+      transactionId: bid.transactionId,
+      amountReceivedWei: BigInt(bid.amountReceived),
+      gasFeeWei,
+      totalMs: Date.now() - startedAtMs,
+    };
   } finally {
     await client.close();
   }
@@ -179,14 +188,18 @@ async function auction(p: DemoSwapParams, client: Client, step: (what: string) =
   };
   const deadline = Date.now() + (p.bidTimeoutMs ?? 60_000);
   for (let round = 1; ; round += 1) {
-    step(`auction: request ${round} for ${fmt(p.amountWei)} TEST ${p.sending.chainId} → ${p.receiving.chainId} (transactionId ${transactionId.slice(0, 10)}…)`);
+    step(
+      `auction: request ${round} for ${fmt(p.amountWei)} TEST ${p.sending.chainId} → ${p.receiving.chainId} (transactionId ${transactionId.slice(0, 10)}…)`,
+    );
     const reply = await client.ask("auction", payload, AUCTION_ROUND_MS);
     const parsed = reply ? parseBidResponse(reply) : undefined;
     if (parsed && getAddress(parsed.bid.router) === getAddress(p.router)) {
       return parsed;
     }
     if (Date.now() >= deadline) {
-      throw new Error(`no bid from router ${p.router} within ${p.bidTimeoutMs ?? 60_000} ms (refusals are logged by the auction process)`);
+      throw new Error(
+        `no bid from router ${p.router} within ${p.bidTimeoutMs ?? 60_000} ms (refusals are logged by the auction process)`,
+      );
     }
     step("auction: no bid yet (the auction refuses until the pollers have cached balances); asking again");
   }
@@ -200,7 +213,12 @@ function parseBidResponse(reply: MessagingResponse): Bid | undefined {
   return { bid: data.bid, bidSignature: data.bidSignature, gasFeeWei: BigInt(data.gasFeeInReceivingToken ?? "0") };
 }
 
-async function waitForEvent(chain: UserChain, kind: "prepared" | "fulfilled", transactionId: string, timeoutMs = 60_000) {
+async function waitForEvent(
+  chain: UserChain,
+  kind: "prepared" | "fulfilled",
+  transactionId: string,
+  timeoutMs = 60_000,
+) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const [event] = await findTransferEvents(chain, kind, transactionId);
@@ -208,7 +226,9 @@ async function waitForEvent(chain: UserChain, kind: "prepared" | "fulfilled", tr
       return event;
     }
     if (Date.now() >= deadline) {
-      throw new Error(`the router's ${kind === "prepared" ? "receiving prepare" : "sending fulfill"} did not appear on chain ${chain.chainId} within ${timeoutMs} ms`);
+      throw new Error(
+        `the router's ${kind === "prepared" ? "receiving prepare" : "sending fulfill"} did not appear on chain ${chain.chainId} within ${timeoutMs} ms`,
+      );
     }
     await sleep(POLL_MS);
   }
@@ -222,9 +242,13 @@ interface Balances {
 }
 
 async function readBalances(p: DemoSwapParams): Promise<Balances> {
-  const token = (c: DemoChain, owner: string): Promise<bigint> => readBigInt(nxtpContractAt("ERC20", c.token, c.provider), "balanceOf", [owner]);
+  const token = (c: DemoChain, owner: string): Promise<bigint> =>
+    readBigInt(nxtpContractAt("ERC20", c.token, c.provider), "balanceOf", [owner]);
   const liquidity = (c: DemoChain): Promise<bigint> =>
-    readBigInt(nxtpContractAt("TransactionManager", c.transactionManager, c.provider), "routerBalances", [p.router, c.token]);
+    readBigInt(nxtpContractAt("TransactionManager", c.transactionManager, c.provider), "routerBalances", [
+      p.router,
+      c.token,
+    ]);
   const [userSending, userReceiving, routerSending, routerReceiving] = await Promise.all([
     token(p.sending, p.user.address),
     token(p.receiving, p.user.address),
@@ -244,7 +268,9 @@ function balanceTable(before: Balances, after: Balances): string {
   const lines = [`  ${"balance".padEnd(32)}${"before".padStart(16)}${"after".padStart(16)}${"change".padStart(16)}`];
   for (const [label, key] of rows) {
     const delta = after[key] - before[key];
-    lines.push(`  ${label.padEnd(32)}${fmt(before[key]).padStart(16)}${fmt(after[key]).padStart(16)}${((delta > 0n ? "+" : "") + fmt(delta)).padStart(16)}`);
+    lines.push(
+      `  ${label.padEnd(32)}${fmt(before[key]).padStart(16)}${fmt(after[key]).padStart(16)}${((delta > 0n ? "+" : "") + fmt(delta)).padStart(16)}`,
+    );
   }
   return lines.join("\n");
 }
@@ -255,4 +281,3 @@ function fmt(wei: bigint | string): string {
   const trimmed = frac.slice(0, 6).replace(/0+$/, "");
   return trimmed === "" ? whole : `${whole}.${trimmed}`;
 }
-

@@ -85,7 +85,6 @@ export function isSameProcess(proc: DetachedProcess & { readonly command: string
   }
 }
 
-
 async function goneWithin(pid: number, ms: number): Promise<boolean> {
   const deadline = Date.now() + ms;
   while (isAlive(pid)) {
@@ -146,7 +145,9 @@ export async function waitReady(params: WaitReadyParams): Promise<void> {
       lastProblem = err instanceof Error ? err.message : String(err);
     }
     if (Date.now() >= deadline) {
-      throw new LocalServiceError(`${params.name} not ready after ${params.timeoutMs} ms (${lastProblem})`, [params.logFile]);
+      throw new LocalServiceError(`${params.name} not ready after ${params.timeoutMs} ms (${lastProblem})`, [
+        params.logFile,
+      ]);
     }
     await sleep(50);
   }
@@ -156,7 +157,11 @@ export async function waitReady(params: WaitReadyParams): Promise<void> {
 export function tailFile(file: string, lines: number): string {
   try {
     const text = readFileSync(file, "utf8");
-    return text.split("\n").filter((l) => l !== "").slice(-lines).join("\n");
+    return text
+      .split("\n")
+      .filter((l) => l !== "")
+      .slice(-lines)
+      .join("\n");
   } catch {
     return "";
   }

@@ -49,13 +49,22 @@ export function localConfigJson(p: LocalConfigParams): Record<string, unknown> {
     messagingUrl: p.messagingUrl,
     authUrl: p.authUrl,
     swapPools: [
-      { name: "TEST", assets: p.swapChains.map((c) => ({ chainId: c.chainId, assetId: c.token, mainnetEquivalent: mainnetToken })) },
-      { name: "ETH", assets: p.swapChains.map((c) => ({ chainId: c.chainId, assetId: ZeroAddress, mainnetEquivalent: ZeroAddress })) },
+      {
+        name: "TEST",
+        assets: p.swapChains.map((c) => ({ chainId: c.chainId, assetId: c.token, mainnetEquivalent: mainnetToken })),
+      },
+      {
+        name: "ETH",
+        assets: p.swapChains.map((c) => ({ chainId: c.chainId, assetId: ZeroAddress, mainnetEquivalent: ZeroAddress })),
+      },
     ],
     chainConfig: Object.fromEntries([
       // Chain 1 keeps its recommended confirmations: nothing is swapped there, it only answers price reads.
       [String(p.mainnet.chainId), chainEntry(p.mainnet, { priceOracleAddress: p.mainnet.priceOracle })],
-      ...p.swapChains.map((c) => [String(c.chainId), chainEntry(c, { confirmations: 1, nativeMainnetEquivalent: ZeroAddress })]),
+      ...p.swapChains.map((c) => [
+        String(c.chainId),
+        chainEntry(c, { confirmations: 1, nativeMainnetEquivalent: ZeroAddress }),
+      ]),
     ]),
   };
 }

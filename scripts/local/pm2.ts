@@ -39,7 +39,12 @@ export function pm2Env(paths: LocalPaths, extra: NodeJS.ProcessEnv = {}): NodeJS
 }
 
 export function runPm2(paths: LocalPaths, args: readonly string[], timeoutMs = 120_000): Pm2Result {
-  const result = spawnSync(paths.pm2Bin, [...args], { cwd: paths.root, env: pm2Env(paths), encoding: "utf8", timeout: timeoutMs });
+  const result = spawnSync(paths.pm2Bin, [...args], {
+    cwd: paths.root,
+    env: pm2Env(paths),
+    encoding: "utf8",
+    timeout: timeoutMs,
+  });
   return { status: result.status, output: `${result.stdout ?? ""}${result.stderr ?? ""}` };
 }
 
@@ -78,7 +83,6 @@ export function appLogFiles(app: Pm2App): string[] {
   return [app.errLog, app.outLog].filter((f): f is string => f !== undefined);
 }
 
-
 /**
  * Resolves once every app of `names` is online with no restart (with `wait_ready`, PM2 reports online only
  * after the process sent "ready"). A restart or an errored app fails at once, naming its log files.
@@ -95,9 +99,13 @@ export async function waitForApps(
     const apps = pm2List(paths);
     const failed = apps.find((app) => app.restarts > 0 || app.status === "errored" || app.status === "stopped");
     if (failed) {
-      throw new LocalServiceError(`PM2 app ${failed.name} is ${failed.status} after ${failed.restarts} restart(s)`, appLogFiles(failed), {
-        app: failed.name,
-      });
+      throw new LocalServiceError(
+        `PM2 app ${failed.name} is ${failed.status} after ${failed.restarts} restart(s)`,
+        appLogFiles(failed),
+        {
+          app: failed.name,
+        },
+      );
     }
     const pending = names.filter((name) => !apps.some((app) => app.name === name && app.status === "online"));
     if (pending.length === 0) {
@@ -105,7 +113,10 @@ export async function waitForApps(
     }
     if (Date.now() >= deadline) {
       const first = apps.find((app) => app.name === pending[0]);
-      throw new LocalServiceError(`PM2 apps not online after ${timeoutMs} ms: ${pending.join(", ")}`, first ? appLogFiles(first) : []);
+      throw new LocalServiceError(
+        `PM2 apps not online after ${timeoutMs} ms: ${pending.join(", ")}`,
+        first ? appLogFiles(first) : [],
+      );
     }
     const line = `waiting for ${pending.join(", ")}`;
     if (line !== lastPending) {

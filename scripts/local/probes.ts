@@ -50,7 +50,12 @@ interface JsonRpcReply {
   error?: { code?: number; message?: string };
 }
 
-export async function jsonRpc(url: string, method: string, params: readonly unknown[], timeoutMs: number): Promise<unknown> {
+export async function jsonRpc(
+  url: string,
+  method: string,
+  params: readonly unknown[],
+  timeoutMs: number,
+): Promise<unknown> {
   const res = await fetch(url, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -67,12 +72,18 @@ export async function jsonRpc(url: string, method: string, params: readonly unkn
 /** redis-server with no persistence that never evicts (BullMQ needs that), on loopback. */
 export function redisArgs(port: number): string[] {
   return [
-    "--port", String(port),
-    "--bind", "127.0.0.1",
-    "--save", "",
-    "--appendonly", "no",
-    "--maxmemory-policy", "noeviction",
-    "--loglevel", "warning",
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--save",
+    "",
+    "--appendonly",
+    "no",
+    "--maxmemory-policy",
+    "noeviction",
+    "--loglevel",
+    "warning",
   ];
 }
 
@@ -106,9 +117,12 @@ export interface AnvilModeOptions {
 
 export function anvilArgs(port: number, chainId: number, mode: AnvilModeOptions = {}): string[] {
   return [
-    "--host", "127.0.0.1",
-    "--port", String(port),
-    "--chain-id", String(chainId),
+    "--host",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--chain-id",
+    String(chainId),
     "--silent",
     ...(mode.blockTimeSec !== undefined ? ["--block-time", String(mode.blockTimeSec)] : []),
     ...(mode.noMining ? ["--no-mining"] : []),

@@ -33,8 +33,21 @@ export async function startServer(
   const logFile = join(paths.logDir, `${spec.name}.log`);
   for (let attempt = 1; ; attempt += 1) {
     const port = await getFreePort();
-    const started = spawnDetached({ command: spec.command, args: spec.args(port), logFile, env: spec.env?.(port), cwd: paths.root });
-    const proc: LocalProcess = { name: spec.name, pid: started.pid, startTicks: started.startTicks, command: spec.command, logFile, port };
+    const started = spawnDetached({
+      command: spec.command,
+      args: spec.args(port),
+      logFile,
+      env: spec.env?.(port),
+      cwd: paths.root,
+    });
+    const proc: LocalProcess = {
+      name: spec.name,
+      pid: started.pid,
+      startTicks: started.startTicks,
+      command: spec.command,
+      logFile,
+      port,
+    };
     record(proc);
     try {
       await waitReady({
@@ -67,7 +80,12 @@ export function anvilSpec(chainId: number): ServerSpec {
 }
 
 export function redisSpec(log: (line: string) => void): ServerSpec {
-  return { name: "redis-server", command: ensureDebianBinary("redis-server", log), args: redisArgs, probe: redisAnswers };
+  return {
+    name: "redis-server",
+    command: ensureDebianBinary("redis-server", log),
+    args: redisArgs,
+    probe: redisAnswers,
+  };
 }
 
 export function natsSpec(log: (line: string) => void): ServerSpec {

@@ -54,7 +54,9 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv): O
   };
   const unknown = argv.filter((a) => !/^--(redis-url|nats-url)=/.test(a));
   if (unknown.length > 0) {
-    throw new Error(`unknown argument(s): ${unknown.join(" ")} (known: --redis-url=redis://host:port, --nats-url=nats://host:port)`);
+    throw new Error(
+      `unknown argument(s): ${unknown.join(" ")} (known: --redis-url=redis://host:port, --nats-url=nats://host:port)`,
+    );
   }
   const redisUrl = flag("redis-url") ?? env.LOCAL_REDIS_URL;
   const natsUrl = flag("nats-url") ?? env.LOCAL_NATS_URL;
@@ -68,7 +70,12 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv): O
 }
 
 /** The state file, kept current: every pid is written the moment it exists. */
-function stateKeeper(paths: LocalPaths): { get(): LocalState; add(p: LocalProcess): void; forget(pid: number): void; set(patch: Partial<LocalState>): void } {
+function stateKeeper(paths: LocalPaths): {
+  get(): LocalState;
+  add(p: LocalProcess): void;
+  forget(pid: number): void;
+  set(patch: Partial<LocalState>): void;
+} {
   let state = emptyState(process.pid, Date.now());
   const save = (): void => writeState(paths.stateFile, state);
   save();
@@ -101,34 +108,42 @@ function preflight(paths: LocalPaths): void {
   }
 }
 
-async function run(paths: LocalPaths, options: Options, steps: Steps, keeper: ReturnType<typeof stateKeeper>): Promise<void> {
+async function run(
+  paths: LocalPaths,
+  options: Options,
+  steps: Steps,
+  keeper: ReturnType<typeof stateKeeper>,
+): Promise<void> {
   const rel = (p: string): string => relative(process.cwd(), p) || ".";
 
   // ---- servers -------------------------------------------------------------------------------------
-  const servers = await steps.run("Starting anvil ×3, redis-server, nats-server and the messaging auth service", async (progress) => {
-    const start = async (spec: Parameters<typeof startServer>[1]): Promise<LocalProcess> => {
-      const proc = await startServer(paths, spec, keeper.add, keeper.forget);
-      progress(`${proc.name} ready on 127.0.0.1:${proc.port} (pid ${proc.pid})`);
-      return proc;
-    };
-    // Programs first: a missing package fails the step before anything runs.
-    const redisToStart = options.redisUrl ? undefined : redisSpec(progress);
-    const natsToStart = options.natsUrl ? undefined : natsSpec(progress);
-    const [anvils, redis, nats, auth] = await Promise.all([
-      Promise.all(LOCAL_CHAIN_IDS.map((id) => start(anvilSpec(id)))),
-      redisToStart ? start(redisToStart) : Promise.resolve(undefined),
-      natsToStart ? start(natsToStart) : Promise.resolve(undefined),
-      start(authSpec(paths)),
-    ]);
-    if (options.redisUrl) progress(`reusing redis at ${options.redisUrl}`);
-    if (options.natsUrl) progress(`reusing nats at ${options.natsUrl}`);
-    return {
-      rpcUrls: new Map(LOCAL_CHAIN_IDS.map((id, i) => [id as number, `http://127.0.0.1:${anvils[i].port}`])),
-      redisUrl: options.redisUrl ?? `redis://127.0.0.1:${redis?.port}`,
-      natsUrl: options.natsUrl ?? `nats://127.0.0.1:${nats?.port}`,
-      authUrl: `http://127.0.0.1:${auth.port}`,
-    };
-  });
+  const servers = await steps.run(
+    "Starting anvil ×3, redis-server, nats-server and the messaging auth service",
+    async (progress) => {
+      const start = async (spec: Parameters<typeof startServer>[1]): Promise<LocalProcess> => {
+        const proc = await startServer(paths, spec, keeper.add, keeper.forget);
+        progress(`${proc.name} ready on 127.0.0.1:${proc.port} (pid ${proc.pid})`);
+        return proc;
+      };
+      // Programs first: a missing package fails the step before anything runs.
+      const redisToStart = options.redisUrl ? undefined : redisSpec(progress);
+      const natsToStart = options.natsUrl ? undefined : natsSpec(progress);
+      const [anvils, redis, nats, auth] = await Promise.all([
+        Promise.all(LOCAL_CHAIN_IDS.map((id) => start(anvilSpec(id)))),
+        redisToStart ? start(redisToStart) : Promise.resolve(undefined),
+        natsToStart ? start(natsToStart) : Promise.resolve(undefined),
+        start(authSpec(paths)),
+      ]);
+      if (options.redisUrl) progress(`reusing redis at ${options.redisUrl}`);
+      if (options.natsUrl) progress(`reusing nats at ${options.natsUrl}`);
+      return {
+        rpcUrls: new Map(LOCAL_CHAIN_IDS.map((id, i) => [id as number, `http://127.0.0.1:${anvils[i].port}`])),
+        redisUrl: options.redisUrl ?? `redis://127.0.0.1:${redis?.port}`,
+        natsUrl: options.natsUrl ?? `nats://127.0.0.1:${nats?.port}`,
+        authUrl: `http://127.0.0.1:${auth.port}`,
+      };
+    },
+  );
 
   // ---- contracts and funds -------------------------------------------------------------------------
   const routerWallet = Wallet.createRandom();
@@ -136,7 +151,11 @@ async function run(paths: LocalPaths, options: Options, steps: Steps, keeper: Re
   if (!mnemonic) throw new Error("a fresh wallet came without a mnemonic");
   const router = routerWallet.address;
   const user = new Wallet(Wallet.createRandom().privateKey);
-  const anvilLogs = (): string[] => keeper.get().processes.filter((p) => p.name.startsWith("anvil")).map((p) => p.logFile);
+  const anvilLogs = (): string[] =>
+    keeper
+      .get()
+      .processes.filter((p) => p.name.startsWith("anvil"))
+      .map((p) => p.logFile);
 
   const chains = await steps.run(
     "Deploying the NXTP contracts and a test token on chains 1, 1337 and 1338",
@@ -144,7 +163,9 @@ async function run(paths: LocalPaths, options: Options, steps: Steps, keeper: Re
       const deployed = await Promise.all(
         LOCAL_CHAIN_IDS.map(async (id) => {
           const chain = await deployChain(id, servers.rpcUrls.get(id) as string, router);
-          progress(`chain ${id}: TransactionManager ${chain.deployment.transactionManager}, TEST ${chain.deployment.token}`);
+          progress(
+            `chain ${id}: TransactionManager ${chain.deployment.transactionManager}, TEST ${chain.deployment.token}`,
+          );
           return chain;
         }),
       );
@@ -200,7 +221,9 @@ async function run(paths: LocalPaths, options: Options, steps: Steps, keeper: Re
       swapChains: [entry(SENDING_CHAIN_ID), entry(RECEIVING_CHAIN_ID)],
     });
     // A reused redis may hold a previous run's keys (cursors of chains that no longer exist): one prefix per run.
-    const withPrefix = options.redisUrl ? { ...raw, redisPrefix: `${LOCAL_REDIS_PREFIX}-${Date.now().toString(36)}` } : raw;
+    const withPrefix = options.redisUrl
+      ? { ...raw, redisPrefix: `${LOCAL_REDIS_PREFIX}-${Date.now().toString(36)}` }
+      : raw;
     loadConfig(withPrefix, {}); // refuses here, with every problem listed, rather than in eight processes
     writeFileSync(paths.configFile, `${JSON.stringify(withPrefix, null, 2)}\n`, { mode: 0o600 });
     keeper.set({ configFile: paths.configFile });
@@ -208,21 +231,34 @@ async function run(paths: LocalPaths, options: Options, steps: Steps, keeper: Re
   });
 
   const expectedApps = ["admin", "auction", ...LOCAL_CHAIN_IDS.flatMap((id) => [`submitter-${id}`, `poller-${id}`])];
-  await steps.run(`Starting the router under PM2 (PM2_HOME=${rel(paths.pm2Home)}): ${expectedApps.join(", ")}`, async (progress) => {
-    keeper.set({ pm2Home: paths.pm2Home });
-    const started = runPm2(paths, ["start", paths.ecosystemFile]);
-    if (started.status !== 0) {
-      throw new Error(`pm2 start exited ${String(started.status)}:\n${started.output.trim().split("\n").slice(-10).join("\n")}`);
-    }
-    progress(`PM2 daemon pid ${pm2DaemonPid(paths) ?? "?"}`);
-    const apps = await waitForApps(paths, expectedApps, PM2_READY_TIMEOUT_MS, progress);
-    progress(`online: ${apps.map((a) => `${a.name}(${a.pid})`).join(", ")}`);
-  }, () => [`${paths.logDir}/auction.error.log`]);
+  await steps.run(
+    `Starting the router under PM2 (PM2_HOME=${rel(paths.pm2Home)}): ${expectedApps.join(", ")}`,
+    async (progress) => {
+      keeper.set({ pm2Home: paths.pm2Home });
+      const started = runPm2(paths, ["start", paths.ecosystemFile]);
+      if (started.status !== 0) {
+        throw new Error(
+          `pm2 start exited ${String(started.status)}:\n${started.output.trim().split("\n").slice(-10).join("\n")}`,
+        );
+      }
+      progress(`PM2 daemon pid ${pm2DaemonPid(paths) ?? "?"}`);
+      const apps = await waitForApps(paths, expectedApps, PM2_READY_TIMEOUT_MS, progress);
+      progress(`online: ${apps.map((a) => `${a.name}(${a.pid})`).join(", ")}`);
+    },
+    () => [`${paths.logDir}/auction.error.log`],
+  );
 
-  await steps.run("Waiting for the auction to answer a status request over NATS", async (progress) => {
-    const status = await waitForAuctionStatus({ messagingUrl: servers.natsUrl, authUrl: servers.authUrl }, AUCTION_STATUS_TIMEOUT_MS);
-    progress(`router ${String(status.routerAddress)} serves chains ${JSON.stringify(status.supportedChains)}`);
-  }, () => [`${paths.logDir}/auction.out.log`, `${paths.logDir}/auction.error.log`]);
+  await steps.run(
+    "Waiting for the auction to answer a status request over NATS",
+    async (progress) => {
+      const status = await waitForAuctionStatus(
+        { messagingUrl: servers.natsUrl, authUrl: servers.authUrl },
+        AUCTION_STATUS_TIMEOUT_MS,
+      );
+      progress(`router ${String(status.routerAddress)} serves chains ${JSON.stringify(status.supportedChains)}`);
+    },
+    () => [`${paths.logDir}/auction.out.log`, `${paths.logDir}/auction.error.log`],
+  );
 
   // ---- demo swap -----------------------------------------------------------------------------------
   const userChain = (id: number) => ({
@@ -341,7 +377,9 @@ async function main(): Promise<number> {
     }
     process.stderr.write("\nStopping what this run started…\n");
     await stopLocalStack(paths, keeper.get(), (l) => process.stderr.write(`${l}\n`)).catch((stopErr: unknown) => {
-      process.stderr.write(`clean-up failed: ${stopErr instanceof Error ? stopErr.message : String(stopErr)}; see ${paths.stateFile}\n`);
+      process.stderr.write(
+        `clean-up failed: ${stopErr instanceof Error ? stopErr.message : String(stopErr)}; see ${paths.stateFile}\n`,
+      );
     });
     return 1;
   }

@@ -40,7 +40,10 @@ export function readState(file: string): LocalState | undefined {
   try {
     raw = JSON.parse(readFileSync(file, "utf8"));
   } catch (err) {
-    throw new Error(`${file} is not valid JSON (${err instanceof Error ? err.message : String(err)}); remove it after checking for leftover processes`, { cause: err });
+    throw new Error(
+      `${file} is not valid JSON (${err instanceof Error ? err.message : String(err)}); remove it after checking for leftover processes`,
+      { cause: err },
+    );
   }
   if (!isState(raw)) {
     throw new Error(`${file} is not a state file of npm run local; remove it after checking for leftover processes`);
@@ -70,7 +73,13 @@ function isState(value: unknown): value is LocalState {
     Array.isArray(v.processes) &&
     v.processes.every((p: unknown) => {
       const q = p as Record<string, unknown>;
-      return typeof q === "object" && q !== null && typeof q.name === "string" && Number.isSafeInteger(q.pid) && typeof q.command === "string";
+      return (
+        typeof q === "object" &&
+        q !== null &&
+        typeof q.name === "string" &&
+        Number.isSafeInteger(q.pid) &&
+        typeof q.command === "string"
+      );
     })
   );
 }

@@ -6,14 +6,21 @@ import { LocalServiceError, StepFailedError } from "./errors";
  * with the time since the run began. A failure becomes StepFailedError naming the step and the logs to show.
  */
 export interface Steps {
-  run<T>(name: string, fn: (progress: (line: string) => void) => Promise<T>, logFiles?: () => readonly string[]): Promise<T>;
+  run<T>(
+    name: string,
+    fn: (progress: (line: string) => void) => Promise<T>,
+    logFiles?: () => readonly string[],
+  ): Promise<T>;
   print(line: string): void;
   elapsedMs(): number;
 }
 
 const HEARTBEAT_MS = 10_000;
 
-export function createSteps(write: (line: string) => void = (line) => process.stdout.write(`${line}\n`), nowMs: () => number = Date.now): Steps {
+export function createSteps(
+  write: (line: string) => void = (line) => process.stdout.write(`${line}\n`),
+  nowMs: () => number = Date.now,
+): Steps {
   const startedAtMs = nowMs();
   const stamp = (): string => `[${((nowMs() - startedAtMs) / 1000).toFixed(1).padStart(5)}s]`;
   return {

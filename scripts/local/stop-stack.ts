@@ -18,7 +18,11 @@ export interface StopReport {
  * Stops exactly what the state names, newest first: the PM2 daemon of the stack's PM2_HOME (its apps drain
  * on SIGINT within kill_timeout), then the detached servers by pid. Removes the state file at the end.
  */
-export async function stopLocalStack(paths: LocalPaths, state: LocalState | undefined, print: (line: string) => void): Promise<StopReport> {
+export async function stopLocalStack(
+  paths: LocalPaths,
+  state: LocalState | undefined,
+  print: (line: string) => void,
+): Promise<StopReport> {
   const report: StopReport = { stopped: [], alreadyGone: [] };
   if (state?.pm2Home !== undefined || pm2DaemonPid(paths) !== undefined) {
     await stopPm2(paths, report, print);
@@ -58,7 +62,9 @@ async function stopPm2(paths: LocalPaths, report: StopReport, print: (line: stri
     }
     report.stopped.push(name);
   }
-  print(`  stopped PM2 (daemon pid ${daemon}) and its apps: ${apps.map((a) => `${a.name}(${a.pid})`).join(", ") || "none"}`);
+  print(
+    `  stopped PM2 (daemon pid ${daemon}) and its apps: ${apps.map((a) => `${a.name}(${a.pid})`).join(", ") || "none"}`,
+  );
 }
 
 /** PM2's daemon and apps run node; a recycled pid running anything else is left alone. */

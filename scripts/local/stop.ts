@@ -11,7 +11,9 @@ async function main(): Promise<number> {
   const paths = localPaths();
   const state = readState(paths.stateFile);
   if (!state && pm2DaemonPid(paths) === undefined) {
-    process.stdout.write("npm run local:stop: no local stack is recorded (.local/state.json absent); nothing to stop\n");
+    process.stdout.write(
+      "npm run local:stop: no local stack is recorded (.local/state.json absent); nothing to stop\n",
+    );
     return 0;
   }
   const startedAtMs = Date.now();
@@ -20,7 +22,9 @@ async function main(): Promise<number> {
   if (report.alreadyGone.length > 0) {
     process.stdout.write(`  already gone: ${report.alreadyGone.join(", ")}\n`);
   }
-  process.stdout.write(`Stopped ${report.stopped.length} process(es) in ${((Date.now() - startedAtMs) / 1000).toFixed(1)} s; logs stay in .local/logs\n`);
+  process.stdout.write(
+    `Stopped ${report.stopped.length} process(es) in ${((Date.now() - startedAtMs) / 1000).toFixed(1)} s; logs stay in .local/logs\n`,
+  );
   return 0;
 }
 

@@ -1,5 +1,10 @@
 import { getAddress, type ContractTransactionReceipt, type JsonRpcProvider, type Wallet } from "ethers";
-import { decodeTransferLog, transferEventTopic, type TransferEvent, type TransferEventKind } from "../../shared/chain/transfer-events";
+import {
+  decodeTransferLog,
+  transferEventTopic,
+  type TransferEvent,
+  type TransferEventKind,
+} from "../../shared/chain/transfer-events";
 import { encodeBid } from "../../shared/protocol/bid";
 import { abiFulfillArgs, abiPrepareArgs } from "../../shared/protocol/router-signatures";
 import type { AuctionBid, InvariantTransactionData, TransactionData } from "../../shared/protocol/types";
@@ -19,7 +24,12 @@ export interface UserChain {
 }
 
 /** TransactionManager.prepare with the bid as the router signed it; the user's fallback is the user. */
-export async function prepareWithBid(chain: UserChain, user: Wallet, bid: AuctionBid, bidSignature: string): Promise<TransferEvent> {
+export async function prepareWithBid(
+  chain: UserChain,
+  user: Wallet,
+  bid: AuctionBid,
+  bidSignature: string,
+): Promise<TransferEvent> {
   const invariantData: InvariantTransactionData = {
     receivingChainTxManagerAddress: bid.receivingChainTxManagerAddress,
     user: bid.user,
@@ -64,7 +74,12 @@ export async function fulfillAsUser(chain: UserChain, user: Wallet, receiver: Tr
 }
 
 /** Every `kind` event of the chain's TransactionManager for `transactionId` (indexed topic 3). */
-export async function findTransferEvents(chain: UserChain, kind: TransferEventKind, transactionId: string, fromBlock = 0): Promise<TransferEvent[]> {
+export async function findTransferEvents(
+  chain: UserChain,
+  kind: TransferEventKind,
+  transactionId: string,
+  fromBlock = 0,
+): Promise<TransferEvent[]> {
   const logs = await chain.provider.getLogs({
     address: chain.transactionManager,
     topics: [transferEventTopic(kind), null, null, transactionId],
@@ -76,7 +91,8 @@ export async function findTransferEvents(chain: UserChain, kind: TransferEventKi
 
 export function eventIn(receipt: ContractTransactionReceipt, chain: UserChain, kind: TransferEventKind): TransferEvent {
   for (const log of receipt.logs) {
-    const event = log.address.toLowerCase() === chain.transactionManager.toLowerCase() ? decodeTransferLog(log) : undefined;
+    const event =
+      log.address.toLowerCase() === chain.transactionManager.toLowerCase() ? decodeTransferLog(log) : undefined;
     if (event?.kind === kind) {
       return event;
     }

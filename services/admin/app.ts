@@ -79,7 +79,9 @@ export function createApp(deps: AdminAppDeps): express.Express {
       try {
         status = await readStatus();
       } catch (err) {
-        throw new AdminApiError("STATUS_UNAVAILABLE", "the router's state could not be read from Redis", { cause: err });
+        throw new AdminApiError("STATUS_UNAVAILABLE", "the router's state could not be read from Redis", {
+          cause: err,
+        });
       }
       res.json(status);
     });

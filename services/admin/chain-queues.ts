@@ -52,7 +52,6 @@ export function createChainQueues(config: RouterConfig, logger: Logger): ChainQu
   };
 }
 
-
 function lookup<T>(map: ReadonlyMap<number, T>, chainId: number): T {
   const found = map.get(chainId);
   if (!found) {
@@ -61,7 +60,6 @@ function lookup<T>(map: ReadonlyMap<number, T>, chainId: number): T {
   }
   return found;
 }
-
 
 function settleWithin(promise: Promise<void>, timeoutMs: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;

@@ -23,7 +23,10 @@ async function start({ config, logger, observe }: ServiceContext): Promise<{ sto
   const queues = createChainQueues(config, logger);
   // Providers only connect on first use, so building one per chain up front costs nothing.
   const providers = new Map<number, ChainProvider>(
-    Object.values(config.chainConfig).map((chain) => [chain.chainId, createChainProvider({ chainId: chain.chainId, urls: chain.providers, logger })]),
+    Object.values(config.chainConfig).map((chain) => [
+      chain.chainId,
+      createChainProvider({ chainId: chain.chainId, urls: chain.providers, logger }),
+    ]),
   );
   // Unlike the queues' producer connection, commands may wait for the first connect (a request can arrive
   // before it): every use is bounded by a timeout in the operation, so Redis down is still a fast 503.
@@ -61,7 +64,10 @@ async function start({ config, logger, observe }: ServiceContext): Promise<{ sto
     observeHeartbeats(observe, config);
   }
   const app = createApp({
-    config, logger, signerAddress, operations,
+    config,
+    logger,
+    signerAddress,
+    operations,
     status: createStatusReader({ config, redis, queueFor: queues.queueFor }),
     dashboardQueues: Object.values(config.chainConfig).map((chain) => queues.queueFor(chain.chainId)),
   });

@@ -26,7 +26,13 @@ const PROBLEMS: Readonly<Record<string, string>> = {
 };
 
 /** Problems that make a request an `invalid_amount` rather than an `invalid_body` (docs/admin-api.md). */
-const AMOUNT_VALUE_PROBLEMS = new Set(["amount.type", "amount.format", "amount.fraction", "amount.zero", "amount.range"]);
+const AMOUNT_VALUE_PROBLEMS = new Set([
+  "amount.type",
+  "amount.format",
+  "amount.fraction",
+  "amount.zero",
+  "amount.range",
+]);
 
 const chainIdField = (): Joi.AnySchema =>
   Joi.any().custom((value: unknown, helpers) => {

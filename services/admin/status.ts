@@ -2,7 +2,14 @@ import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { RouterConfig } from "../../shared/config/types";
 import { readHeartbeats, type HeartbeatStatus } from "../../shared/metrics/heartbeat";
-import { pendingTransactions, queueCounts, readChainState, type ChainState, type JobState, type PendingTx } from "../../shared/metrics/router-state";
+import {
+  pendingTransactions,
+  queueCounts,
+  readChainState,
+  type ChainState,
+  type JobState,
+  type PendingTx,
+} from "../../shared/metrics/router-state";
 
 export interface ChainStatus extends ChainState {
   /** head − the block up to which transfers are stored (subgraph or log cursor). */
@@ -14,7 +21,12 @@ export interface ChainStatus extends ChainState {
 
 export interface RouterStatus {
   readonly atMs: number;
-  readonly modes: { readonly network: string; readonly cleanUpMode: boolean; readonly diagnosticMode: boolean; readonly dashboardActions: boolean };
+  readonly modes: {
+    readonly network: string;
+    readonly cleanUpMode: boolean;
+    readonly diagnosticMode: boolean;
+    readonly dashboardActions: boolean;
+  };
   readonly processes: readonly HeartbeatStatus[];
   readonly chains: readonly ChainStatus[];
 }
@@ -24,7 +36,11 @@ export interface RouterStatus {
  * far the transfer view lags, liquidity and what open bids reserve, gas against minGas, queue counts and the
  * pending transactions. Values are what the processes stored; nothing here calls a chain.
  */
-export function createStatusReader(deps: { config: RouterConfig; redis: Redis; queueFor(chainId: number): Queue }): () => Promise<RouterStatus> {
+export function createStatusReader(deps: {
+  config: RouterConfig;
+  redis: Redis;
+  queueFor(chainId: number): Queue;
+}): () => Promise<RouterStatus> {
   const { config, redis } = deps;
   return async () => {
     const nowMs = Date.now();
@@ -38,7 +54,8 @@ export function createStatusReader(deps: { config: RouterConfig; redis: Redis; q
         ]);
         return {
           ...state,
-          syncLagBlocks: state.head !== undefined && state.syncedBlock !== undefined ? state.head - state.syncedBlock : undefined,
+          syncLagBlocks:
+            state.head !== undefined && state.syncedBlock !== undefined ? state.head - state.syncedBlock : undefined,
           gasLow: state.gasWei !== undefined ? BigInt(state.gasWei) < BigInt(state.minGasWei) : undefined,
           queue: counts,
           pendingTransactions: pending,
@@ -47,7 +64,12 @@ export function createStatusReader(deps: { config: RouterConfig; redis: Redis; q
     );
     return {
       atMs: nowMs,
-      modes: { network: config.network, cleanUpMode: config.cleanUpMode, diagnosticMode: config.diagnosticMode, dashboardActions: config.dashboardActions },
+      modes: {
+        network: config.network,
+        cleanUpMode: config.cleanUpMode,
+        diagnosticMode: config.diagnosticMode,
+        dashboardActions: config.dashboardActions,
+      },
       processes: await readHeartbeats(redis, config.redisPrefix, nowMs),
       chains,
     };

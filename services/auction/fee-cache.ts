@@ -78,6 +78,7 @@ export function createFeeEstimator(p: FeeEstimatorParams): FeeEstimator {
 
   return {
     gasFeeInAsset,
-    decimals: (chainId, assetId) => (assetId.toLowerCase() === ZeroAddress ? 18 : cache.decimals.get(assetKey(chainId, assetId))),
+    decimals: (chainId, assetId) =>
+      assetId.toLowerCase() === ZeroAddress ? 18 : cache.decimals.get(assetKey(chainId, assetId)),
   };
 }

@@ -10,12 +10,15 @@ void runService({
       logger,
       options: {
         // Messaging gave up for good: fail the process (uncaught → fatal → exit 1) so PM2 restarts it.
-        onFatal: (err) => setImmediate(() => {
-          throw err instanceof Error ? err : new Error(String(err));
-        }),
+        onFatal: (err) =>
+          setImmediate(() => {
+            throw err instanceof Error ? err : new Error(String(err));
+          }),
       },
     });
-    observe?.readiness.add("messaging", () => (auction.messagingConnected() ? undefined : "messaging is not connected"));
+    observe?.readiness.add("messaging", () =>
+      auction.messagingConnected() ? undefined : "messaging is not connected",
+    );
     return auction;
   },
 });

@@ -46,11 +46,15 @@ export function createPriceSources(config: RouterConfig): PriceSources {
   }
   const asset = (chainId: number, assetId: string): PriceSource => {
     const equivalent = equivalents.get(assetKey(chainId, assetId));
-    return equivalent === undefined ? { chainId, address: assetId.toLowerCase() } : { chainId: MAINNET, address: equivalent };
+    return equivalent === undefined
+      ? { chainId, address: assetId.toLowerCase() }
+      : { chainId: MAINNET, address: equivalent };
   };
   const native = (chainId: number): PriceSource => {
     const equivalent = config.chainConfig[String(chainId)]?.nativeMainnetEquivalent;
-    return equivalent === undefined ? { chainId, address: ZeroAddress } : { chainId: MAINNET, address: equivalent.toLowerCase() };
+    return equivalent === undefined
+      ? { chainId, address: ZeroAddress }
+      : { chainId: MAINNET, address: equivalent.toLowerCase() };
   };
   const oracle = (chainId: number): string | undefined => config.chainConfig[String(chainId)]?.priceOracleAddress;
 

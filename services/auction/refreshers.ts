@@ -53,7 +53,11 @@ const oracleInterface = (): ReturnType<typeof contractInterface> => contractInte
  * One pass over a chain's values, each read on its own: one failing read (a token without `decimals()`, an
  * oracle revert) leaves that value to age out, never the others. Returns how many reads failed.
  */
-export async function refreshChainOnce(plan: ChainRefreshPlan, deps: RefresherDeps, signal?: AbortSignal): Promise<number> {
+export async function refreshChainOnce(
+  plan: ChainRefreshPlan,
+  deps: RefresherDeps,
+  signal?: AbortSignal,
+): Promise<number> {
   const { cache, provider } = deps;
   let failures = 0;
   const attempt = async (what: string, fn: () => Promise<void>): Promise<void> => {
@@ -67,7 +71,11 @@ export async function refreshChainOnce(plan: ChainRefreshPlan, deps: RefresherDe
       const key = `${plan.chainId}:${what}`;
       let log = deps.failureLogs?.get(key);
       if (log === undefined) {
-        log = throttledErrorLog(deps.logger, "auction cache refresh failed", { at: "auction.refresh", chainId: plan.chainId, what });
+        log = throttledErrorLog(deps.logger, "auction cache refresh failed", {
+          at: "auction.refresh",
+          chainId: plan.chainId,
+          what,
+        });
         deps.failureLogs?.set(key, log);
       }
       log(err instanceof Error ? err : new Error(errorMessage(err)));
@@ -108,7 +116,12 @@ export async function refreshChainOnce(plan: ChainRefreshPlan, deps: RefresherDe
  * The chain's refresher: a sequential loop (a pass never overlaps the next), abortable between reads and
  * during the pause. Resolves once `signal` aborts.
  */
-export async function runRefresher(plan: ChainRefreshPlan, deps: RefresherDeps, intervalMs: number, signal: AbortSignal): Promise<void> {
+export async function runRefresher(
+  plan: ChainRefreshPlan,
+  deps: RefresherDeps,
+  intervalMs: number,
+  signal: AbortSignal,
+): Promise<void> {
   while (!signal.aborted) {
     await refreshChainOnce(plan, deps, signal);
     await abortableDelay(intervalMs, signal);

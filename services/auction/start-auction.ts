@@ -98,7 +98,12 @@ export async function startAuction(params: StartAuctionParams): Promise<RunningA
   }
   const failureLogs = new Map<string, (err: Error) => void>();
   const depsOf = (chainId: number): RefresherDeps => ({
-    config, provider: providers.get(chainId) as ChainProvider, cache, logger, nowMs, failureLogs,
+    config,
+    provider: providers.get(chainId) as ChainProvider,
+    cache,
+    logger,
+    nowMs,
+    failureLogs,
   });
   const abort = new AbortController();
   let messaging: Messaging | undefined;
@@ -106,7 +111,12 @@ export async function startAuction(params: StartAuctionParams): Promise<RunningA
   const closeResources = async (): Promise<void> => {
     abort.abort();
     await Promise.all([...queues.values()].map((q) => settlesWithin(q.close(), RESOURCE_CLOSE_TIMEOUT_MS)));
-    if (!(await settlesWithin(redis.quit().catch(() => undefined), RESOURCE_CLOSE_TIMEOUT_MS))) {
+    if (
+      !(await settlesWithin(
+        redis.quit().catch(() => undefined),
+        RESOURCE_CLOSE_TIMEOUT_MS,
+      ))
+    ) {
       redis.disconnect();
     }
     for (const provider of providers.values()) {
@@ -118,7 +128,9 @@ export async function startAuction(params: StartAuctionParams): Promise<RunningA
   try {
     const warm = Promise.all(plans.map((plan) => refreshChainOnce(plan, depsOf(plan.chainId), abort.signal)));
     if (!(await settlesWithin(warm, options.warmupTimeoutMs ?? DEFAULT_WARMUP_TIMEOUT_MS))) {
-      logger.warn("auction caches not warm yet; serving anyway (requests needing a cold value are refused)", { at: "auction.start" });
+      logger.warn("auction caches not warm yet; serving anyway (requests needing a cold value are refused)", {
+        at: "auction.start",
+      });
     }
     loops = plans.map((plan) =>
       runRefresher(plan, depsOf(plan.chainId), options.refreshIntervalMs ?? DEFAULT_REFRESH_INTERVAL_MS, abort.signal),
@@ -157,8 +169,13 @@ export async function startAuction(params: StartAuctionParams): Promise<RunningA
   messaging.serve("metatx", createMetaTxHandler(ctx), { queueGroup });
   messaging.serve("status", createStatusHandler(ctx), { queueGroup });
   logger.info("auction started", {
-    at: "auction.start", signerAddress, routerAddress, queueGroup, chains: plans.map((p) => p.chainId),
-    cleanUpMode: config.cleanUpMode, diagnosticMode: config.diagnosticMode,
+    at: "auction.start",
+    signerAddress,
+    routerAddress,
+    queueGroup,
+    chains: plans.map((p) => p.chainId),
+    cleanUpMode: config.cleanUpMode,
+    diagnosticMode: config.diagnosticMode,
   });
 
   const connected = messaging;

@@ -108,8 +108,15 @@ export async function createAuthServer(params: CreateAuthServerParams): Promise<
       }
     }
     counts.verificationFailures += 1;
-    logger?.warn("signature verification failed", { at: "messaging-auth.token", address: signerAddress, recovered: recovered ?? null });
-    throw new HttpError(401, `Verification failed, expected ${signerAddress}, got ${recovered ?? "no valid signature over a live nonce"}`);
+    logger?.warn("signature verification failed", {
+      at: "messaging-auth.token",
+      address: signerAddress,
+      recovered: recovered ?? null,
+    });
+    throw new HttpError(
+      401,
+      `Verification failed, expected ${signerAddress}, got ${recovered ?? "no valid signature over a live nonce"}`,
+    );
   };
 
   const route = async (req: IncomingMessage): Promise<string> => {
@@ -133,7 +140,10 @@ export async function createAuthServer(params: CreateAuthServerParams): Promise<
       (err: unknown) => {
         const status = err instanceof HttpError ? err.status : 500;
         if (!(err instanceof HttpError)) {
-          logger?.error("auth request failed", { at: "messaging-auth.request", error: err instanceof Error ? err.message : String(err) });
+          logger?.error("auth request failed", {
+            at: "messaging-auth.request",
+            error: err instanceof Error ? err.message : String(err),
+          });
         }
         send(res, status, err instanceof Error ? err.message : "Internal error");
       },

@@ -26,7 +26,11 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: readLevel(process.env.MESSAGING_AUTH_LOG_LEVEL), service: "messaging-auth" });
   let server: AuthServer;
   try {
-    server = await createAuthServer({ host: process.env.MESSAGING_AUTH_HOST ?? "127.0.0.1", port: readPort(process.env.MESSAGING_AUTH_PORT), logger });
+    server = await createAuthServer({
+      host: process.env.MESSAGING_AUTH_HOST ?? "127.0.0.1",
+      port: readPort(process.env.MESSAGING_AUTH_PORT),
+      logger,
+    });
   } catch (err) {
     logger.fatal("messaging auth server failed to start", { at: "messaging-auth.start", error: err });
     await logger.flush();

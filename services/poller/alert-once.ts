@@ -14,7 +14,9 @@ const ALERTED_TTL_SEC = 31 * 24 * 3600;
 export function createAlertOnce(redis: Redis, prefix: string, chainId: number): AlertOnce {
   const key = pollerAlertedKey(prefix, chainId);
   return async (alertId) => {
-    const [[addErr, added]] = (await redis.multi().sadd(key, alertId).expire(key, ALERTED_TTL_SEC).exec()) ?? [[null, 0]];
+    const [[addErr, added]] = (await redis.multi().sadd(key, alertId).expire(key, ALERTED_TTL_SEC).exec()) ?? [
+      [null, 0],
+    ];
     if (addErr) {
       throw addErr;
     }

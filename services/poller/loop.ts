@@ -40,8 +40,12 @@ export async function runPollLoop(ctx: PollerContext, opts: PollLoopOptions, sig
       }
       const head = latest.number;
       const fingerprint = await otherHeadsFingerprint(ctx);
-      const due = !lastOk || head !== last?.head || latest.hash !== lastHeadHash || fingerprint !== lastFingerprint
-        || Date.now() - lastTickAtMs >= opts.maxIdleMs;
+      const due =
+        !lastOk ||
+        head !== last?.head ||
+        latest.hash !== lastHeadHash ||
+        fingerprint !== lastFingerprint ||
+        Date.now() - lastTickAtMs >= opts.maxIdleMs;
       if (due) {
         lastOk = false;
         last = await runTick(ctx, { head, tickNumber }, signal);
@@ -53,7 +57,11 @@ export async function runPollLoop(ctx: PollerContext, opts: PollLoopOptions, sig
         failures.recovered();
         opts.onTick?.(last);
       } else if (last !== undefined) {
-        await ctx.store.setHead(ctx.chainId, { blockNumber: last.head, timestamp: last.nowSec, syncedBlock: last.syncedBlock });
+        await ctx.store.setHead(ctx.chainId, {
+          blockNumber: last.head,
+          timestamp: last.nowSec,
+          syncedBlock: last.syncedBlock,
+        });
       }
     } catch (err) {
       if (signal.aborted) {
@@ -85,14 +93,22 @@ function createFailureLog(ctx: PollerContext): { report(err: unknown): void; rec
         return;
       }
       ctx.logger.error("tick failed; retrying", {
-        at: "poller.tick", chainId: ctx.chainId, error: errorMessage(err), failingForMs: now - failingSinceMs, suppressedRepeats: suppressed,
+        at: "poller.tick",
+        chainId: ctx.chainId,
+        error: errorMessage(err),
+        failingForMs: now - failingSinceMs,
+        suppressedRepeats: suppressed,
       });
       loggedAtMs = now;
       suppressed = 0;
     },
     recovered: () => {
       if (failingSinceMs !== undefined) {
-        ctx.logger.info("tick succeeded again", { at: "poller.tick", chainId: ctx.chainId, failedForMs: Date.now() - failingSinceMs });
+        ctx.logger.info("tick succeeded again", {
+          at: "poller.tick",
+          chainId: ctx.chainId,
+          failedForMs: Date.now() - failingSinceMs,
+        });
       }
       failingSinceMs = undefined;
       loggedAtMs = 0;

@@ -176,7 +176,9 @@ export function planReceiverSide(ctx: PlanContext, p: PlanReceiverParams): Plan 
     });
   }
   if ((action.kind === "wait" || action.kind === "done") && action.alert) {
-    return action.kind === "wait" ? { kind: "wait", state: action.state, reason: action.reason, alert: true } : { kind: "done", alert: true };
+    return action.kind === "wait"
+      ? { kind: "wait", state: action.state, reason: action.reason, alert: true }
+      : { kind: "done", alert: true };
   }
   return { kind: "skip", reason: "the sending chain's poller acts on this transfer" };
 }
@@ -200,7 +202,11 @@ export function transferKeyOf(record: TransferRecord): string {
 }
 
 function cancelSender(ctx: PlanContext, sender: TransferRecord, reason: string): JobPlan {
-  return { name: TX_JOB.cancelSender, chainId: ctx.chainId, data: { chainId: ctx.chainId, txData: sender.txData, reason, force: false } };
+  return {
+    name: TX_JOB.cancelSender,
+    chainId: ctx.chainId,
+    data: { chainId: ctx.chainId, txData: sender.txData, reason, force: false },
+  };
 }
 
 function enqueue(state: DerivedState, job: JobPlan): Plan {
@@ -208,7 +214,12 @@ function enqueue(state: DerivedState, job: JobPlan): Plan {
 }
 
 function completionConfirmed(receiver: TransferRecord | undefined, view: ReceivingView | undefined): boolean {
-  const block = receiver?.status === "Fulfilled" ? receiver.fulfillBlockNumber : receiver?.status === "Cancelled" ? receiver.cancelBlockNumber : undefined;
+  const block =
+    receiver?.status === "Fulfilled"
+      ? receiver.fulfillBlockNumber
+      : receiver?.status === "Cancelled"
+        ? receiver.cancelBlockNumber
+        : undefined;
   if (block === undefined || view?.head === undefined) {
     return false;
   }

@@ -24,7 +24,12 @@ export async function executePlan(ctx: PollerContext, plan: Plan, meta: PlanMeta
       return enqueueOnce(ctx, plan.job, meta);
     case "wait":
     case "done":
-      if (plan.alert && (await ctx.alertOnce(`${plan.kind === "wait" ? `wait-${plan.state}-${plan.reason}` : "done-anomalous"}-${meta.transferKey}`))) {
+      if (
+        plan.alert &&
+        (await ctx.alertOnce(
+          `${plan.kind === "wait" ? `wait-${plan.state}-${plan.reason}` : "done-anomalous"}-${meta.transferKey}`,
+        ))
+      ) {
         // decideAction flags states where the router's funds are at risk or lost; an operator must look.
         ctx.logger.error("transfer needs an operator: funds at risk", { ...fields, plan });
       } else {
@@ -33,7 +38,11 @@ export async function executePlan(ctx: PollerContext, plan: Plan, meta: PlanMeta
       return undefined;
     case "refused":
       if (await ctx.alertOnce(`refused-${meta.transferKey}`)) {
-        ctx.logger.warn("sending-side prepare refused and not cancellable by us; skipped", { ...fields, reason: plan.reason, detail: plan.detail });
+        ctx.logger.warn("sending-side prepare refused and not cancellable by us; skipped", {
+          ...fields,
+          reason: plan.reason,
+          detail: plan.detail,
+        });
       }
       return undefined;
     case "skip":
@@ -74,13 +83,18 @@ export async function enqueueOnce(ctx: PollerContext, job: JobPlan, meta: PlanMe
       return "exists";
     }
     ctx.logger.warn("failed job retried: its attempts ran out and the transfer still needs it", {
-      at: "poller.retry", ...fields, attemptsMade: existing.attemptsMade, failedReason: existing.failedReason,
+      at: "poller.retry",
+      ...fields,
+      attemptsMade: existing.attemptsMade,
+      failedReason: existing.failedReason,
     });
     return "retried";
   }
   if (await ctx.alertOnce(`job-${jobId}`)) {
     ctx.logger.error("job failed as unrecoverable and is not retried; the transfer needs an operator", {
-      at: "poller.job-failed", ...fields, failedReason: existing.failedReason,
+      at: "poller.job-failed",
+      ...fields,
+      failedReason: existing.failedReason,
     });
   }
   return "failed";
@@ -106,13 +120,18 @@ async function prepareJobBlocksCancel(
   guard: NonNullable<Extract<Plan, { kind: "enqueue" }>["guard"]>,
   meta: PlanMeta,
 ): Promise<boolean> {
-  const prepareJob = await ctx.queueFor(guard.receivingChainId).getJob(txJobId(TX_JOB.prepareReceiver, meta.transferKey));
+  const prepareJob = await ctx
+    .queueFor(guard.receivingChainId)
+    .getJob(txJobId(TX_JOB.prepareReceiver, meta.transferKey));
   if (prepareJob === undefined) {
     return false;
   }
   if (await ctx.alertOnce(`cancel-guarded-${meta.transferKey}`)) {
     ctx.logger.warn("sending side fails verification but a receiving prepare was attempted; not cancelling it", {
-      at: "poller.decide", transferKey: meta.transferKey, prepareJobId: prepareJob.id, prepareJobState: await prepareJob.getState(),
+      at: "poller.decide",
+      transferKey: meta.transferKey,
+      prepareJobId: prepareJob.id,
+      prepareJobState: await prepareJob.getState(),
     });
   }
   return true;
@@ -121,4 +140,3 @@ async function prepareJobBlocksCancel(
 function reasonOf(job: JobPlan): string | undefined {
   return "reason" in job.data ? job.data.reason : undefined;
 }
-

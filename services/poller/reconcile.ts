@@ -68,7 +68,11 @@ export interface ReconcileOptions {
  * and stored. What cannot be repaired (the completion's log not found, a store ahead of the chain) is logged
  * as an error once and the transfer is held: the router's claim must never be traded for a cancel.
  */
-export async function reconcileTransfer(ctx: PollerContext, record: TransferRecord, opts: ReconcileOptions = {}): Promise<ReconcileResult> {
+export async function reconcileTransfer(
+  ctx: PollerContext,
+  record: TransferRecord,
+  opts: ReconcileOptions = {},
+): Promise<ReconcileResult> {
   const { sendingChainId, receivingChainId } = record.txData;
   const digest = invariantDigest(invariantOf(record.txData));
   let consistent = true;
@@ -83,7 +87,11 @@ export async function reconcileTransfer(ctx: PollerContext, record: TransferReco
       if (!bestEffort) {
         throw err;
       }
-      ctx.logger.debug("receiving side not readable; the cancel relies on its guard", { at: "poller.reconcile", chainId, error: errorMessage(err) });
+      ctx.logger.debug("receiving side not readable; the cancel relies on its guard", {
+        at: "poller.reconcile",
+        chainId,
+        error: errorMessage(err),
+      });
       return { verdict: "agrees" as const, repaired: false, stored: undefined };
     });
     if (side.verdict === "agrees") {
@@ -99,7 +107,10 @@ export async function reconcileTransfer(ctx: PollerContext, record: TransferReco
   ctx.reconcile.setOnHold(key, !consistent);
   if (updated) {
     ctx.logger.warn("transfer records repaired from the chain: a log had been missed", {
-      at: "poller.reconcile", transferKey: key, sendingChainId, receivingChainId,
+      at: "poller.reconcile",
+      transferKey: key,
+      sendingChainId,
+      receivingChainId,
     });
   }
   return { consistent, updated };
@@ -116,7 +127,8 @@ async function compareSide(
   const stored = chainId === record.chainId ? record : await ctx.store.get(chainId, transactionId, user);
   const provider = ctx.providerFor(chainId);
   const confirmedBlock = (await provider.getBlockNumber()) - chain.confirmations + 1;
-  const read = (blockTag: number | "latest"): Promise<string> => readVariant(provider, chain.transactionManagerAddress, digest, blockTag);
+  const read = (blockTag: number | "latest"): Promise<string> =>
+    readVariant(provider, chain.transactionManagerAddress, digest, blockTag);
   // At the confirmed block, the state the store is meant to hold; a store ahead of it is re-checked at the
   // head, since the side's own poller may have stored a block our provider had not confirmed yet.
   let verdict = variantVerdict(stored, await read(confirmedBlock));
@@ -126,22 +138,34 @@ async function compareSide(
   if (verdict === "agrees") {
     return { verdict, repaired: false, stored };
   }
-  const repaired = verdict === "store-behind" ? await storeFromLogs(ctx, { chainId, stored, record, confirmedBlock, read }) : false;
+  const repaired =
+    verdict === "store-behind" ? await storeFromLogs(ctx, { chainId, stored, record, confirmedBlock, read }) : false;
   return { verdict, repaired, stored };
 }
 
 /** Finds the side's logs by transactionId and stores them; true when the store then agrees with the chain. */
 async function storeFromLogs(
   ctx: PollerContext,
-  p: { chainId: number; stored?: TransferRecord; record: TransferRecord; confirmedBlock: number; read: (blockTag: number) => Promise<string> },
+  p: {
+    chainId: number;
+    stored?: TransferRecord;
+    record: TransferRecord;
+    confirmedBlock: number;
+    read: (blockTag: number) => Promise<string>;
+  },
 ): Promise<boolean> {
   const chain = ctx.config.chainConfig[String(p.chainId)];
   const provider = ctx.providerFor(p.chainId);
   const head = p.confirmedBlock;
   const records = await findTransferLogs({
-    chainId: p.chainId, provider, transactionManagerAddress: chain.transactionManagerAddress, routerAddress: ctx.routerAddress,
-    transactionId: p.record.txData.transactionId, user: p.record.txData.user,
-    fromBlock: p.stored?.txData.preparedBlockNumber ?? Math.max(0, head - ctx.reconcileSearchBlocks), toBlock: head,
+    chainId: p.chainId,
+    provider,
+    transactionManagerAddress: chain.transactionManagerAddress,
+    routerAddress: ctx.routerAddress,
+    transactionId: p.record.txData.transactionId,
+    user: p.record.txData.user,
+    fromBlock: p.stored?.txData.preparedBlockNumber ?? Math.max(0, head - ctx.reconcileSearchBlocks),
+    toBlock: head,
     maxRangeBlocks: ctx.maxRangeBlocks,
   });
   for (const found of records) {
@@ -151,8 +175,15 @@ async function storeFromLogs(
   return variantVerdict(now, await p.read(p.confirmedBlock)) === "agrees";
 }
 
-function readVariant(provider: ChainProvider, transactionManagerAddress: string, digest: string, blockTag: number | "latest"): Promise<string> {
-  return provider.call({ to: transactionManagerAddress, data: encodeVariantTransactionData(digest) }, blockTag).then(decodeVariantTransactionData);
+function readVariant(
+  provider: ChainProvider,
+  transactionManagerAddress: string,
+  digest: string,
+  blockTag: number | "latest",
+): Promise<string> {
+  return provider
+    .call({ to: transactionManagerAddress, data: encodeVariantTransactionData(digest) }, blockTag)
+    .then(decodeVariantTransactionData);
 }
 
 async function alertUnresolved(
@@ -164,21 +195,42 @@ async function alertUnresolved(
     return;
   }
   const side = p.chainId === p.record.txData.sendingChainId ? "sending" : "receiving";
-  const fields = { at: "poller.reconcile", transferKey: key, side, sideChainId: p.chainId, verdict: p.verdict, storedStatus: p.stored?.status ?? null };
+  const fields = {
+    at: "poller.reconcile",
+    transferKey: key,
+    side,
+    sideChainId: p.chainId,
+    verdict: p.verdict,
+    storedStatus: p.stored?.status ?? null,
+  };
   if (p.verdict === "store-behind") {
     // Typically the user's receiving fulfill: its signature is the router's claim on the sending side.
-    ctx.logger.error("transfer completed or prepared on chain but its log was not found: no action taken; the router's claim needs an operator", fields);
+    ctx.logger.error(
+      "transfer completed or prepared on chain but its log was not found: no action taken; the router's claim needs an operator",
+      fields,
+    );
   } else {
-    ctx.logger.error("transfer in the store is not on chain (re-org, chain reset or wrong data): held, no action taken", fields);
+    ctx.logger.error(
+      "transfer in the store is not on chain (re-org, chain reset or wrong data): held, no action taken",
+      fields,
+    );
   }
 }
 
 /** Reconcile without failing the caller: an RPC error leaves the transfer as it was, to be tried next tick. */
-export async function tryReconcile(ctx: PollerContext, record: TransferRecord, opts: ReconcileOptions = {}): Promise<ReconcileResult> {
+export async function tryReconcile(
+  ctx: PollerContext,
+  record: TransferRecord,
+  opts: ReconcileOptions = {},
+): Promise<ReconcileResult> {
   try {
     return await reconcileTransfer(ctx, record, opts);
   } catch (err) {
-    ctx.logger.warn("reconcile failed; retried next tick", { at: "poller.reconcile", transferKey: transferKeyOf(record), error: errorMessage(err) });
+    ctx.logger.warn("reconcile failed; retried next tick", {
+      at: "poller.reconcile",
+      transferKey: transferKeyOf(record),
+      error: errorMessage(err),
+    });
     return { consistent: false, updated: false };
   }
 }

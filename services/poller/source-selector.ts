@@ -13,7 +13,11 @@ export interface SourceSelector {
  * Picks the transfer source per tick and logs only switches: one line when the poller moves to the logs
  * (warn, with the reason) or back to the subgraph (info), never one per tick.
  */
-export function createSourceSelector(params: { logs: TransferSource; subgraph?: TransferSource; logger: Logger }): SourceSelector {
+export function createSourceSelector(params: {
+  logs: TransferSource;
+  subgraph?: TransferSource;
+  logger: Logger;
+}): SourceSelector {
   const { logs, subgraph, logger } = params;
   let current: TransferSource["name"] | undefined;
 
@@ -23,7 +27,10 @@ export function createSourceSelector(params: { logs: TransferSource; subgraph?: 
       if (source === logs && subgraph !== undefined) {
         logger.warn("subgraph not usable: reading TransactionManager logs", fields);
       } else {
-        logger.info(`reading transfers from ${source.name === "logs" ? "TransactionManager logs" : "the subgraph"}`, fields);
+        logger.info(
+          `reading transfers from ${source.name === "logs" ? "TransactionManager logs" : "the subgraph"}`,
+          fields,
+        );
       }
       current = source.name;
     }
@@ -41,7 +48,9 @@ export function createSourceSelector(params: { logs: TransferSource; subgraph?: 
       } catch (err) {
         return use(logs, `subgraph sync check failed: ${errorMessage(err)}`);
       }
-      return usable ? use(subgraph, "subgraph within the sync buffer") : use(logs, "no subgraph within the sync buffer");
+      return usable
+        ? use(subgraph, "subgraph within the sync buffer")
+        : use(logs, "no subgraph within the sync buffer");
     },
     fallBack: (err) => use(logs, `subgraph query failed: ${errorMessage(err)}`),
   };

@@ -94,7 +94,8 @@ export async function startPoller(params: StartPollerParams): Promise<RunningPol
   }
 
   const signerAddress = getAddress(
-    options.signerAddress ?? (await createSigner({ mnemonic: config.mnemonic, remoteSignerUrl: config.remoteSignerUrl }).getAddress()),
+    options.signerAddress ??
+      (await createSigner({ mnemonic: config.mnemonic, remoteSignerUrl: config.remoteSignerUrl }).getAddress()),
   );
   const routerAddress = getAddress(config.routerContractAddress ?? signerAddress);
   const provider = createChainProvider({ chainId, urls: chain.providers, logger, ...options.providerOptions });
@@ -103,7 +104,12 @@ export async function startPoller(params: StartPollerParams): Promise<RunningPol
   const providerFor = (id: number): ChainProvider => {
     let found = providers.get(id);
     if (found === undefined) {
-      found = createChainProvider({ chainId: id, urls: chainConfigFor(config, id).providers, logger, ...options.providerOptions });
+      found = createChainProvider({
+        chainId: id,
+        urls: chainConfigFor(config, id).providers,
+        logger,
+        ...options.providerOptions,
+      });
       providers.set(id, found);
     }
     return found;
@@ -114,7 +120,12 @@ export async function startPoller(params: StartPollerParams): Promise<RunningPol
   const queues = createQueues(config, redis, logRedisError);
   const closeResources = async (): Promise<void> => {
     await Promise.all([...queues.values()].map((q) => settlesWithin(q.close(), RESOURCE_CLOSE_TIMEOUT_MS)));
-    if (!(await settlesWithin(redis.quit().catch(() => undefined), RESOURCE_CLOSE_TIMEOUT_MS))) {
+    if (
+      !(await settlesWithin(
+        redis.quit().catch(() => undefined),
+        RESOURCE_CLOSE_TIMEOUT_MS,
+      ))
+    ) {
       redis.disconnect();
     }
     for (const built of providers.values()) {
@@ -122,7 +133,19 @@ export async function startPoller(params: StartPollerParams): Promise<RunningPol
     }
   };
 
-  const ctx = buildContext({ config, chainId, chain, logger, provider, providerFor, redis, queues, signerAddress, routerAddress, options });
+  const ctx = buildContext({
+    config,
+    chainId,
+    chain,
+    logger,
+    provider,
+    providerFor,
+    redis,
+    queues,
+    signerAddress,
+    routerAddress,
+    options,
+  });
   const abort = new AbortController();
   let firstTickDone: () => void = () => undefined;
   const firstTick = new Promise<void>((resolve) => {
@@ -135,11 +158,19 @@ export async function startPoller(params: StartPollerParams): Promise<RunningPol
   // The loop's first iteration runs at once (no initial delay): a restarted poller resumes within one poll.
   const loop = runPollLoop(
     ctx,
-    { intervalMs: options.intervalMs ?? DEFAULT_POLL_INTERVAL_MS, maxIdleMs: options.maxIdleMs ?? DEFAULT_MAX_IDLE_MS, onTick },
+    {
+      intervalMs: options.intervalMs ?? DEFAULT_POLL_INTERVAL_MS,
+      maxIdleMs: options.maxIdleMs ?? DEFAULT_MAX_IDLE_MS,
+      onTick,
+    },
     abort.signal,
   );
   logger.info("poller started", {
-    at: "poller.start", routerAddress, signerAddress, confirmations: chain.confirmations, subgraphs: chain.subgraph.length,
+    at: "poller.start",
+    routerAddress,
+    signerAddress,
+    confirmations: chain.confirmations,
+    subgraphs: chain.subgraph.length,
     intervalMs: options.intervalMs ?? DEFAULT_POLL_INTERVAL_MS,
   });
 
@@ -183,17 +214,40 @@ function buildContext(p: BuildContextParams): PollerContext {
   const lookup = store.get;
   const reconcile = createReconcileSchedule(options.reconcileIntervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS);
   const logs = createLogsSource({
-    chainId, provider, transactionManagerAddress: chain.transactionManagerAddress, routerAddress: p.routerAddress,
-    redis, prefix: config.redisPrefix, lookup, logger, startBlock: options.startBlock, maxRangeBlocks: options.maxRangeBlocks,
+    chainId,
+    provider,
+    transactionManagerAddress: chain.transactionManagerAddress,
+    routerAddress: p.routerAddress,
+    redis,
+    prefix: config.redisPrefix,
+    lookup,
+    logger,
+    startBlock: options.startBlock,
+    maxRangeBlocks: options.maxRangeBlocks,
     onRewind: () => reconcile.requestAll(),
   });
-  const subgraph = chain.subgraph.length === 0 ? undefined : createSubgraphSource({
-    chainId, urls: chain.subgraph, routerAddress: p.routerAddress, syncBuffer: chain.subgraphSyncBuffer,
-    client: createSubgraphClient({ timeoutMs: options.subgraphTimeoutMs }), provider, lookup,
-    watched: () => watchedTransfers(config, store, chainId), logger,
-  });
+  const subgraph =
+    chain.subgraph.length === 0
+      ? undefined
+      : createSubgraphSource({
+          chainId,
+          urls: chain.subgraph,
+          routerAddress: p.routerAddress,
+          syncBuffer: chain.subgraphSyncBuffer,
+          client: createSubgraphClient({ timeoutMs: options.subgraphTimeoutMs }),
+          provider,
+          lookup,
+          watched: () => watchedTransfers(config, store, chainId),
+          logger,
+        });
   return {
-    config, chainId, chain, logger, provider, redis, store,
+    config,
+    chainId,
+    chain,
+    logger,
+    provider,
+    redis,
+    store,
     balances: createBalanceStore(redis, config.redisPrefix),
     queueFor: (id) => {
       const queue = p.queues.get(id);
@@ -207,7 +261,12 @@ function buildContext(p: BuildContextParams): PollerContext {
     routerAddress: p.routerAddress,
     signerAddress: p.signerAddress,
     tolerancePercent: options.tolerancePercent ?? DEFAULT_TOLERANCE_PERCENT,
-    readRouterBalance: createRouterBalanceReader({ config, routerAddress: p.routerAddress, providers: new Map([[chainId, provider]]), logger }),
+    readRouterBalance: createRouterBalanceReader({
+      config,
+      routerAddress: p.routerAddress,
+      providers: new Map([[chainId, provider]]),
+      logger,
+    }),
     poolAssets: poolAssetsOf(config, chainId),
     balanceEveryTicks: Math.max(1, options.balanceEveryTicks ?? DEFAULT_BALANCE_EVERY_TICKS),
     balanceMaxIntervalMs: options.balanceMaxIntervalMs ?? DEFAULT_BALANCE_MAX_INTERVAL_MS,
@@ -221,11 +280,17 @@ function buildContext(p: BuildContextParams): PollerContext {
 }
 
 /** What the subgraph source must follow besides its open lists (subgraph-source.ts). */
-async function watchedTransfers(config: RouterConfig, store: TransferStore, chainId: number): Promise<WatchedTransfers> {
+async function watchedTransfers(
+  config: RouterConfig,
+  store: TransferStore,
+  chainId: number,
+): Promise<WatchedTransfers> {
   const open = await store.listOpen(chainId);
   const others = Object.values(config.chainConfig).filter((c) => c.chainId !== chainId);
   const lists = await Promise.all(others.map((c) => store.listOpen(c.chainId)));
-  const incoming = lists.flat().filter((r) => r.txData.sendingChainId === r.chainId && r.txData.receivingChainId === chainId);
+  const incoming = lists
+    .flat()
+    .filter((r) => r.txData.sendingChainId === r.chainId && r.txData.receivingChainId === chainId);
   return { open, incoming };
 }
 
@@ -240,5 +305,3 @@ function createQueues(config: RouterConfig, redis: Redis, onError: (err: Error) 
   }
   return queues;
 }
-
-

@@ -69,7 +69,14 @@ export async function runTick(ctx: PollerContext, input: TickInput, signal: Abor
   }
   const { source, syncedBlock, recordsChanged, liquidityEvents } = pulled;
   const result: TickResult = {
-    head: input.head, nowSec, source, syncedBlock, recordsChanged, liquidityEvents, ...decided, durationMs: Date.now() - startedAtMs,
+    head: input.head,
+    nowSec,
+    source,
+    syncedBlock,
+    recordsChanged,
+    liquidityEvents,
+    ...decided,
+    durationMs: Date.now() - startedAtMs,
   };
   ctx.logger.debug("tick", { at: "poller.tick", ...result });
   return result;
@@ -91,9 +98,19 @@ const PIN_RESERVATION_MS = PREPARE_DELAY_MARGIN_SEC * 1000;
 async function pinReservation(ctx: PollerContext, record: TransferRecord): Promise<void> {
   const { receivingChainId, receivingAssetId, transactionId, user } = record.txData;
   try {
-    await ctx.reservations.pin(receivingChainId, receivingAssetId, transferKeyOf(record), Date.now() + PIN_RESERVATION_MS);
+    await ctx.reservations.pin(
+      receivingChainId,
+      receivingAssetId,
+      transferKeyOf(record),
+      Date.now() + PIN_RESERVATION_MS,
+    );
   } catch (err) {
-    ctx.logger.warn("reservation pin failed", { at: "poller.reservation", transactionId, user, error: errorMessage(err) });
+    ctx.logger.warn("reservation pin failed", {
+      at: "poller.reservation",
+      transactionId,
+      user,
+      error: errorMessage(err),
+    });
   }
 }
 
@@ -103,7 +120,11 @@ async function releaseReservations(ctx: PollerContext, records: readonly Transfe
     try {
       await ctx.reservations.release(ctx.chainId, record.txData.receivingAssetId, transferKeyOf(record));
     } catch (err) {
-      ctx.logger.warn("reservation release failed", { at: "poller.reservation", transferKey: transferKeyOf(record), error: errorMessage(err) });
+      ctx.logger.warn("reservation release failed", {
+        at: "poller.reservation",
+        transferKey: transferKeyOf(record),
+        error: errorMessage(err),
+      });
     }
   }
 }
@@ -113,7 +134,10 @@ async function balancesOlderThan(ctx: PollerContext, maxAgeMs: number): Promise<
   return gas === undefined || Date.now() - gas.updatedAtMs >= maxAgeMs;
 }
 
-async function pullChanges(ctx: PollerContext, p: { head: number; confirmedHead: number; signal: AbortSignal }): Promise<Pulled> {
+async function pullChanges(
+  ctx: PollerContext,
+  p: { head: number; confirmedHead: number; signal: AbortSignal },
+): Promise<Pulled> {
   let recordsChanged = 0;
   let liquidityEvents = 0;
   const receiverPrepares: TransferRecord[] = [];
@@ -131,7 +155,11 @@ async function pullChanges(ctx: PollerContext, p: { head: number; confirmedHead:
           }
         }
         ctx.logger.debug("transfer record stored", {
-          at: "poller.record", transferKey: transferKeyOf(record), recordChainId: record.chainId, status: record.status, outcome,
+          at: "poller.record",
+          transferKey: transferKeyOf(record),
+          recordChainId: record.chainId,
+          status: record.status,
+          outcome,
         });
       }
     }
@@ -189,21 +217,33 @@ async function decideOpenTransfers(
         continue; // no longer open: a missed fulfill or cancel was just stored
       }
       if (ctx.reconcile.onHold(transferKey)) {
-        ctx.logger.trace("held: the store disagrees with the contract", { at: "poller.decide", chainId: ctx.chainId, transferKey });
+        ctx.logger.trace("held: the store disagrees with the contract", {
+          at: "poller.decide",
+          chainId: ctx.chainId,
+          transferKey,
+        });
         continue;
       }
       const plan = await planFor(ctx, checked.record, { ...p, viewOf });
       if (plan !== undefined && !checked.fresh && (await cancelNeedsFreshRead(ctx, plan, transferKey))) {
-        const check = await tryReconcile(ctx, checked.record, { receivingReadBestEffort: plan.kind === "enqueue" && plan.guard !== undefined });
+        const check = await tryReconcile(ctx, checked.record, {
+          receivingReadBestEffort: plan.kind === "enqueue" && plan.guard !== undefined,
+        });
         if (!check.consistent || check.updated) {
           continue; // decided again next tick, from the repaired store or after the RPC recovers
         }
       }
-      const outcome: EnqueueOutcome | undefined = plan === undefined ? undefined : await executePlan(ctx, plan, { transferKey, source: p.source });
+      const outcome: EnqueueOutcome | undefined =
+        plan === undefined ? undefined : await executePlan(ctx, plan, { transferKey, source: p.source });
       enqueued += outcome === "added" || outcome === "retried" ? 1 : 0;
     } catch (err) {
       // One bad record must not hold up the others; it is decided again next tick.
-      ctx.logger.error("decision failed", { at: "poller.decide", chainId: ctx.chainId, transferKey, error: errorMessage(err) });
+      ctx.logger.error("decision failed", {
+        at: "poller.decide",
+        chainId: ctx.chainId,
+        transferKey,
+        error: errorMessage(err),
+      });
     }
   }
   if (reconcileAll && !signal.aborted) {
@@ -213,7 +253,10 @@ async function decideOpenTransfers(
 }
 
 /** The record after a reconcile of both sides; undefined when it is no longer open. `fresh`: both sides agree. */
-async function reconciledRecord(ctx: PollerContext, record: TransferRecord): Promise<{ record?: TransferRecord; fresh: boolean }> {
+async function reconciledRecord(
+  ctx: PollerContext,
+  record: TransferRecord,
+): Promise<{ record?: TransferRecord; fresh: boolean }> {
   const result = await tryReconcile(ctx, record);
   if (!result.updated) {
     return { record, fresh: result.consistent };
@@ -231,7 +274,10 @@ async function cancelNeedsFreshRead(ctx: PollerContext, plan: Plan, transferKey:
   if (plan.kind !== "enqueue" || (plan.job.name !== TX_JOB.cancelSender && plan.job.name !== TX_JOB.cancelReceiver)) {
     return false;
   }
-  if (plan.guard !== undefined && (await ctx.queueFor(plan.guard.receivingChainId).getJob(txJobId(TX_JOB.prepareReceiver, transferKey)))) {
+  if (
+    plan.guard !== undefined &&
+    (await ctx.queueFor(plan.guard.receivingChainId).getJob(txJobId(TX_JOB.prepareReceiver, transferKey)))
+  ) {
     return false; // the executor's guard refuses this cancel anyway
   }
   const existing = await ctx.queueFor(plan.job.chainId).getJob(txJobId(plan.job.name, transferKey));
@@ -256,7 +302,9 @@ async function planFor(
     return planReceiverSide(ctx, { receiver: record, sender, nowSec: p.nowSec });
   }
   ctx.logger.warn("record on a chain that is neither its sending nor its receiving chain", {
-    at: "poller.decide", chainId: ctx.chainId, transferKey: transferKeyOf(record),
+    at: "poller.decide",
+    chainId: ctx.chainId,
+    transferKey: transferKeyOf(record),
   });
   return undefined;
 }
@@ -265,6 +313,7 @@ async function planFor(
 async function receivingView(ctx: PollerContext, chainId: number): Promise<ReceivingView> {
   const head = await ctx.store.getHead(chainId);
   const confirmations = ctx.config.chainConfig[String(chainId)]?.confirmations ?? 1;
-  const fresh = head !== undefined && head.syncedBlock !== undefined && Date.now() - head.updatedAtMs <= ctx.receivingStaleMs;
+  const fresh =
+    head !== undefined && head.syncedBlock !== undefined && Date.now() - head.updatedAtMs <= ctx.receivingStaleMs;
   return { head, confirmations, fresh };
 }

@@ -31,7 +31,8 @@ export function createChainHandles(params: ChainHandlesParams): ChainHandles {
   const { config, logger } = params;
   const providers = new Map<number, ChainProvider>([[params.chainId, params.ownProvider]]);
   const queues = new Map<number, Queue>([[params.chainId, params.ownQueue]]);
-  const configured = (chainId: number): boolean => Object.prototype.hasOwnProperty.call(config.chainConfig, String(chainId));
+  const configured = (chainId: number): boolean =>
+    Object.prototype.hasOwnProperty.call(config.chainConfig, String(chainId));
   return {
     readProvider: (chainId) => {
       if (!configured(chainId)) {
@@ -51,8 +52,13 @@ export function createChainHandles(params: ChainHandlesParams): ChainHandles {
       }
       let queue = queues.get(chainId);
       if (!queue) {
-        queue = new Queue(txQueueName(chainId), { connection: workerConnection(config.redisUrl), prefix: config.redisPrefix });
-        queue.on("error", (err) => logger.error("queue error", { at: "submitter.queue", queue: txQueueName(chainId), error: errorMessage(err) }));
+        queue = new Queue(txQueueName(chainId), {
+          connection: workerConnection(config.redisUrl),
+          prefix: config.redisPrefix,
+        });
+        queue.on("error", (err) =>
+          logger.error("queue error", { at: "submitter.queue", queue: txQueueName(chainId), error: errorMessage(err) }),
+        );
         queues.set(chainId, queue);
       }
       return queue;

@@ -53,7 +53,11 @@ export function createTxProcessor(ctx: SubmitterContext): TxProcessor {
     const trace: SendTrace = {};
     // The admin API's request id (job data of remove-liquidity, cancel-sender, relay-fulfill) on every line of the job.
     const requestId = (job.data as { requestId?: unknown }).requestId;
-    const logger = ctx.logger.child({ jobId: job.id, name: job.name, ...(typeof requestId === "string" ? { requestId } : {}) });
+    const logger = ctx.logger.child({
+      jobId: job.id,
+      name: job.name,
+      ...(typeof requestId === "string" ? { requestId } : {}),
+    });
     const liquidity = job.id ? ctx.liquidityInFlight?.forJob(job.id) : undefined;
     try {
       const result = await runJob({ ...ctx, logger, liquidity }, job, trace);
@@ -72,7 +76,12 @@ export function createTxProcessor(ctx: SubmitterContext): TxProcessor {
  * after a nonce reported taken cannot act twice. Any other job (remove-liquidity) rebuilds only once the
  * nonce is proven taken (send/confirm-nonce-taken.ts).
  */
-const REPLAY_PROTECTED_JOBS: ReadonlySet<string> = new Set([TX_JOB.prepareReceiver, TX_JOB.fulfillSender, TX_JOB.cancelSender, TX_JOB.cancelReceiver]);
+const REPLAY_PROTECTED_JOBS: ReadonlySet<string> = new Set([
+  TX_JOB.prepareReceiver,
+  TX_JOB.fulfillSender,
+  TX_JOB.cancelSender,
+  TX_JOB.cancelReceiver,
+]);
 
 async function runJob(ctx: SubmitterContext, job: TxJob, trace: SendTrace): Promise<TxJobResult> {
   const problems = validateTxJobData(job.name, job.data);
@@ -128,9 +137,15 @@ function prepareCall(ctx: SubmitterContext, name: string, data: TxJobData): Prom
 export function hashJobData(name: string, data: unknown): string {
   const sorted = (value: unknown): unknown =>
     value !== null && typeof value === "object" && !Array.isArray(value)
-      ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => [k, sorted(v)]))
+      ? Object.fromEntries(
+          Object.entries(value)
+            .sort(([a], [b]) => (a < b ? -1 : 1))
+            .map(([k, v]) => [k, sorted(v)]),
+        )
       : value;
-  return createHash("sha256").update(JSON.stringify({ name, data: sorted(data) })).digest("hex");
+  return createHash("sha256")
+    .update(JSON.stringify({ name, data: sorted(data) }))
+    .digest("hex");
 }
 
 interface FailureParams {
@@ -154,7 +169,10 @@ async function toBullMqError(p: FailureParams): Promise<Error> {
       logOutcome(logger, "handover", { ...p, code });
       return new WaitingError();
     } catch (moveErr) {
-      logger.warn("could not hand the job back; it will be retried", { at: "submitter.job", error: errorMessage(moveErr) });
+      logger.warn("could not hand the job back; it will be retried", {
+        at: "submitter.job",
+        error: errorMessage(moveErr),
+      });
     }
   }
   if (job.name === TX_JOB.fulfillSender && p.token && claimKeepsTrying(err)) {
@@ -170,7 +188,10 @@ async function toBullMqError(p: FailureParams): Promise<Error> {
       logOutcome(logger, "delayed", { ...p, code, error: errorMessage(err), retryAtMs: err.retryAtMs });
       return new DelayedError();
     } catch (moveErr) {
-      logger.warn("could not park the job; it is retried with backoff", { at: "submitter.job", error: errorMessage(moveErr) });
+      logger.warn("could not park the job; it is retried with backoff", {
+        at: "submitter.job",
+        error: errorMessage(moveErr),
+      });
     }
   }
   if (isRetriable(err)) {
@@ -211,22 +232,28 @@ async function parkClaim(p: FailureParams, token: string, code: string): Promise
     await job.moveToDelayed(retryAtMs, token);
     const secondsToExpiry = Math.round((expiryMs - nowMs) / 1000);
     const level = claimLogLevel(secondsToExpiry);
-    logger[level === "alert" ? "error" : level]("the router's claim failed: parked, retried until the sending side expires", {
-      at: "submitter.claim",
-      ...(level === "alert" ? { alert: true } : {}),
-      code,
-      error: errorMessage(p.err),
-      transactionId: txData.transactionId,
-      expiry: txData.expiry,
-      secondsToExpiry,
-      runs: job.attemptsStarted,
-      retryAtMs,
-      archivedRecord,
-    });
+    logger[level === "alert" ? "error" : level](
+      "the router's claim failed: parked, retried until the sending side expires",
+      {
+        at: "submitter.claim",
+        ...(level === "alert" ? { alert: true } : {}),
+        code,
+        error: errorMessage(p.err),
+        transactionId: txData.transactionId,
+        expiry: txData.expiry,
+        secondsToExpiry,
+        runs: job.attemptsStarted,
+        retryAtMs,
+        archivedRecord,
+      },
+    );
     logOutcome(logger, "delayed", { ...p, code, error: errorMessage(p.err), retryAtMs });
     return new DelayedError();
   } catch (parkErr) {
-    logger.warn("could not park the claim; BullMQ's retry rules apply", { at: "submitter.claim", error: errorMessage(parkErr) });
+    logger.warn("could not park the claim; BullMQ's retry rules apply", {
+      at: "submitter.claim",
+      error: errorMessage(parkErr),
+    });
     return undefined;
   }
 }
@@ -237,10 +264,21 @@ async function parkClaim(p: FailureParams, token: string, code: string): Promise
  * Safe by construction: that job re-checks every sender-cancel rule on chain before it sends. A failure to
  * enqueue is logged, not thrown: the transfer still ends in a refund at the sender's expiry.
  */
-async function enqueueSenderRefund(ctx: SubmitterContext, data: PrepareReceiverJobData, code: string, logger: Logger): Promise<void> {
+async function enqueueSenderRefund(
+  ctx: SubmitterContext,
+  data: PrepareReceiverJobData,
+  code: string,
+  logger: Logger,
+): Promise<void> {
   const { txData } = data.sender;
   const refundJobId = txJobId(TX_JOB.cancelSender, transferKey(txData.transactionId, txData.user));
-  const fields = { at: "submitter.refund", refundJobId, sendingChainId: txData.sendingChainId, transactionId: txData.transactionId, code };
+  const fields = {
+    at: "submitter.refund",
+    refundJobId,
+    sendingChainId: txData.sendingChainId,
+    transactionId: txData.transactionId,
+    code,
+  };
   const queue = ctx.txQueue(txData.sendingChainId);
   if (!queue) {
     logger.error("cannot enqueue the sender cancel: the sending chain has no queue in this config", fields);
@@ -259,7 +297,15 @@ async function enqueueSenderRefund(ctx: SubmitterContext, data: PrepareReceiverJ
 function logOutcome(
   logger: Logger,
   outcome: Outcome,
-  p: { ctx: SubmitterContext; trace: SendTrace; startedAtMs: number; code?: string; error?: string; noop?: boolean; retryAtMs?: number },
+  p: {
+    ctx: SubmitterContext;
+    trace: SendTrace;
+    startedAtMs: number;
+    code?: string;
+    error?: string;
+    noop?: boolean;
+    retryAtMs?: number;
+  },
 ): void {
   const fields = {
     at: "submitter.job",

@@ -122,17 +122,51 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
   const ownerId = newOwnerId();
   const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
   const leaseTtlMs = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
-  const lease = createSenderLease({ redis, prefix: config.redisPrefix, chainId, signerAddress: from, ownerId, ttlMs: leaseTtlMs });
+  const lease = createSenderLease({
+    redis,
+    prefix: config.redisPrefix,
+    chainId,
+    signerAddress: from,
+    ownerId,
+    ttlMs: leaseTtlMs,
+  });
   const records = createTxRecordStore({ redis, prefix: config.redisPrefix, chainId, fence: lease.current });
-  const nonces = createNonceStore({ redis, prefix: config.redisPrefix, chainId, signerAddress: from, provider, fence: lease.current });
-  const handles = createChainHandles({ config, chainId, ownProvider: provider, ownQueue: queue, logger, providerOptions: options.providerOptions });
+  const nonces = createNonceStore({
+    redis,
+    prefix: config.redisPrefix,
+    chainId,
+    signerAddress: from,
+    provider,
+    fence: lease.current,
+  });
+  const handles = createChainHandles({
+    config,
+    chainId,
+    ownProvider: provider,
+    ownQueue: queue,
+    logger,
+    providerOptions: options.providerOptions,
+  });
   // Bounded: with Redis unreachable, QUIT and Queue.close() wait for a reconnect that may never come.
   const closeResources = async (): Promise<void> => {
-    await settlesWithin(handles.close().catch(() => undefined), RESOURCE_CLOSE_TIMEOUT_MS);
-    if (!(await settlesWithin(queue.close().catch(() => undefined), RESOURCE_CLOSE_TIMEOUT_MS))) {
+    await settlesWithin(
+      handles.close().catch(() => undefined),
+      RESOURCE_CLOSE_TIMEOUT_MS,
+    );
+    if (
+      !(await settlesWithin(
+        queue.close().catch(() => undefined),
+        RESOURCE_CLOSE_TIMEOUT_MS,
+      ))
+    ) {
       await queue.disconnect().catch(() => undefined);
     }
-    if (!(await settlesWithin(redis.quit().catch(() => undefined), RESOURCE_CLOSE_TIMEOUT_MS))) {
+    if (
+      !(await settlesWithin(
+        redis.quit().catch(() => undefined),
+        RESOURCE_CLOSE_TIMEOUT_MS,
+      ))
+    ) {
       redis.disconnect();
     }
     provider.destroy();
@@ -154,7 +188,10 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
     signer,
     records,
     nonces,
-    gasPrice: cachedGasPrice(() => getGasPrice(chain, { provider, logger }), options.gasPriceMaxAgeMs ?? DEFAULT_GAS_PRICE_MAX_AGE_MS),
+    gasPrice: cachedGasPrice(
+      () => getGasPrice(chain, { provider, logger }),
+      options.gasPriceMaxAgeMs ?? DEFAULT_GAS_PRICE_MAX_AGE_MS,
+    ),
     logger,
     pollIntervalMs: options.pollIntervalMs ?? Math.min(1000, Math.floor(chain.confirmationTimeoutMs / 10)),
     // The current sender term's signal, read when a job starts (the processor copies the context per job).
@@ -195,20 +232,36 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
       nonces.setFloor((await records.maxIndexedNonce(from)) + 1);
       const released = await releaseOrphanedJobs(redis, queue, fence);
       if (released < 0) {
-        throw new SenderLeaseLostError("the sender lease changed hands while this term began", { leaseTerm: fence.token });
+        throw new SenderLeaseLostError("the sender lease changed hands while this term began", {
+          leaseTerm: fence.token,
+        });
       }
       if (released > 0) {
-        logger.warn("took over the previous sender's active jobs: they resume from their records", { at: "submitter.lease", jobs: released });
+        logger.warn("took over the previous sender's active jobs: they resume from their records", {
+          at: "submitter.lease",
+          jobs: released,
+        });
       }
       await worker.resume();
-      gapTracker = startNonceGapTracker(ctx, { boundMs: gapBoundMs, intervalMs: Math.min(1000, Math.max(50, Math.floor(gapBoundMs / 4))), signal });
+      gapTracker = startNonceGapTracker(ctx, {
+        boundMs: gapBoundMs,
+        intervalMs: Math.min(1000, Math.max(50, Math.floor(gapBoundMs / 4))),
+        signal,
+      });
     },
     onEnd: async () => {
       gapTracker?.stop();
       await worker.pause();
     },
   });
-  logger.info("submitter started", { at: "submitter.start", queue: queueName, signerAddress: from, ownerId, leaseTtlMs, pollIntervalMs: ctx.pollIntervalMs });
+  logger.info("submitter started", {
+    at: "submitter.start",
+    queue: queueName,
+    signerAddress: from,
+    ownerId,
+    leaseTtlMs,
+    pollIntervalMs: ctx.pollIntervalMs,
+  });
   try {
     await keeper.start();
   } catch (err) {
@@ -217,10 +270,16 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
     throw err;
   }
 
-  const stop = createStop({ worker, keeper, onHalt: () => gapTracker?.stop(), closeResources, logger, closeTimeoutMs: options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS });
+  const stop = createStop({
+    worker,
+    keeper,
+    onHalt: () => gapTracker?.stop(),
+    closeResources,
+    logger,
+    closeTimeoutMs: options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS,
+  });
   return { worker, signerAddress: from, provider, ownerId, role: keeper.role, isReady: keeper.isReady, stop };
 }
-
 
 /** Idempotent: the active job hands itself back (abort), the worker closes within a bound, the lease is dropped, then the rest. */
 function createStop(p: {
@@ -243,7 +302,10 @@ function createStop(p: {
         await p.worker.disconnect().catch(() => undefined);
       }
       // After the worker: the handed-back job is picked up by the standby that takes the dropped lease.
-      await settlesWithin(p.keeper.release().catch(() => undefined), RESOURCE_CLOSE_TIMEOUT_MS);
+      await settlesWithin(
+        p.keeper.release().catch(() => undefined),
+        RESOURCE_CLOSE_TIMEOUT_MS,
+      );
       await p.closeResources();
     })();
     return stopping;
@@ -254,11 +316,17 @@ function attachWorkerListeners(worker: Worker<TxJobData, TxJobResult, string>, l
   worker.on("error", throttledErrorLog(logger, "worker error", { at: "submitter.worker" }));
   worker.on("stalled", (jobId, prev) => {
     logger.warn("job stalled: its worker died or lost the lock; it runs again from its record", {
-      at: "submitter.worker", jobId, prev,
+      at: "submitter.worker",
+      jobId,
+      prev,
     });
   });
   worker.on("failed", (job, err) => {
-    logger.debug("job failed event", { at: "submitter.worker", jobId: job?.id, attemptsMade: job?.attemptsMade, error: err.message });
+    logger.debug("job failed event", {
+      at: "submitter.worker",
+      jobId: job?.id,
+      attemptsMade: job?.attemptsMade,
+      error: err.message,
+    });
   });
 }
-

@@ -71,7 +71,10 @@ export interface ChainProvider {
    * Runs `fn` against every in-sync provider (then the unhealthy ones) at once, each answer or error on its
    * own: for facts one provider alone must not decide (a nonce reported taken, before a rebuild).
    */
-  readEach<T>(fn: (provider: JsonRpcProvider) => Promise<T>, what?: string): Promise<Array<{ readonly label: string; readonly value?: T; readonly error?: RouterError }>>;
+  readEach<T>(
+    fn: (provider: JsonRpcProvider) => Promise<T>,
+    what?: string,
+  ): Promise<Array<{ readonly label: string; readonly value?: T; readonly error?: RouterError }>>;
   /** Sends to every usable provider at once; succeeds if any took it or already had it. */
   broadcast(rawTx: string): Promise<BroadcastResult>;
   getBlockNumber(): Promise<number>;
@@ -163,11 +166,17 @@ export function createChainProvider(opts: ChainProviderOptions): ChainProvider {
     }
     const lagging = heads.laggingLabels();
     if (lagging.length > 0) {
-      throw new ProviderLaggingError(`chain ${opts.chainId}: every in-sync provider failed (${what}); lagging: ${lagging.join(", ")}`, {
-        chainId: opts.chainId,
-      }, { cause: lastError });
+      throw new ProviderLaggingError(
+        `chain ${opts.chainId}: every in-sync provider failed (${what}); lagging: ${lagging.join(", ")}`,
+        {
+          chainId: opts.chainId,
+        },
+        { cause: lastError },
+      );
     }
-    throw lastError ?? new RpcUnavailableError(`chain ${opts.chainId}: no provider to ${what}`, { chainId: opts.chainId });
+    throw (
+      lastError ?? new RpcUnavailableError(`chain ${opts.chainId}: no provider to ${what}`, { chainId: opts.chainId })
+    );
   };
 
   return {
@@ -202,13 +211,22 @@ export function createChainProvider(opts: ChainProviderOptions): ChainProvider {
   };
 }
 
-type ReadMethod = "getBlockNumber" | "getTransactionReceipt" | "getTransactionCount" | "getFeeData" | "estimateGas" | "call" | "getBalance" | "getBlock";
+type ReadMethod =
+  | "getBlockNumber"
+  | "getTransactionReceipt"
+  | "getTransactionCount"
+  | "getFeeData"
+  | "estimateGas"
+  | "call"
+  | "getBalance"
+  | "getBlock";
 
 function readMethods(read: ChainProvider["read"]): Pick<ChainProvider, ReadMethod> {
   return {
     getBlockNumber: () => read((p) => p.getBlockNumber(), "getBlockNumber"),
     getTransactionReceipt: (hash) => read((p) => p.getTransactionReceipt(hash), "getTransactionReceipt"),
-    getTransactionCount: (address, blockTag) => read((p) => p.getTransactionCount(address, blockTag), "getTransactionCount"),
+    getTransactionCount: (address, blockTag) =>
+      read((p) => p.getTransactionCount(address, blockTag), "getTransactionCount"),
     getFeeData: () => read((p) => p.getFeeData(), "getFeeData"),
     estimateGas: (tx) => read((p) => p.estimateGas(tx), "estimateGas"),
     call: (tx, blockTag) => read((p) => p.call({ ...tx, blockTag }), "call"),
@@ -236,7 +254,11 @@ function buildEntries(opts: ChainProviderOptions, logger: Logger): Entry[] {
     // ethers retries a 429 up to 12 times with backoff; another provider is the faster way out.
     request.setThrottleParams({ maxAttempts: 2 });
     // No batching (one slow call must not hold others) and no 250 ms result cache (stale nonces).
-    const provider = new JsonRpcProvider(request, network, { staticNetwork: network, batchMaxCount: 1, cacheTimeout: -1 });
+    const provider = new JsonRpcProvider(request, network, {
+      staticNetwork: network,
+      batchMaxCount: 1,
+      cacheTimeout: -1,
+    });
     entries.push({ label, provider, healthy: true, lagging: false, wrongChain: false, chainChecked: false });
   }
   if (entries.length === 0) {
@@ -261,7 +283,11 @@ function createHeadTracker(params: { entries: Entry[]; chainId: number; maxLag: 
   const setHealthy = (entry: Entry, healthy: boolean, err?: RouterError, what = "getBlockNumber"): void => {
     if (entry.healthy && !healthy) {
       logger.warn("provider unavailable, skipping it", {
-        at: "chain.provider", provider: entry.label, call: what, code: err?.code, error: err ? errorMessage(err) : undefined,
+        at: "chain.provider",
+        provider: entry.label,
+        call: what,
+        code: err?.code,
+        error: err ? errorMessage(err) : undefined,
       });
     } else if (!entry.healthy && healthy) {
       logger.info("provider available again", { at: "chain.provider", provider: entry.label });
@@ -278,7 +304,10 @@ function createHeadTracker(params: { entries: Entry[]; chainId: number; maxLag: 
     if (answered !== chainId) {
       entry.wrongChain = true;
       logger.error("provider serves another chain: never used", {
-        at: "chain.provider", provider: entry.label, expectedChainId: chainId, answeredChainId: answered,
+        at: "chain.provider",
+        provider: entry.label,
+        expectedChainId: chainId,
+        answeredChainId: answered,
       });
     }
   };
@@ -294,7 +323,9 @@ function createHeadTracker(params: { entries: Entry[]; chainId: number; maxLag: 
   };
 
   const updateLag = (): void => {
-    const heads = usable().filter((e) => e.healthy && e.head !== undefined).map((e) => e.head as number);
+    const heads = usable()
+      .filter((e) => e.healthy && e.head !== undefined)
+      .map((e) => e.head as number);
     const best = heads.length > 0 ? Math.max(...heads) : undefined;
     for (const entry of usable()) {
       const lagBlocks = best !== undefined && entry.head !== undefined ? best - entry.head : 0;
@@ -302,7 +333,12 @@ function createHeadTracker(params: { entries: Entry[]; chainId: number; maxLag: 
       if (lagging !== entry.lagging) {
         const log = lagging ? logger.warn : logger.info;
         log(lagging ? "provider lags behind, skipping it" : "provider caught up", {
-          at: "chain.provider", provider: entry.label, head: entry.head, bestHead: best, lagBlocks, maxLagBlocks: maxLag,
+          at: "chain.provider",
+          provider: entry.label,
+          head: entry.head,
+          bestHead: best,
+          lagBlocks,
+          maxLagBlocks: maxLag,
         });
       }
       entry.lagging = lagging;
@@ -323,7 +359,10 @@ function createHeadTracker(params: { entries: Entry[]; chainId: number; maxLag: 
       return healthy.length > 0 ? healthy : usable();
     },
     markUnavailable: (entry, err, what) => setHealthy(entry, false, err, what),
-    laggingLabels: () => usable().filter((e) => e.lagging).map((e) => e.label),
+    laggingLabels: () =>
+      usable()
+        .filter((e) => e.lagging)
+        .map((e) => e.label),
   };
 }
 
@@ -337,7 +376,12 @@ const BROADCAST_ERROR_PRIORITY: ReadonlyArray<abstract new (...args: never[]) =>
   RpcUnavailableError,
 ];
 
-async function broadcastToAll(targets: Entry[], rawTx: string, chainId: number, logger: Logger): Promise<BroadcastResult> {
+async function broadcastToAll(
+  targets: Entry[],
+  rawTx: string,
+  chainId: number,
+  logger: Logger,
+): Promise<BroadcastResult> {
   const hash = keccak256(rawTx);
   const settled = await Promise.allSettled(targets.map((e) => e.provider.send("eth_sendRawTransaction", [rawTx])));
   const acceptedBy: string[] = [];
@@ -356,7 +400,12 @@ async function broadcastToAll(targets: Entry[], rawTx: string, chainId: number, 
     }
     errors.push(err);
     const log = err instanceof RpcUnavailableError ? logger.warn : logger.debug;
-    log("provider refused the transaction", { at: "chain.broadcast", provider: label, transactionHash: hash, code: err.code });
+    log("provider refused the transaction", {
+      at: "chain.broadcast",
+      provider: label,
+      transactionHash: hash,
+      code: err.code,
+    });
   });
   if (acceptedBy.length > 0 || alreadyKnownBy.length > 0) {
     return { hash, acceptedBy, alreadyKnownBy };

@@ -66,7 +66,9 @@ export function decodeRouterBalances(data: string): bigint {
 }
 
 export function encodeVariantTransactionData(digest: string): string {
-  return contractInterface("TransactionManager").encodeFunctionData("variantTransactionData", [abiBytes32(digest, "digest")]);
+  return contractInterface("TransactionManager").encodeFunctionData("variantTransactionData", [
+    abiBytes32(digest, "digest"),
+  ]);
 }
 
 export function decodeVariantTransactionData(data: string): string {

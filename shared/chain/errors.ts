@@ -33,7 +33,11 @@ export class TransactionRevertedError extends RouterError {
   /** Named reason from `REVERT_REASONS`, e.g. `INSUFFICIENT_LIQUIDITY`. */
   readonly reason?: string;
 
-  constructor(message: string, context: Record<string, unknown> = {}, options?: { cause?: unknown; revertCode?: string }) {
+  constructor(
+    message: string,
+    context: Record<string, unknown> = {},
+    options?: { cause?: unknown; revertCode?: string },
+  ) {
     const revertCode = options?.revertCode;
     const reason = revertCode ? revertReason(revertCode) : undefined;
     super(message, { ...context, revertCode, reason }, { cause: options?.cause });
@@ -88,18 +92,38 @@ type ChainErrorFactory = (message: string, cause: unknown) => RouterError;
  * as nonce-too-low would make a first broadcast rebuild with a new nonce while the original sits in the pool.
  */
 const NODE_MESSAGES: ReadonlyArray<readonly [RegExp, ChainErrorFactory]> = [
-  [/already known|already imported|known transaction/i, (m, c) => new TransactionAlreadyKnownError(m, {}, { cause: c })],
+  [
+    /already known|already imported|known transaction/i,
+    (m, c) => new TransactionAlreadyKnownError(m, {}, { cause: c }),
+  ],
   [/nonce too low|nonce is too low|nonce has already been used/i, (m, c) => new NonceTooLowError(m, {}, { cause: c })],
-  [/replacement transaction underpriced|replacement fee too low/i, (m, c) => new ReplacementUnderpricedError(m, {}, { cause: c })],
+  [
+    /replacement transaction underpriced|replacement fee too low/i,
+    (m, c) => new ReplacementUnderpricedError(m, {}, { cause: c }),
+  ],
   [/insufficient funds/i, (m, c) => new InsufficientFundsError(m, {}, { cause: c })],
   [/execution reverted|always failing transaction|gas required exceeds allowance/i, (m, c) => reverted(m, c)],
-  [/rate limit|too many requests|header not found|request timed out|service unavailable|bad gateway/i, (m, c) => rpcDown(m, c)],
+  [
+    /rate limit|too many requests|header not found|request timed out|service unavailable|bad gateway/i,
+    (m, c) => rpcDown(m, c),
+  ],
 ];
 
 /** Socket-level failures node's fetch reports without an ethers code. */
 const NETWORK_ERRNOS = new Set([
-  "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH",
-  "ECONNABORTED", "UND_ERR_SOCKET", "UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ECONNABORTED",
+  "UND_ERR_SOCKET",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "UND_ERR_HEADERS_TIMEOUT",
+  "UND_ERR_BODY_TIMEOUT",
 ]);
 
 /** Maps anything a provider call threw to a RouterError; RouterErrors pass through unchanged. */
@@ -111,7 +135,10 @@ export function toChainError(err: unknown): RouterError {
   const short = shortMessage(err, text);
   // ethers turns *every* JSON-RPC error of eth_call/eth_estimateGas into CALL_EXCEPTION, a rate limit
   // included; only revert data or the node saying "revert" makes it a revert (terminal).
-  if (isError(err, "CALL_EXCEPTION") && (hasRevertData(err.data) || err.reason !== null || /revert/i.test(nodeText(err)))) {
+  if (
+    isError(err, "CALL_EXCEPTION") &&
+    (hasRevertData(err.data) || err.reason !== null || /revert/i.test(nodeText(err)))
+  ) {
     return reverted(short, err, [err.reason ?? "", text].join(" "));
   }
   for (const [pattern, make] of NODE_MESSAGES) {
@@ -128,7 +155,12 @@ export function toChainError(err: unknown): RouterError {
   if (isError(err, "INSUFFICIENT_FUNDS")) {
     return new InsufficientFundsError(short, {}, { cause: err });
   }
-  if (isError(err, "TIMEOUT") || isError(err, "SERVER_ERROR") || isError(err, "NETWORK_ERROR") || hasNetworkErrno(err)) {
+  if (
+    isError(err, "TIMEOUT") ||
+    isError(err, "SERVER_ERROR") ||
+    isError(err, "NETWORK_ERROR") ||
+    hasNetworkErrno(err)
+  ) {
     return rpcDown(short, err);
   }
   return new ChainRequestError(short, {}, { cause: err });
@@ -136,7 +168,11 @@ export function toChainError(err: unknown): RouterError {
 
 function reverted(message: string, cause: unknown, text: string = message): TransactionRevertedError {
   const revertCode = findRevertCode(text);
-  return new TransactionRevertedError(revertCode ? `reverted #${revertCode}: ${message}` : message, {}, { cause, revertCode });
+  return new TransactionRevertedError(
+    revertCode ? `reverted #${revertCode}: ${message}` : message,
+    {},
+    { cause, revertCode },
+  );
 }
 
 function rpcDown(message: string, cause: unknown): RpcUnavailableError {
@@ -163,7 +199,13 @@ function messagesOf(err: unknown, depth = 0): string[] {
   if (err === null || typeof err !== "object" || depth > 3) {
     return typeof err === "string" ? [err] : [];
   }
-  const e = err as { message?: unknown; shortMessage?: unknown; info?: { error?: unknown }; error?: unknown; cause?: unknown };
+  const e = err as {
+    message?: unknown;
+    shortMessage?: unknown;
+    info?: { error?: unknown };
+    error?: unknown;
+    cause?: unknown;
+  };
   const own = [e.shortMessage, e.message].filter((m): m is string => typeof m === "string");
   return [
     ...own,

@@ -38,26 +38,38 @@ export async function getGasPrice(chain: ChainConfig, deps: GasPriceDeps): Promi
     const data = await deps.provider.getFeeData();
     // ethers fills maxFeePerGas only when the latest block carries baseFeePerGas.
     if (data.maxFeePerGas !== null && data.maxPriorityFeePerGas !== null) {
-      return clampFee({ type: 2, maxFeePerGas: data.maxFeePerGas, maxPriorityFeePerGas: data.maxPriorityFeePerGas }, maximum);
+      return clampFee(
+        { type: 2, maxFeePerGas: data.maxFeePerGas, maxPriorityFeePerGas: data.maxPriorityFeePerGas },
+        maximum,
+      );
     }
     if (data.gasPrice !== null && data.gasPrice > 0n) {
       return clampFee({ type: 0, gasPrice: data.gasPrice }, maximum);
     }
   } catch (err) {
-    deps.logger.warn("provider gas price unavailable", { at: "chain.gasPrice", chainId: chain.chainId, error: errorMessage(err) });
+    deps.logger.warn("provider gas price unavailable", {
+      at: "chain.gasPrice",
+      chainId: chain.chainId,
+      error: errorMessage(err),
+    });
   }
   if (chain.defaultInitialGasPrice !== undefined) {
     return clampFee({ type: 0, gasPrice: BigInt(chain.defaultInitialGasPrice) }, maximum);
   }
-  throw new GasPriceUnavailableError(`chain ${chain.chainId}: no gas price from stations, providers or defaultInitialGasPrice`, {
-    chainId: chain.chainId,
-  });
+  throw new GasPriceUnavailableError(
+    `chain ${chain.chainId}: no gas price from stations, providers or defaultInitialGasPrice`,
+    {
+      chainId: chain.chainId,
+    },
+  );
 }
 
 async function fromStation(url: string, deps: GasPriceDeps): Promise<Fee | undefined> {
   const doFetch = deps.fetch ?? fetch;
   try {
-    const res = await doFetch(url, { signal: AbortSignal.timeout(deps.stationTimeoutMs ?? DEFAULT_STATION_TIMEOUT_MS) });
+    const res = await doFetch(url, {
+      signal: AbortSignal.timeout(deps.stationTimeoutMs ?? DEFAULT_STATION_TIMEOUT_MS),
+    });
     if (!res.ok) {
       throw new Error(`HTTP ${res.status}`);
     }
@@ -67,7 +79,11 @@ async function fromStation(url: string, deps: GasPriceDeps): Promise<Fee | undef
     }
     return fee;
   } catch (err) {
-    deps.logger.warn("gas station unavailable", { at: "chain.gasPrice", station: redactUrl(url), error: errorMessage(err) });
+    deps.logger.warn("gas station unavailable", {
+      at: "chain.gasPrice",
+      station: redactUrl(url),
+      error: errorMessage(err),
+    });
     return undefined;
   }
 }
@@ -100,7 +116,11 @@ function gweiToWei(gwei: number): bigint {
  * One price per chain per `maxAgeMs` instead of a station or RPC round trip per transaction: concurrent callers
  * share the refresh in flight, and a failed refresh is not cached (the next caller tries again).
  */
-export function cachedGasPrice(load: () => Promise<Fee>, maxAgeMs: number, now: () => number = Date.now): () => Promise<Fee> {
+export function cachedGasPrice(
+  load: () => Promise<Fee>,
+  maxAgeMs: number,
+  now: () => number = Date.now,
+): () => Promise<Fee> {
   let cached: { fee: Fee; atMs: number } | undefined;
   let inFlight: Promise<Fee> | undefined;
   return () => {

@@ -51,7 +51,10 @@ export async function readVariantTransactionData(
   transactionManagerAddress: string,
   invariantDigest: string,
 ): Promise<string> {
-  const data = await provider.call({ to: transactionManagerAddress, data: encodeVariantTransactionData(invariantDigest) });
+  const data = await provider.call({
+    to: transactionManagerAddress,
+    data: encodeVariantTransactionData(invariantDigest),
+  });
   return decodeVariantTransactionData(data);
 }
 

@@ -1,6 +1,11 @@
 import { ZeroHash } from "ethers";
 import { checkSenderCancel } from "../protocol/decide";
-import { MIN_TIMEOUT_SEC, SENDER_PREPARE_BUFFER_SEC, isTransactionExpired, receiverExpiryFor } from "../protocol/expiry";
+import {
+  MIN_TIMEOUT_SEC,
+  SENDER_PREPARE_BUFFER_SEC,
+  isTransactionExpired,
+  receiverExpiryFor,
+} from "../protocol/expiry";
 import type { TransactionData } from "../protocol/types";
 import type { ChainProvider } from "./chain-provider";
 import { blockTimestamp, inspectReceivingSide } from "./transfer-events";
@@ -107,11 +112,23 @@ export async function checkSenderCancelOnChain(params: CheckSenderCancelOnChainP
   }
   switch (check.reason) {
     case "receiver-fulfilled":
-      return { ok: false, refusal: "receiver-fulfilled", detail: "the receiving side was fulfilled: cancelling the sender would lose the router's claim" };
+      return {
+        ok: false,
+        refusal: "receiver-fulfilled",
+        detail: "the receiving side was fulfilled: cancelling the sender would lose the router's claim",
+      };
     case "receiver-live":
-      return { ok: false, refusal: "receiver-live", detail: `the receiving side is prepared and live until ${receiverExpiry(side)}` };
+      return {
+        ok: false,
+        refusal: "receiver-live",
+        detail: `the receiving side is prepared and live until ${receiverExpiry(side)}`,
+      };
     case "receiver-not-cancelled":
-      return { ok: false, refusal: "receiver-not-cancelled", detail: `the receiving side expired at ${receiverExpiry(side)} but is not cancelled yet` };
+      return {
+        ok: false,
+        refusal: "receiver-not-cancelled",
+        detail: `the receiving side expired at ${receiverExpiry(side)} but is not cancelled yet`,
+      };
     default: {
       // sender-too-new (the two other reasons cannot occur: the record is Prepared and its time is given).
       const retryAtSec = senderPreparedAtSec + SENDER_PREPARE_BUFFER_SEC;

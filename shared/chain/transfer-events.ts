@@ -72,7 +72,9 @@ export function transferEventTopic(kind: TransferEventKind): string {
 }
 
 /** Decodes one TransactionManager log into a transfer event; undefined for any other event. */
-export function decodeTransferLog(log: Pick<Log, "topics" | "data" | "blockNumber" | "transactionHash" | "index">): TransferEvent | undefined {
+export function decodeTransferLog(
+  log: Pick<Log, "topics" | "data" | "blockNumber" | "transactionHash" | "index">,
+): TransferEvent | undefined {
   const parsed = contractInterface("TransactionManager").parseLog({ topics: [...log.topics], data: log.data });
   if (!parsed) {
     return undefined;
@@ -155,10 +157,13 @@ export async function findTransferEvents(params: FindTransferEventsParams): Prom
     return [];
   }
   if (Math.ceil(span / chunk) > MAX_LOG_CHUNKS) {
-    throw new LogRangeTooLargeError(`log scan of ${span} blocks exceeds ${MAX_LOG_CHUNKS} requests of ${chunk} blocks`, {
-      fromBlock: params.fromBlock,
-      toBlock: params.toBlock,
-    });
+    throw new LogRangeTooLargeError(
+      `log scan of ${span} blocks exceeds ${MAX_LOG_CHUNKS} requests of ${chunk} blocks`,
+      {
+        fromBlock: params.fromBlock,
+        toBlock: params.toBlock,
+      },
+    );
   }
   const topics = [
     params.kinds.map(transferEventTopic),
@@ -205,7 +210,10 @@ export async function firstBlockAtOrAfter(
   return lo;
 }
 
-export async function blockTimestamp(provider: Pick<ChainProvider, "getBlock">, blockTag: number | "latest"): Promise<number> {
+export async function blockTimestamp(
+  provider: Pick<ChainProvider, "getBlock">,
+  blockTag: number | "latest",
+): Promise<number> {
   const block = await provider.getBlock(blockTag);
   if (!block) {
     // A provider without the block yet (behind the one that gave us its number): retriable, not a state.
@@ -252,10 +260,9 @@ export async function inspectReceivingSide(params: InspectReceivingSideParams): 
     return { state: "not-prepared" };
   }
   const head = await provider.getBlockNumber();
-  const earliestSec = Math.max(
-    params.senderPreparedAtSec,
-    sender.expiry - RECEIVER_EXPIRY_OFFSET_SEC - RECEIVER_EXPIRY_MAX_WINDOW_SEC,
-  ) - CLOCK_SKEW_MARGIN_SEC;
+  const earliestSec =
+    Math.max(params.senderPreparedAtSec, sender.expiry - RECEIVER_EXPIRY_OFFSET_SEC - RECEIVER_EXPIRY_MAX_WINDOW_SEC) -
+    CLOCK_SKEW_MARGIN_SEC;
   const fromBlock = await firstBlockAtOrAfter(provider, earliestSec, head);
   const sameTransfer = (e: TransferEvent): boolean => invariantDigest(invariantOf(e.txData)) === digest;
   const events = (
@@ -312,10 +319,18 @@ function classifyReceivingEvents(variant: string, events: readonly TransferEvent
   if (done?.kind === "cancelled") {
     return {
       state: "cancelled",
-      record: { ...common, status: "Cancelled", cancelTransactionHash: done.transactionHash, cancelBlockNumber: done.blockNumber },
+      record: {
+        ...common,
+        status: "Cancelled",
+        cancelTransactionHash: done.transactionHash,
+        cancelBlockNumber: done.blockNumber,
+      },
     };
   }
-  return { state: "unknown", detail: "the receiving side is completed on chain but no fulfill or cancel event was found" };
+  return {
+    state: "unknown",
+    detail: "the receiving side is completed on chain but no fulfill or cancel event was found",
+  };
 }
 
 /** Whether a side with this expiry can no longer be fulfilled at the chain's latest block. */

@@ -10,7 +10,12 @@ export interface KnownDeployment {
 }
 
 /** The contracts whose addresses the vendored deployments.json keeps (scripts/vendor-nxtp-artifacts.ts). */
-export const DEPLOYMENT_CONTRACT_NAMES = ["TransactionManager", "ConnextPriceOracle", "Multicall", "RouterFactory"] as const;
+export const DEPLOYMENT_CONTRACT_NAMES = [
+  "TransactionManager",
+  "ConnextPriceOracle",
+  "Multicall",
+  "RouterFactory",
+] as const;
 
 /** chainId → deployment name → contracts; the package's hardhat-deploy export trimmed to addresses. */
 export type DeploymentsJson = Record<string, Record<string, { contracts?: Record<string, { address?: string }> }>>;

@@ -50,7 +50,11 @@ export function loadConfig(raw: unknown, env: ConfigEnv, options: LoadConfigOpti
     throw new ConfigError(["(root): the config must be a JSON object"]);
   }
   const input = applyEnvOverrides(raw as Record<string, unknown>, env);
-  const { value, error } = configSchema.validate(input, { abortEarly: false, convert: false, errors: { label: false } });
+  const { value, error } = configSchema.validate(input, {
+    abortEarly: false,
+    convert: false,
+    errors: { label: false },
+  });
   if (error) {
     throw new ConfigError(error.details.map(formatDetail));
   }
@@ -229,7 +233,9 @@ function buildChains(
 /** router-spec §2.1: gas reimbursement prices are read on chain 1, so it needs a provider even with no pool there. */
 function checkChainOne(chains: Record<string, ChainConfig>, problems: string[]): void {
   if (!problems.some((p) => p.startsWith("chainConfig.1.")) && !chains["1"]) {
-    problems.push("chainConfig.1: chain 1 must be configured with at least one provider (gas prices are read on chain 1)");
+    problems.push(
+      "chainConfig.1: chain 1 must be configured with at least one provider (gas prices are read on chain 1)",
+    );
   }
 }
 
@@ -252,7 +258,9 @@ function checkSwapPools(
       }
       const key = `${asset.chainId}-${asset.assetId}`;
       if (seen.has(key)) {
-        warnings.push(`swapPools[${poolIndex}].assets[${assetIndex}]: duplicate asset ${asset.assetId} on chain ${asset.chainId}`);
+        warnings.push(
+          `swapPools[${poolIndex}].assets[${assetIndex}]: duplicate asset ${asset.assetId} on chain ${asset.chainId}`,
+        );
       }
       seen.add(key);
     });

@@ -20,7 +20,8 @@ const address = (): Joi.StringSchema =>
       }
     })
     .messages({
-      "address.invalid": "must be a valid address (0x and 40 hex digits; a mixed-case address must have a valid checksum)",
+      "address.invalid":
+        "must be a valid address (0x and 40 hex digits; a mixed-case address must have a valid checksum)",
     });
 
 const decimalIntegerString = (): Joi.StringSchema =>
@@ -31,8 +32,7 @@ const decimalIntegerString = (): Joi.StringSchema =>
 const httpUrl = (): Joi.StringSchema => Joi.string().uri({ scheme: ["http", "https"] });
 const providerUrl = (): Joi.StringSchema => Joi.string().uri({ scheme: ["http", "https", "ws", "wss"] });
 
-const urlList = (item: () => Joi.StringSchema): Joi.ArraySchema =>
-  Joi.array().items(item()).single();
+const urlList = (item: () => Joi.StringSchema): Joi.ArraySchema => Joi.array().items(item()).single();
 
 /** One or more NATS servers: nats:// for node clients, ws(s):// for websocket gateways. */
 const messagingUrl = (): Joi.StringSchema =>
@@ -40,7 +40,9 @@ const messagingUrl = (): Joi.StringSchema =>
     .custom((value: string, helpers) => {
       const parts = value.split(",").map((p) => p.trim());
       for (const part of parts) {
-        const check = Joi.string().uri({ scheme: ["nats", "ws", "wss"] }).validate(part);
+        const check = Joi.string()
+          .uri({ scheme: ["nats", "ws", "wss"] })
+          .validate(part);
         if (check.error) {
           return helpers.error("messagingUrl.invalid");
         }
@@ -143,7 +145,7 @@ export const configSchema = Joi.object({
     .pattern(/^[0-9]+$/, chainSchema)
     .min(1)
     .required()
-    .messages({ "object.unknown": "is not a decimal chain id (chainConfig keys are chain ids such as \"1\")" }),
+    .messages({ "object.unknown": 'is not a decimal chain id (chainConfig keys are chain ids such as "1")' }),
   swapPools: Joi.array().items(swapPoolSchema).required(),
   logLevel: Joi.string()
     .valid(...Object.keys(LOG_LEVELS), "silent")

@@ -41,7 +41,11 @@ export async function fetchMessagingToken(params: FetchMessagingTokenParams): Pr
   return httpText(
     "token",
     `${base}/auth`,
-    { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ sig, signerAddress: address }) },
+    {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ sig, signerAddress: address }),
+    },
     timeoutMs,
   );
 }
@@ -67,10 +71,14 @@ async function httpText(step: AuthStep, url: string, init: RequestInit, timeoutM
   const value = unwrapJsonString(text.trim());
   if (value.length === 0 || value.length > MAX_BODY_CHARS) {
     // Never quote a success body: at the token step it is the secret itself.
-    throw new MessagingAuthError(step, `messaging auth failed at ${step}: HTTP ${response.status} with an empty or oversized body`, {
-      status: response.status,
-      bodyLength: value.length,
-    });
+    throw new MessagingAuthError(
+      step,
+      `messaging auth failed at ${step}: HTTP ${response.status} with an empty or oversized body`,
+      {
+        status: response.status,
+        bodyLength: value.length,
+      },
+    );
   }
   return value;
 }

@@ -55,7 +55,8 @@ export async function connectMessaging(params: ConnectMessagingParams): Promise<
     throw new MessagingConfigError("messaging signer address must be checksummed", { address });
   }
   const tokens = createTokenKeeper({
-    fetchToken: () => fetchMessagingToken({ authUrl: params.authUrl, signer: params.signer, timeoutMs: params.authTimeoutMs }),
+    fetchToken: () =>
+      fetchMessagingToken({ authUrl: params.authUrl, signer: params.signer, timeoutMs: params.authTimeoutMs }),
     logger,
   });
   const loggedServers = servers.map(redactUrl);
@@ -63,9 +64,18 @@ export async function connectMessaging(params: ConnectMessagingParams): Promise<
   await tokens.init();
 
   const nc = await dial(params, servers, address, tokens).catch((err: unknown) => {
-    throw new MessagingUnavailableError(`no messaging server accepted the connection: ${errorMessage(err)}`, { servers: loggedServers }, { cause: err });
+    throw new MessagingUnavailableError(
+      `no messaging server accepted the connection: ${errorMessage(err)}`,
+      { servers: loggedServers },
+      { cause: err },
+    );
   });
-  logger.info("messaging connected", { at: "messaging.connect", servers: loggedServers, server: nc.getServer(), address });
+  logger.info("messaging connected", {
+    at: "messaging.connect",
+    servers: loggedServers,
+    server: nc.getServer(),
+    address,
+  });
 
   let connected = true;
   let closeRequested = false;
@@ -74,7 +84,10 @@ export async function connectMessaging(params: ConnectMessagingParams): Promise<
   });
   void nc.closed().then((err) => {
     if (!closeRequested) {
-      logger.error("messaging connection closed unexpectedly", { at: "messaging.closed", error: err ? errorMessage(err) : null });
+      logger.error("messaging connection closed unexpectedly", {
+        at: "messaging.closed",
+        error: err ? errorMessage(err) : null,
+      });
       params.onUnexpectedClose?.(err ?? undefined);
     }
   });
@@ -97,7 +110,12 @@ export async function connectMessaging(params: ConnectMessagingParams): Promise<
   };
 }
 
-function dial(params: ConnectMessagingParams, servers: string[], address: string, tokens: TokenKeeper): Promise<NatsConnection> {
+function dial(
+  params: ConnectMessagingParams,
+  servers: string[],
+  address: string,
+  tokens: TokenKeeper,
+): Promise<NatsConnection> {
   return connect({
     servers,
     name: params.name ?? `router-${address}`,
@@ -115,21 +133,30 @@ function dial(params: ConnectMessagingParams, servers: string[], address: string
 
 /** `config.messagingUrl` is a comma-separated list (§1.1: the original passed it whole, as one server). */
 export function splitServers(servers: string | readonly string[]): string[] {
-  const list = (typeof servers === "string" ? servers.split(",") : [...servers]).map((s) => s.trim()).filter((s) => s.length > 0);
+  const list = (typeof servers === "string" ? servers.split(",") : [...servers])
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
   if (list.length === 0) {
     throw new MessagingConfigError("no messaging server configured");
   }
   for (const server of list) {
     if (/^wss?:\/\//i.test(server)) {
       // The node client speaks the NATS TCP protocol only; ws:// endpoints are for browsers.
-      throw new MessagingConfigError("messaging server must be a nats:// URL (WebSocket endpoints are for browsers)", { server: redactUrl(server) });
+      throw new MessagingConfigError("messaging server must be a nats:// URL (WebSocket endpoints are for browsers)", {
+        server: redactUrl(server),
+      });
     }
   }
   return list;
 }
 
 /** Status changes → logs, the connected flag, and token refreshes before the next CONNECT. */
-async function watchStatus(nc: NatsConnection, tokens: TokenKeeper, logger: Logger, setConnected: (value: boolean) => void): Promise<void> {
+async function watchStatus(
+  nc: NatsConnection,
+  tokens: TokenKeeper,
+  logger: Logger,
+  setConnected: (value: boolean) => void,
+): Promise<void> {
   const asyncError = throttledErrorLog(logger, "messaging server reported an error", { at: "messaging.status" });
   try {
     for await (const status of nc.status()) {
@@ -153,7 +180,10 @@ async function watchStatus(nc: NatsConnection, tokens: TokenKeeper, logger: Logg
           asyncError(status.data instanceof Error ? status.data : new Error(String(status.data)));
           break;
         case Events.LDM:
-          logger.warn("messaging server entering lame duck mode", { at: "messaging.status", server: String(status.data) });
+          logger.warn("messaging server entering lame duck mode", {
+            at: "messaging.status",
+            server: String(status.data),
+          });
           break;
         case DebugEvents.StaleConnection:
           logger.warn("messaging connection stale (pings unanswered)", { at: "messaging.status" });

@@ -45,8 +45,13 @@ function replacer(_key: string, value: unknown): unknown {
 }
 
 export function encodeEnvelope(params: EncodeEnvelopeParams): string {
-  const error = params.error ? { message: params.error.message, context: params.error.context, type: params.error.type } : null;
-  return JSON.stringify({ responseInbox: params.responseInbox, data: params.data, version: ENVELOPE_VERSION, error }, replacer);
+  const error = params.error
+    ? { message: params.error.message, context: params.error.context, type: params.error.type }
+    : null;
+  return JSON.stringify(
+    { responseInbox: params.responseInbox, data: params.data, version: ENVELOPE_VERSION, error },
+    replacer,
+  );
 }
 
 /** Accepts any version whose major part (text before the first ".") is "0" (§1.4). */
@@ -83,7 +88,12 @@ export function parseEnvelope(body: Uint8Array | string, options: ParseEnvelopeO
       version: typeof version === "string" ? version.slice(0, 32) : typeof version,
     });
   }
-  return { responseInbox: readInbox(raw.responseInbox, options.requireInbox), data: raw.data ?? null, version, error: readError(raw.error) };
+  return {
+    responseInbox: readInbox(raw.responseInbox, options.requireInbox),
+    data: raw.data ?? null,
+    version,
+    error: readError(raw.error),
+  };
 }
 
 function readInbox(value: unknown, required: boolean): string | null {
@@ -108,7 +118,10 @@ function readError(value: unknown): NxtpErrorJson | null {
   if (typeof value !== "object" || Array.isArray(value) || typeof raw.message !== "string") {
     throw new InvalidEnvelopeError("bad_error", "envelope error is not an object with a message");
   }
-  const context = raw.context !== null && typeof raw.context === "object" && !Array.isArray(raw.context) ? (raw.context as Record<string, unknown>) : {};
+  const context =
+    raw.context !== null && typeof raw.context === "object" && !Array.isArray(raw.context)
+      ? (raw.context as Record<string, unknown>)
+      : {};
   return { message: raw.message, type: typeof raw.type === "string" ? raw.type : "Error", context };
 }
 

@@ -2,13 +2,7 @@ import { RouterError } from "../errors";
 
 /** Why an incoming message was refused before any handler saw it; each reason is throttled separately in logs. */
 export type EnvelopeRejectReason =
-  | "too_large"
-  | "not_utf8_json"
-  | "not_object"
-  | "bad_version"
-  | "bad_inbox"
-  | "bad_error"
-  | "bad_subject";
+  "too_large" | "not_utf8_json" | "not_object" | "bad_version" | "bad_inbox" | "bad_error" | "bad_subject";
 
 /**
  * A message body that is not a usable §1.4 envelope. Not retriable: the same bytes fail the same way.
@@ -22,7 +16,12 @@ export class InvalidEnvelopeError extends RouterError {
   constructor(reason: EnvelopeRejectReason, message: string, context: Record<string, unknown> = {}) {
     super(message, { reason, ...context });
     this.reason = reason;
-    this.code = reason === "too_large" ? "MESSAGE_TOO_LARGE" : reason === "bad_version" ? "ENVELOPE_VERSION_UNSUPPORTED" : "INVALID_ENVELOPE";
+    this.code =
+      reason === "too_large"
+        ? "MESSAGE_TOO_LARGE"
+        : reason === "bad_version"
+          ? "ENVELOPE_VERSION_UNSUPPORTED"
+          : "INVALID_ENVELOPE";
   }
 }
 
@@ -44,7 +43,12 @@ export class MessagingAuthError extends RouterError {
   readonly step: AuthStep;
   readonly status: number | undefined;
 
-  constructor(step: AuthStep, message: string, context: { status?: number; [key: string]: unknown } = {}, options?: { cause?: unknown }) {
+  constructor(
+    step: AuthStep,
+    message: string,
+    context: { status?: number; [key: string]: unknown } = {},
+    options?: { cause?: unknown },
+  ) {
     super(message, { step, ...context }, options);
     this.step = step;
     this.status = context.status;

@@ -3,7 +3,12 @@ import { splitServers } from "./connect-messaging";
 
 export type * from "./types";
 export { AUTH_MESSAGE_PREFIX, authMessage } from "./auth-message";
-export { DEFAULT_AUTH_TIMEOUT_MS, fetchMessagingToken, type FetchMessagingTokenParams, type MessagingAuthSigner } from "./auth-client";
+export {
+  DEFAULT_AUTH_TIMEOUT_MS,
+  fetchMessagingToken,
+  type FetchMessagingTokenParams,
+  type MessagingAuthSigner,
+} from "./auth-client";
 export { connectMessaging, splitServers, type ConnectMessagingParams } from "./connect-messaging";
 export {
   DEFAULT_MAX_PAYLOAD_BYTES,
@@ -24,6 +29,9 @@ export * from "./subjects";
  * Where a router connects, from the loaded config (load-config already applied the per-network defaults
  * of §1.2 and the env overrides): the server list split, the auth URL as is.
  */
-export function messagingEndpoints(config: Pick<RouterConfig, "messagingUrl" | "authUrl">): { servers: string[]; authUrl: string } {
+export function messagingEndpoints(config: Pick<RouterConfig, "messagingUrl" | "authUrl">): {
+  servers: string[];
+  authUrl: string;
+} {
   return { servers: splitServers(config.messagingUrl), authUrl: config.authUrl };
 }

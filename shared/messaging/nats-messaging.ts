@@ -5,7 +5,16 @@ import { throttledErrorLog } from "../logging/throttled-error-log";
 import { DEFAULT_MAX_PAYLOAD_BYTES, encodeEnvelope, parseEnvelope } from "./envelope";
 import { InvalidEnvelopeError, InvalidSubjectError, MessagingPublishError } from "./errors";
 import { parseSubject, requestSubject, requestWildcard, responseSubject, responseWildcard } from "./subjects";
-import type { Messaging, MessagingRequest, MessagingResponse, MessagingTopic, NxtpErrorJson, RequestHandler, ResponseHandler, ServeOptions } from "./types";
+import type {
+  Messaging,
+  MessagingRequest,
+  MessagingResponse,
+  MessagingTopic,
+  NxtpErrorJson,
+  RequestHandler,
+  ResponseHandler,
+  ServeOptions,
+} from "./types";
 
 /** Malformed traffic is anyone's to send: one log line per reason per window, not one per message. */
 export const DEFAULT_DROP_LOG_WINDOW_MS = 30_000;
@@ -42,21 +51,41 @@ export function createNatsMessaging(params: NatsMessagingParams): Messaging {
   const dropLog = (topic: MessagingTopic, side: "request" | "response"): ((err: unknown) => void) => {
     const byReason = new Map<string, ErrorLog>();
     return (err) => {
-      const reason = err instanceof InvalidEnvelopeError ? err.reason : err instanceof InvalidSubjectError ? "bad_subject" : "unexpected";
+      const reason =
+        err instanceof InvalidEnvelopeError
+          ? err.reason
+          : err instanceof InvalidSubjectError
+            ? "bad_subject"
+            : "unexpected";
       let log = byReason.get(reason);
       if (!log) {
-        log = throttledErrorLog(logger, "messaging: dropped a malformed message", { at: "messaging.drop", topic, side, reason }, windowMs);
+        log = throttledErrorLog(
+          logger,
+          "messaging: dropped a malformed message",
+          { at: "messaging.drop", topic, side, reason },
+          windowMs,
+        );
         byReason.set(reason, log);
       }
       log(asError(err));
     };
   };
 
-  const subscribe = (subject: string, queue: string | undefined, onMsg: (msg: Msg) => void, topic: MessagingTopic): void => {
+  const subscribe = (
+    subject: string,
+    queue: string | undefined,
+    onMsg: (msg: Msg) => void,
+    topic: MessagingTopic,
+  ): void => {
     if (closing) {
       throw new MessagingPublishError("messaging is closed", { subject });
     }
-    const subError = throttledErrorLog(logger, "messaging subscription error", { at: "messaging.subscription", topic, subject }, windowMs);
+    const subError = throttledErrorLog(
+      logger,
+      "messaging subscription error",
+      { at: "messaging.subscription", topic, subject },
+      windowMs,
+    );
     const callback = (err: NatsError | null, msg: Msg): void => {
       if (err) {
         subError(err);
@@ -64,7 +93,9 @@ export function createNatsMessaging(params: NatsMessagingParams): Messaging {
       }
       onMsg(msg);
     };
-    subscriptions.push(queue === undefined ? nc.subscribe(subject, { callback }) : nc.subscribe(subject, { queue, callback }));
+    subscriptions.push(
+      queue === undefined ? nc.subscribe(subject, { callback }) : nc.subscribe(subject, { queue, callback }),
+    );
     logger.info("messaging subscribed", { at: "messaging.subscribe", subject, queueGroup: queue ?? null });
   };
 
@@ -93,7 +124,12 @@ export function createNatsMessaging(params: NatsMessagingParams): Messaging {
 
   const serve = (topic: MessagingTopic, handler: RequestHandler, options?: ServeOptions): void => {
     const drop = dropLog(topic, "request");
-    const handlerError = throttledErrorLog(logger, "messaging request handler failed", { at: "messaging.handler", topic }, windowMs);
+    const handlerError = throttledErrorLog(
+      logger,
+      "messaging request handler failed",
+      { at: "messaging.handler", topic },
+      windowMs,
+    );
     subscribe(
       requestWildcard(topic),
       options?.queueGroup,
@@ -104,7 +140,15 @@ export function createNatsMessaging(params: NatsMessagingParams): Messaging {
           const sizeBytes = msg.data.byteLength;
           const envelope = parseEnvelope(msg.data, { maxBytes, requireInbox: true });
           const { from } = parseSubject(msg.subject);
-          request = { subject: msg.subject, from, topic, responseInbox: envelope.responseInbox as string, data: envelope.data, receivedAtMs, sizeBytes };
+          request = {
+            subject: msg.subject,
+            from,
+            topic,
+            responseInbox: envelope.responseInbox as string,
+            data: envelope.data,
+            receivedAtMs,
+            sizeBytes,
+          };
         } catch (err) {
           drop(err);
           return;
@@ -125,7 +169,12 @@ export function createNatsMessaging(params: NatsMessagingParams): Messaging {
 
   const onResponse = (topic: MessagingTopic, handler: ResponseHandler): void => {
     const drop = dropLog(topic, "response");
-    const handlerError = throttledErrorLog(logger, "messaging response handler failed", { at: "messaging.handler", topic }, windowMs);
+    const handlerError = throttledErrorLog(
+      logger,
+      "messaging response handler failed",
+      { at: "messaging.handler", topic },
+      windowMs,
+    );
     subscribe(
       responseWildcard(address, topic),
       undefined,
@@ -135,7 +184,15 @@ export function createNatsMessaging(params: NatsMessagingParams): Messaging {
         try {
           const envelope = parseEnvelope(msg.data, { maxBytes, requireInbox: false });
           const { from } = parseSubject(msg.subject);
-          response = { subject: msg.subject, responder: from, topic, responseInbox: envelope.responseInbox, data: envelope.data, error: envelope.error, receivedAtMs };
+          response = {
+            subject: msg.subject,
+            responder: from,
+            topic,
+            responseInbox: envelope.responseInbox,
+            data: envelope.data,
+            error: envelope.error,
+            receivedAtMs,
+          };
         } catch (err) {
           drop(err);
           return;
@@ -159,7 +216,11 @@ export function createNatsMessaging(params: NatsMessagingParams): Messaging {
     })();
     const outcome = await raceTimeout(drained, params.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS);
     if (outcome !== "done") {
-      logger.warn("messaging drain did not finish; closing the connection", { at: "messaging.close", outcome, inFlight: inFlight.size });
+      logger.warn("messaging drain did not finish; closing the connection", {
+        at: "messaging.close",
+        outcome,
+        inFlight: inFlight.size,
+      });
     }
     if (!nc.isClosed()) {
       await nc.close();
@@ -171,10 +232,16 @@ export function createNatsMessaging(params: NatsMessagingParams): Messaging {
     address,
     serve,
     respond: (request: MessagingRequest, data: unknown) => {
-      publish(responseSubject(request.from, address, request.topic), encodeEnvelope({ responseInbox: request.responseInbox, data }));
+      publish(
+        responseSubject(request.from, address, request.topic),
+        encodeEnvelope({ responseInbox: request.responseInbox, data }),
+      );
     },
     respondError: (request: MessagingRequest, error: NxtpErrorJson) => {
-      publish(responseSubject(request.from, address, request.topic), encodeEnvelope({ responseInbox: request.responseInbox, data: null, error }));
+      publish(
+        responseSubject(request.from, address, request.topic),
+        encodeEnvelope({ responseInbox: request.responseInbox, data: null, error }),
+      );
     },
     request: (topic: MessagingTopic, data: unknown, responseInbox: string) => {
       publish(requestSubject(address, topic), encodeEnvelope({ responseInbox, data }));

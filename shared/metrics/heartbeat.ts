@@ -41,7 +41,11 @@ export async function writeHeartbeat(redis: Redis, prefix: string, beat: Heartbe
 }
 
 /** Every process that ever beat, with whether its heartbeat is still live; sorted by process id. */
-export async function readHeartbeats(redis: Redis, prefix: string, nowMs: number = Date.now()): Promise<HeartbeatStatus[]> {
+export async function readHeartbeats(
+  redis: Redis,
+  prefix: string,
+  nowMs: number = Date.now(),
+): Promise<HeartbeatStatus[]> {
   const all = await redis.hgetall(heartbeatsKey(prefix));
   const ids = Object.keys(all).sort();
   if (ids.length === 0) {

@@ -13,7 +13,12 @@ export type ProcessRole = "admin" | "auction" | "submitter" | "poller";
  * process): submitter 2 + 2i, poller 3 + 2i. `instance` is PM2's NODE_APP_INSTANCE (0 without PM2). So two
  * processes of one router never collide, and Prometheus can be given the whole list statically.
  */
-export function metricsPortFor(config: RouterConfig, role: ProcessRole, chainId: number | undefined, instance: number): number {
+export function metricsPortFor(
+  config: RouterConfig,
+  role: ProcessRole,
+  chainId: number | undefined,
+  instance: number,
+): number {
   return config.metricsPort + metricsSlot(config, role, chainId) * PORTS_PER_SLOT + (instance % PORTS_PER_SLOT);
 }
 

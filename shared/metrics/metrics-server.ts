@@ -49,7 +49,10 @@ export function startMetricsServer(params: {
     server.listen({ host: params.host, port: params.port }, () => {
       server.off("error", reject);
       const address = server.address();
-      resolve({ port: typeof address === "object" && address ? address.port : params.port, close: () => closeServer(server) });
+      resolve({
+        port: typeof address === "object" && address ? address.port : params.port,
+        close: () => closeServer(server),
+      });
     });
   });
 }

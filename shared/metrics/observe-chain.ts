@@ -43,7 +43,11 @@ export function observeProviders(obs: Observability, chainId: number, provider: 
  * and open-bid reservations per pool asset, signer gas and minGas, head and its age, subgraph (or log cursor)
  * lag, queue depth per state, pending transactions and the oldest one's age in seconds and in blocks.
  */
-export function observeChainState(obs: Observability, config: RouterConfig, chainId: number): { close(): Promise<void> } {
+export function observeChainState(
+  obs: Observability,
+  config: RouterConfig,
+  chainId: number,
+): { close(): Promise<void> } {
   const m = routerMetrics();
   const chain = String(chainId);
   const queue = new Queue(txQueueName(chainId), { connection: obs.redis, prefix: config.redisPrefix });
@@ -102,7 +106,13 @@ export function observeChainState(obs: Observability, config: RouterConfig, chai
  * fee earned (a confirmed fulfill-sender: sending amount minus the receiving side's amount) plus one outcome
  * line per job.
  */
-export function observeTxWorker(params: { obs: Observability; config: RouterConfig; chainId: number; worker: Worker; logger: Logger }): void {
+export function observeTxWorker(params: {
+  obs: Observability;
+  config: RouterConfig;
+  chainId: number;
+  worker: Worker;
+  logger: Logger;
+}): void {
   const { obs, config, chainId, worker } = params;
   const m = routerMetrics();
   const chain = String(chainId);
@@ -119,9 +129,15 @@ export function observeTxWorker(params: { obs: Observability; config: RouterConf
       m.txConfirmed.inc({ chain, operation: job.name });
     }
     log.info("job completed", {
-      job: job.name, jobId: job.id, chainId, transactionId: transactionIdOf(job.data), requestId: requestIdOf(job.data),
-      result: noop ? "noop" : "confirmed", transactionHash: (result as { transactionHash?: string } | undefined)?.transactionHash,
-      attempts: job.attemptsMade + 1, durationMs: Math.round(seconds * 1000),
+      job: job.name,
+      jobId: job.id,
+      chainId,
+      transactionId: transactionIdOf(job.data),
+      requestId: requestIdOf(job.data),
+      result: noop ? "noop" : "confirmed",
+      transactionHash: (result as { transactionHash?: string } | undefined)?.transactionHash,
+      attempts: job.attemptsMade + 1,
+      durationMs: Math.round(seconds * 1000),
     });
     if (job.name === TX_JOB.fulfillSender && !noop) {
       void recordSwap(obs, config, chain, job.data).catch(() => undefined);
@@ -132,7 +148,8 @@ export function observeTxWorker(params: { obs: Observability; config: RouterConf
       return;
     }
     // A failed attempt with attempts left comes back (delayed); only the last one ends the job.
-    const final = job.finishedOn !== undefined || err.name === "UnrecoverableError" || job.attemptsMade >= (job.opts.attempts ?? 1);
+    const final =
+      job.finishedOn !== undefined || err.name === "UnrecoverableError" || job.attemptsMade >= (job.opts.attempts ?? 1);
     if (!final) {
       return;
     }
@@ -141,21 +158,40 @@ export function observeTxWorker(params: { obs: Observability; config: RouterConf
     m.jobAttempts.observe({ queue, result: "failed" }, job.attemptsMade);
     m.txFailed.inc({ chain, operation: job.name });
     log.warn("job failed", {
-      job: job.name, jobId: job.id, chainId, transactionId: transactionIdOf(job.data), requestId: requestIdOf(job.data),
-      result: "failed", error: err.message, attempts: job.attemptsMade, durationMs: Math.round(seconds * 1000),
+      job: job.name,
+      jobId: job.id,
+      chainId,
+      transactionId: transactionIdOf(job.data),
+      requestId: requestIdOf(job.data),
+      result: "failed",
+      error: err.message,
+      attempts: job.attemptsMade,
+      durationMs: Math.round(seconds * 1000),
     });
   });
 }
 
 async function recordSwap(obs: Observability, config: RouterConfig, chain: string, data: unknown): Promise<void> {
-  const txData = (data as { txData?: { transactionId: string; user: string; amount: string; sendingAssetId: string; receivingChainId: number } }).txData;
+  const txData = (
+    data as {
+      txData?: {
+        transactionId: string;
+        user: string;
+        amount: string;
+        sendingAssetId: string;
+        receivingChainId: number;
+      };
+    }
+  ).txData;
   if (!txData) {
     return;
   }
   const m = routerMetrics();
   const asset = txData.sendingAssetId.toLowerCase();
   m.swapsCompleted.inc({ chain, asset });
-  const json = await obs.redis.get(transferRecordKey(config.redisPrefix, txData.receivingChainId, transferKey(txData.transactionId, txData.user)));
+  const json = await obs.redis.get(
+    transferRecordKey(config.redisPrefix, txData.receivingChainId, transferKey(txData.transactionId, txData.user)),
+  );
   const receiving = json ? (JSON.parse(json) as { txData?: { amount?: string } }).txData?.amount : undefined;
   if (receiving !== undefined && /^[0-9]+$/.test(receiving)) {
     const fee = BigInt(txData.amount) - BigInt(receiving);
@@ -166,7 +202,8 @@ async function recordSwap(obs: Observability, config: RouterConfig, chain: strin
 }
 
 function transactionIdOf(data: unknown): string | undefined {
-  const d = data as { txData?: { transactionId?: string }; sender?: { txData?: { transactionId?: string } } } | undefined;
+  const d = data as
+    { txData?: { transactionId?: string }; sender?: { txData?: { transactionId?: string } } } | undefined;
   return d?.txData?.transactionId ?? d?.sender?.txData?.transactionId;
 }
 

@@ -54,7 +54,12 @@ export async function startObservability(params: StartObservabilityParams): Prom
   const processId = processIdOf(role, chainId, instance);
   const startedAtMs = Date.now();
   // Fail fast: a readiness probe or a scrape must not queue behind a reconnect.
-  const redis = new Redis({ ...redisOptionsFromUrl(config.redisUrl), maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2_000 });
+  const redis = new Redis({
+    ...redisOptionsFromUrl(config.redisUrl),
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    connectTimeout: 2_000,
+  });
   // The service's own clients log Redis trouble already; /readyz reports it.
   redis.on("error", () => undefined);
 
@@ -82,11 +87,22 @@ export async function startObservability(params: StartObservabilityParams): Prom
         await runHooks();
         return registry.metrics();
       },
-      readiness, host: config.metricsHost, port });
-    logger.info("metrics server listening", { at: "service.metrics", host: config.metricsHost, port: server.port, processId });
+      readiness,
+      host: config.metricsHost,
+      port,
+    });
+    logger.info("metrics server listening", {
+      at: "service.metrics",
+      host: config.metricsHost,
+      port: server.port,
+      processId,
+    });
   } catch (err) {
     logger.error("metrics server could not listen; running without /metrics /healthz /readyz", {
-      at: "service.metrics", host: config.metricsHost, port, error: errorMessage(err),
+      at: "service.metrics",
+      host: config.metricsHost,
+      port,
+      error: errorMessage(err),
     });
   }
 
@@ -99,7 +115,15 @@ export async function startObservability(params: StartObservabilityParams): Prom
       readyWaiters = [];
     }
     await writeHeartbeat(redis, config.redisPrefix, {
-      processId, role, chainId, instance, pid: process.pid, metricsPort: server?.port, startedAtMs, atMs: Date.now(), ready: last.ready,
+      processId,
+      role,
+      chainId,
+      instance,
+      pid: process.pid,
+      metricsPort: server?.port,
+      startedAtMs,
+      atMs: Date.now(),
+      ready: last.ready,
     }).catch(() => undefined);
   };
   const timer = setInterval(() => void beat(), HEARTBEAT_INTERVAL_MS);
@@ -107,7 +131,12 @@ export async function startObservability(params: StartObservabilityParams): Prom
   let fastTimer: NodeJS.Timeout | undefined;
 
   return {
-    role, chainId, instance, processId, redis, readiness,
+    role,
+    chainId,
+    instance,
+    processId,
+    redis,
+    readiness,
     onScrape: (hook) => {
       hooks.push(hook);
     },

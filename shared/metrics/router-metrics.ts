@@ -14,53 +14,193 @@ export function defineRouterMetrics(registry: Registry) {
   const registers = [registry];
   return {
     // Auction (services/auction).
-    auctionRequests: new Counter({ name: "router_auction_requests_total", help: "Auction requests received", registers }),
-    bidsSent: new Counter({ name: "router_bids_sent_total", help: "Signed bids sent, by receiving chain", labelNames: ["chain"] as const, registers }),
-    auctionRefusals: new Counter({ name: "router_auction_refusals_total", help: "Auction requests refused, by refusal code", labelNames: ["reason"] as const, registers }),
-    bidDuration: new Histogram({
-      name: "router_bid_duration_seconds", help: "Time from an auction request to its answer or refusal", labelNames: ["result"] as const,
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1], registers,
+    auctionRequests: new Counter({
+      name: "router_auction_requests_total",
+      help: "Auction requests received",
+      registers,
     }),
-    lastBidTime: new Gauge({ name: "router_last_bid_timestamp_seconds", help: "Unix time of the last signed bid sent", registers }),
+    bidsSent: new Counter({
+      name: "router_bids_sent_total",
+      help: "Signed bids sent, by receiving chain",
+      labelNames: ["chain"] as const,
+      registers,
+    }),
+    auctionRefusals: new Counter({
+      name: "router_auction_refusals_total",
+      help: "Auction requests refused, by refusal code",
+      labelNames: ["reason"] as const,
+      registers,
+    }),
+    bidDuration: new Histogram({
+      name: "router_bid_duration_seconds",
+      help: "Time from an auction request to its answer or refusal",
+      labelNames: ["result"] as const,
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers,
+    }),
+    lastBidTime: new Gauge({
+      name: "router_last_bid_timestamp_seconds",
+      help: "Unix time of the last signed bid sent",
+      registers,
+    }),
 
     // Liquidity and gas (from the pollers' Redis cache, read at scrape time).
-    liquidity: new Gauge({ name: "router_liquidity", help: "Router's unlocked TransactionManager balance, in asset base units", labelNames: ["chain", "asset"] as const, registers }),
-    liquidityReserved: new Gauge({ name: "router_liquidity_reserved", help: "Liquidity promised by open bids, in asset base units", labelNames: ["chain", "asset"] as const, registers }),
-    gasBalance: new Gauge({ name: "router_gas_balance_wei", help: "Signer's native balance", labelNames: ["chain"] as const, registers }),
-    minGas: new Gauge({ name: "router_min_gas_wei", help: "Configured minGas of the chain (alert threshold)", labelNames: ["chain"] as const, registers }),
+    liquidity: new Gauge({
+      name: "router_liquidity",
+      help: "Router's unlocked TransactionManager balance, in asset base units",
+      labelNames: ["chain", "asset"] as const,
+      registers,
+    }),
+    liquidityReserved: new Gauge({
+      name: "router_liquidity_reserved",
+      help: "Liquidity promised by open bids, in asset base units",
+      labelNames: ["chain", "asset"] as const,
+      registers,
+    }),
+    gasBalance: new Gauge({
+      name: "router_gas_balance_wei",
+      help: "Signer's native balance",
+      labelNames: ["chain"] as const,
+      registers,
+    }),
+    minGas: new Gauge({
+      name: "router_min_gas_wei",
+      help: "Configured minGas of the chain (alert threshold)",
+      labelNames: ["chain"] as const,
+      registers,
+    }),
 
     // Transactions (services/submitter).
-    txSent: new Counter({ name: "router_tx_sent_total", help: "Transactions broadcast (first send of a job attempt)", labelNames: ["chain", "operation"] as const, registers }),
-    txConfirmed: new Counter({ name: "router_tx_confirmed_total", help: "Transactions mined and confirmed", labelNames: ["chain", "operation"] as const, registers }),
-    txFailed: new Counter({ name: "router_tx_failed_total", help: "Transaction jobs that ended in failure (reverted or out of attempts)", labelNames: ["chain", "operation"] as const, registers }),
-    txReplaced: new Counter({ name: "router_tx_replaced_total", help: "Gas bumps: a pending transaction replaced by a higher fee", labelNames: ["chain", "operation"] as const, registers }),
-    txPending: new Gauge({ name: "router_tx_pending", help: "Transactions broadcast and not yet confirmed", labelNames: ["chain"] as const, registers }),
-    txOldestPendingAge: new Gauge({ name: "router_tx_oldest_pending_age_seconds", help: "Age of the oldest unconfirmed transaction", labelNames: ["chain"] as const, registers }),
-    txOldestPendingBlocks: new Gauge({ name: "router_tx_oldest_pending_blocks", help: "Blocks since the oldest unconfirmed transaction was broadcast", labelNames: ["chain"] as const, registers }),
+    txSent: new Counter({
+      name: "router_tx_sent_total",
+      help: "Transactions broadcast (first send of a job attempt)",
+      labelNames: ["chain", "operation"] as const,
+      registers,
+    }),
+    txConfirmed: new Counter({
+      name: "router_tx_confirmed_total",
+      help: "Transactions mined and confirmed",
+      labelNames: ["chain", "operation"] as const,
+      registers,
+    }),
+    txFailed: new Counter({
+      name: "router_tx_failed_total",
+      help: "Transaction jobs that ended in failure (reverted or out of attempts)",
+      labelNames: ["chain", "operation"] as const,
+      registers,
+    }),
+    txReplaced: new Counter({
+      name: "router_tx_replaced_total",
+      help: "Gas bumps: a pending transaction replaced by a higher fee",
+      labelNames: ["chain", "operation"] as const,
+      registers,
+    }),
+    txPending: new Gauge({
+      name: "router_tx_pending",
+      help: "Transactions broadcast and not yet confirmed",
+      labelNames: ["chain"] as const,
+      registers,
+    }),
+    txOldestPendingAge: new Gauge({
+      name: "router_tx_oldest_pending_age_seconds",
+      help: "Age of the oldest unconfirmed transaction",
+      labelNames: ["chain"] as const,
+      registers,
+    }),
+    txOldestPendingBlocks: new Gauge({
+      name: "router_tx_oldest_pending_blocks",
+      help: "Blocks since the oldest unconfirmed transaction was broadcast",
+      labelNames: ["chain"] as const,
+      registers,
+    }),
 
     // Jobs and queues.
     jobDuration: new Histogram({
-      name: "router_job_duration_seconds", help: "Time from a job's creation to its end", labelNames: ["queue", "result"] as const,
-      buckets: [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600], registers,
+      name: "router_job_duration_seconds",
+      help: "Time from a job's creation to its end",
+      labelNames: ["queue", "result"] as const,
+      buckets: [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600],
+      registers,
     }),
-    jobAttempts: new Histogram({ name: "router_job_attempts", help: "Attempts a job took until it ended", labelNames: ["queue", "result"] as const, buckets: [1, 2, 3, 5, 8, 13], registers }),
-    queueJobs: new Gauge({ name: "router_queue_jobs", help: "Jobs per queue and state", labelNames: ["queue", "state"] as const, registers }),
+    jobAttempts: new Histogram({
+      name: "router_job_attempts",
+      help: "Attempts a job took until it ended",
+      labelNames: ["queue", "result"] as const,
+      buckets: [1, 2, 3, 5, 8, 13],
+      registers,
+    }),
+    queueJobs: new Gauge({
+      name: "router_queue_jobs",
+      help: "Jobs per queue and state",
+      labelNames: ["queue", "state"] as const,
+      registers,
+    }),
 
     // Providers, subgraphs, heads.
-    providerErrors: new Counter({ name: "router_provider_errors_total", help: "RPC requests a provider failed", labelNames: ["chain", "provider"] as const, registers }),
-    providerFailovers: new Counter({ name: "router_provider_failovers_total", help: "Reads moved on to the next provider", labelNames: ["chain"] as const, registers }),
-    providerHeadLag: new Gauge({ name: "router_provider_head_lag_blocks", help: "Blocks a provider is behind the best head seen", labelNames: ["chain", "provider"] as const, registers }),
-    chainHead: new Gauge({ name: "router_chain_head_block", help: "Chain head as last seen by the chain's poller", labelNames: ["chain"] as const, registers }),
-    chainHeadAge: new Gauge({ name: "router_chain_head_age_seconds", help: "Seconds since the poller last stored the chain's head", labelNames: ["chain"] as const, registers }),
-    subgraphLag: new Gauge({ name: "router_subgraph_lag_blocks", help: "Blocks the subgraph is behind the chain head", labelNames: ["chain"] as const, registers }),
+    providerErrors: new Counter({
+      name: "router_provider_errors_total",
+      help: "RPC requests a provider failed",
+      labelNames: ["chain", "provider"] as const,
+      registers,
+    }),
+    providerFailovers: new Counter({
+      name: "router_provider_failovers_total",
+      help: "Reads moved on to the next provider",
+      labelNames: ["chain"] as const,
+      registers,
+    }),
+    providerHeadLag: new Gauge({
+      name: "router_provider_head_lag_blocks",
+      help: "Blocks a provider is behind the best head seen",
+      labelNames: ["chain", "provider"] as const,
+      registers,
+    }),
+    chainHead: new Gauge({
+      name: "router_chain_head_block",
+      help: "Chain head as last seen by the chain's poller",
+      labelNames: ["chain"] as const,
+      registers,
+    }),
+    chainHeadAge: new Gauge({
+      name: "router_chain_head_age_seconds",
+      help: "Seconds since the poller last stored the chain's head",
+      labelNames: ["chain"] as const,
+      registers,
+    }),
+    subgraphLag: new Gauge({
+      name: "router_subgraph_lag_blocks",
+      help: "Blocks the subgraph is behind the chain head",
+      labelNames: ["chain"] as const,
+      registers,
+    }),
 
     // Swaps.
-    swapsCompleted: new Counter({ name: "router_swaps_completed_total", help: "Swaps whose sending side the router fulfilled", labelNames: ["chain", "asset"] as const, registers }),
-    feesEarned: new Counter({ name: "router_fees_earned_total", help: "Sending amount minus receiving amount of completed swaps, in sending asset base units", labelNames: ["chain", "asset"] as const, registers }),
+    swapsCompleted: new Counter({
+      name: "router_swaps_completed_total",
+      help: "Swaps whose sending side the router fulfilled",
+      labelNames: ["chain", "asset"] as const,
+      registers,
+    }),
+    feesEarned: new Counter({
+      name: "router_fees_earned_total",
+      help: "Sending amount minus receiving amount of completed swaps, in sending asset base units",
+      labelNames: ["chain", "asset"] as const,
+      registers,
+    }),
 
     // Processes (admin, from the heartbeat keys).
-    processUp: new Gauge({ name: "router_process_up", help: "1 while a router process's heartbeat key is live, 0 once it expired", labelNames: ["process"] as const, registers }),
-    heartbeatAge: new Gauge({ name: "router_process_heartbeat_age_seconds", help: "Seconds since a router process last wrote its heartbeat", labelNames: ["process"] as const, registers }),
+    processUp: new Gauge({
+      name: "router_process_up",
+      help: "1 while a router process's heartbeat key is live, 0 once it expired",
+      labelNames: ["process"] as const,
+      registers,
+    }),
+    heartbeatAge: new Gauge({
+      name: "router_process_heartbeat_age_seconds",
+      help: "Seconds since a router process last wrote its heartbeat",
+      labelNames: ["process"] as const,
+      registers,
+    }),
   };
 }
 

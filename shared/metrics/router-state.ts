@@ -29,7 +29,12 @@ export interface TxRecordView {
 }
 
 /** A job's send record without the signed raw bytes (public, but noise for an operator). */
-export async function readTxRecord(redis: Redis, prefix: string, chainId: number, jobId: string): Promise<TxRecordView | undefined> {
+export async function readTxRecord(
+  redis: Redis,
+  prefix: string,
+  chainId: number,
+  jobId: string,
+): Promise<TxRecordView | undefined> {
   const json = await redis.hget(txRecordKey(prefix, chainId, jobId), "record");
   if (json === null) {
     return undefined;
@@ -42,7 +47,15 @@ export async function readTxRecord(redis: Redis, prefix: string, chainId: number
 }
 
 /** Every BullMQ state an operator cares about, in display order. */
-export const JOB_STATES = ["waiting", "active", "delayed", "prioritized", "waiting-children", "completed", "failed"] as const;
+export const JOB_STATES = [
+  "waiting",
+  "active",
+  "delayed",
+  "prioritized",
+  "waiting-children",
+  "completed",
+  "failed",
+] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
 export async function queueCounts(queue: Queue): Promise<Record<JobState, number>> {
@@ -58,7 +71,13 @@ export interface PendingTx {
 }
 
 /** Transactions broadcast and not yet confirmed: unfinished records of the queue's active and retrying jobs. */
-export async function pendingTransactions(redis: Redis, prefix: string, queue: Queue, chainId: number, nowMs = Date.now()): Promise<PendingTx[]> {
+export async function pendingTransactions(
+  redis: Redis,
+  prefix: string,
+  queue: Queue,
+  chainId: number,
+  nowMs = Date.now(),
+): Promise<PendingTx[]> {
   const jobs = await queue.getJobs(["active", "delayed", "waiting", "prioritized"], 0, 99);
   const out: PendingTx[] = [];
   for (const job of jobs) {
@@ -72,7 +91,13 @@ export async function pendingTransactions(redis: Redis, prefix: string, queue: Q
     }
     // The bump clock runs from the first attempt at the current nonce.
     const first = record.attempts.find((a) => a.nonce === record.nonce) ?? last;
-    out.push({ jobId: job.id, jobName: record.jobName, nonce: record.nonce, hash: last.hash, ageSec: Math.max(0, (nowMs - first.sentAtMs) / 1000) });
+    out.push({
+      jobId: job.id,
+      jobName: record.jobName,
+      nonce: record.nonce,
+      hash: last.hash,
+      ageSec: Math.max(0, (nowMs - first.sentAtMs) / 1000),
+    });
   }
   return out.sort((a, b) => b.ageSec - a.ageSec);
 }
@@ -108,12 +133,19 @@ export function poolAssetsOf(config: RouterConfig, chainId: number): string[] {
   return [...set];
 }
 
-export async function readChainState(redis: Redis, config: RouterConfig, chainId: number, nowMs = Date.now()): Promise<ChainState> {
+export async function readChainState(
+  redis: Redis,
+  config: RouterConfig,
+  chainId: number,
+  nowMs = Date.now(),
+): Promise<ChainState> {
   const prefix = config.redisPrefix;
   const assets = poolAssetsOf(config, chainId);
   const pipeline = redis.pipeline().get(chainHeadKey(prefix, chainId)).hgetall(gasBalanceKey(prefix, chainId));
   for (const assetId of assets) {
-    pipeline.hgetall(routerBalanceKey(prefix, chainId, assetId)).hget(bidReservationsKey(prefix, chainId, assetId), "total");
+    pipeline
+      .hgetall(routerBalanceKey(prefix, chainId, assetId))
+      .hget(bidReservationsKey(prefix, chainId, assetId), "total");
   }
   const results = (await pipeline.exec()) ?? [];
   const value = (i: number): unknown => {
@@ -124,7 +156,9 @@ export async function readChainState(redis: Redis, config: RouterConfig, chainId
     return v;
   };
   const headJson = value(0) as string | null;
-  const head = headJson ? (JSON.parse(headJson) as { blockNumber: number; syncedBlock?: number; updatedAtMs: number }) : undefined;
+  const head = headJson
+    ? (JSON.parse(headJson) as { blockNumber: number; syncedBlock?: number; updatedAtMs: number })
+    : undefined;
   const gas = value(1) as Record<string, string>;
   return {
     chainId,

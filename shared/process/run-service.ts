@@ -62,8 +62,15 @@ export async function runService(params: RunServiceParams): Promise<void> {
   // /metrics /healthz /readyz and the heartbeat come up before start(), so a slow start is visible.
   let observe: RunningObservability | undefined;
   if (isProcessRole(params.service)) {
-    const chainId = params.service === "submitter" || params.service === "poller" ? chainIdOrUndefined(process.env) : undefined;
-    observe = await startObservability({ config, logger, role: params.service, chainId, instance: processInstance(process.env) });
+    const chainId =
+      params.service === "submitter" || params.service === "poller" ? chainIdOrUndefined(process.env) : undefined;
+    observe = await startObservability({
+      config,
+      logger,
+      role: params.service,
+      chainId,
+      instance: processInstance(process.env),
+    });
   }
   const starting = params.start({ config, logger, env: process.env, observe }).then((running) => ({
     stop: async () => {

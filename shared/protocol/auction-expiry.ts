@@ -38,7 +38,10 @@ export function checkAuctionExpiry(params: AuctionExpiryParams): AuctionRefusal 
   const receiverExpiry = expiry - RECEIVER_EXPIRY_OFFSET_SEC;
   const latestPrepareSec = nowSec + BID_EXPIRY_SEC + PREPARE_DELAY_MARGIN_SEC;
   if (receiverExpiry - latestPrepareSec <= RECEIVER_EXPIRY_MIN_WINDOW_SEC) {
-    return refusal("ExpiryOutOfWindow", `expiry ${expiry} is too close: the receiving expiry would be under 1 d by the latest prepare time`);
+    return refusal(
+      "ExpiryOutOfWindow",
+      `expiry ${expiry} is too close: the receiving expiry would be under 1 d by the latest prepare time`,
+    );
   }
   if (receiverExpiry - nowSec >= RECEIVER_EXPIRY_MAX_WINDOW_SEC) {
     return refusal("ExpiryOutOfWindow", `expiry ${expiry} is too far: the receiving expiry would be 7 d or more away`);
@@ -49,7 +52,8 @@ export function checkAuctionExpiry(params: AuctionExpiryParams): AuctionRefusal 
 /** The expiry range (exclusive bounds) the auction accepts at `nowSec`, for docs and clients. */
 export function acceptedExpiryRange(nowSec: number): { readonly minExclusive: number; readonly maxExclusive: number } {
   return {
-    minExclusive: nowSec + BID_EXPIRY_SEC + PREPARE_DELAY_MARGIN_SEC + RECEIVER_EXPIRY_OFFSET_SEC + RECEIVER_EXPIRY_MIN_WINDOW_SEC,
+    minExclusive:
+      nowSec + BID_EXPIRY_SEC + PREPARE_DELAY_MARGIN_SEC + RECEIVER_EXPIRY_OFFSET_SEC + RECEIVER_EXPIRY_MIN_WINDOW_SEC,
     maxExclusive: nowSec + RECEIVER_EXPIRY_OFFSET_SEC + RECEIVER_EXPIRY_MAX_WINDOW_SEC,
   };
 }

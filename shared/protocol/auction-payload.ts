@@ -22,7 +22,14 @@ const MAX_UINT256_DIGITS = 78;
  */
 export const MAX_ENCRYPTED_CALL_DATA_BYTES = 64 * 1024;
 
-const ADDRESS_FIELDS = ["user", "initiator", "sendingAssetId", "receivingAssetId", "receivingAddress", "callTo"] as const;
+const ADDRESS_FIELDS = [
+  "user",
+  "initiator",
+  "sendingAssetId",
+  "receivingAssetId",
+  "receivingAddress",
+  "callTo",
+] as const;
 const CHAIN_FIELDS = ["sendingChainId", "receivingChainId"] as const;
 
 export type ParsedAuctionPayload =
@@ -53,8 +60,15 @@ export function parseAuctionPayload(data: unknown): ParsedAuctionPayload {
   if (!isString(d.callDataHash) || !BYTES32.test(d.callDataHash)) {
     return refused("ParamsInvalid", "callDataHash must be 32 bytes of hex");
   }
-  if (!isString(d.encryptedCallData) || d.encryptedCallData.length > 2 + 2 * MAX_ENCRYPTED_CALL_DATA_BYTES || !HEX.test(d.encryptedCallData)) {
-    return refused("ParamsInvalid", `encryptedCallData must be hex of whole bytes, at most ${MAX_ENCRYPTED_CALL_DATA_BYTES} bytes`);
+  if (
+    !isString(d.encryptedCallData) ||
+    d.encryptedCallData.length > 2 + 2 * MAX_ENCRYPTED_CALL_DATA_BYTES ||
+    !HEX.test(d.encryptedCallData)
+  ) {
+    return refused(
+      "ParamsInvalid",
+      `encryptedCallData must be hex of whole bytes, at most ${MAX_ENCRYPTED_CALL_DATA_BYTES} bytes`,
+    );
   }
   if (typeof d.dryRun !== "boolean") {
     return refused("ParamsInvalid", "dryRun must be a boolean");

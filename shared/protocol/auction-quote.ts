@@ -22,9 +22,16 @@ export interface AuctionQuote {
  * (verify-sender.ts `receiver-amount-zero`), so the router never signs one.
  */
 export function quoteAuction(params: AuctionQuoteParams): AuctionQuote | AuctionRefusal {
-  const afterFee = amountAfterRouterFee({ amount: params.amount, inputDecimals: params.inputDecimals, outputDecimals: params.outputDecimals });
+  const afterFee = amountAfterRouterFee({
+    amount: params.amount,
+    inputDecimals: params.inputDecimals,
+    outputDecimals: params.outputDecimals,
+  });
   if (afterFee <= params.gasFee) {
-    return refusal("NotEnoughAmount", `amount after router fee ${afterFee} does not exceed the gas fee ${params.gasFee}`);
+    return refusal(
+      "NotEnoughAmount",
+      `amount after router fee ${afterFee} does not exceed the gas fee ${params.gasFee}`,
+    );
   }
   return { amountReceived: afterFee - params.gasFee, gasFee: params.gasFee };
 }

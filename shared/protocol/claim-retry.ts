@@ -44,7 +44,10 @@ export function claimFailureIsTerminal(failedReason: string | undefined): boolea
 
 /** Delay before run `runs + 1` (runs ≥ 1), capped, and never past the expiry itself (`expiryMs`). */
 export function claimRetryAtMs(nowMs: number, runs: number, expiryMs: number): number {
-  const delayMs = Math.min(CLAIM_RETRY_MAX_DELAY_MS, CLAIM_RETRY_FIRST_DELAY_MS * 2 ** Math.min(Math.max(runs - 1, 0), 20));
+  const delayMs = Math.min(
+    CLAIM_RETRY_MAX_DELAY_MS,
+    CLAIM_RETRY_FIRST_DELAY_MS * 2 ** Math.min(Math.max(runs - 1, 0), 20),
+  );
   return Math.max(nowMs + 1_000, Math.min(nowMs + delayMs, expiryMs));
 }
 

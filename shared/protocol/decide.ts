@@ -117,7 +117,11 @@ export interface DecideActionParams {
  */
 export function decideAction(params: DecideActionParams): Action {
   const { sender, receiver, nowSec } = params;
-  if (sender !== undefined && receiver !== undefined && !sameHex(sender.txData.transactionId, receiver.txData.transactionId)) {
+  if (
+    sender !== undefined &&
+    receiver !== undefined &&
+    !sameHex(sender.txData.transactionId, receiver.txData.transactionId)
+  ) {
     throw new ProtocolInputError("sender and receiver records belong to different transfers", {
       sender: sender.txData.transactionId,
       receiver: receiver.txData.transactionId,
@@ -140,7 +144,12 @@ export function decideAction(params: DecideActionParams): Action {
   const senderExpired = isTransactionExpired(sender.txData.expiry, nowSec);
   if (receiver?.status === "Fulfilled") {
     if (senderExpired) {
-      return { kind: "wait", state: "ReceiverFulfilled", reason: "sender-expired-after-receiver-fulfilled", alert: true };
+      return {
+        kind: "wait",
+        state: "ReceiverFulfilled",
+        reason: "sender-expired-after-receiver-fulfilled",
+        alert: true,
+      };
     }
     if (!params.receivingConfirmationsSeen) {
       return { kind: "wait", state: "ReceiverFulfilled", reason: "awaiting-confirmations", alert: false };

@@ -11,8 +11,7 @@ export const INVARIANT_TRANSACTION_DATA_ABI_TYPE =
   "address sendingAssetId, address receivingAssetId, address sendingChainFallback, address receivingAddress, " +
   "address callTo, uint256 sendingChainId, uint256 receivingChainId, bytes32 callDataHash, bytes32 transactionId)";
 
-export const VARIANT_TRANSACTION_DATA_ABI_TYPE =
-  "tuple(uint256 amount, uint256 expiry, uint256 preparedBlockNumber)";
+export const VARIANT_TRANSACTION_DATA_ABI_TYPE = "tuple(uint256 amount, uint256 expiry, uint256 preparedBlockNumber)";
 
 /** What `variantTransactionData(digest)` returns for a transfer never prepared on that chain. */
 export const NOT_PREPARED_VARIANT_DIGEST = ZeroHash;
@@ -48,7 +47,10 @@ export function invariantOf(txData: TransactionData): InvariantTransactionData {
 /** `keccak256(abi.encode(invariant))`: the key of `variantTransactionData` (a static tuple, no offset word). */
 export function invariantDigest(invariant: InvariantTransactionData): string {
   const tuple = {
-    receivingChainTxManagerAddress: abiAddress(invariant.receivingChainTxManagerAddress, "receivingChainTxManagerAddress"),
+    receivingChainTxManagerAddress: abiAddress(
+      invariant.receivingChainTxManagerAddress,
+      "receivingChainTxManagerAddress",
+    ),
     user: abiAddress(invariant.user, "user"),
     router: abiAddress(invariant.router, "router"),
     initiator: abiAddress(invariant.initiator, "initiator"),

@@ -2,7 +2,13 @@ import { keccak256 } from "ethers";
 import Joi from "joi";
 import type { TransactionData } from "./types";
 import { sameHex } from "./values";
-import { ADDRESS_SCHEMA, CHAIN_ID_SCHEMA, HEX_BYTES_SCHEMA, TRANSACTION_DATA_SCHEMA, UINT256_DECIMAL_SCHEMA } from "./transaction-data-schema";
+import {
+  ADDRESS_SCHEMA,
+  CHAIN_ID_SCHEMA,
+  HEX_BYTES_SCHEMA,
+  TRANSACTION_DATA_SCHEMA,
+  UINT256_DECIMAL_SCHEMA,
+} from "./transaction-data-schema";
 
 /**
  * `data` of a `metatx.request` (PROTOCOL §1.7 MetaTxPayload), validated. Only the "Fulfill" type is relayed:
@@ -108,7 +114,12 @@ export function validateMetaTxRequest(data: unknown): MetaTxValidation {
     return { ok: false, reason: "invalid-payload", message: "relayerFee exceeds the transfer's amount", transactionId };
   }
   if (keccak256(d.callData) !== txData.callDataHash.toLowerCase()) {
-    return { ok: false, reason: "invalid-payload", message: "keccak256(callData) does not match txData.callDataHash", transactionId };
+    return {
+      ok: false,
+      reason: "invalid-payload",
+      message: "keccak256(callData) does not match txData.callDataHash",
+      transactionId,
+    };
   }
   return {
     ok: true,

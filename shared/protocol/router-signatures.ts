@@ -66,8 +66,7 @@ export const PREPARE_ARGS_ABI_TYPE =
   `tuple(${INVARIANT_TRANSACTION_DATA_ABI_TYPE} invariantData, uint256 amount, uint256 expiry, ` +
   "bytes encryptedCallData, bytes encodedBid, bytes bidSignature, bytes encodedMeta)";
 
-export const FULFILL_ARGS_ABI_TYPE =
-  `tuple(${TRANSACTION_DATA_ABI_TYPE} txData, uint256 relayerFee, bytes signature, bytes callData, bytes encodedMeta)`;
+export const FULFILL_ARGS_ABI_TYPE = `tuple(${TRANSACTION_DATA_ABI_TYPE} txData, uint256 relayerFee, bytes signature, bytes callData, bytes encodedMeta)`;
 
 export const CANCEL_ARGS_ABI_TYPE = `tuple(${TRANSACTION_DATA_ABI_TYPE} txData, bytes signature, bytes encodedMeta)`;
 
@@ -208,7 +207,10 @@ export function abiRouterCallArgs<K extends RouterCallKind>(kind: K, args: Route
  * `abi.encode(SignedXxxData)`: one dynamic tuple, so the encoding starts with an offset word (unlike
  * removeLiquidity's static tuple).
  */
-export function encodeRouterCallPayload<K extends RouterCallKind>(kind: K, payload: RouterCallSignaturePayload<K>): string {
+export function encodeRouterCallPayload<K extends RouterCallKind>(
+  kind: K,
+  payload: RouterCallSignaturePayload<K>,
+): string {
   const tuple = {
     args: abiRouterCallArgs(kind, payload.args),
     routerRelayerFeeAsset: abiAddress(payload.routerRelayerFeeAsset, "routerRelayerFeeAsset"),
@@ -218,7 +220,10 @@ export function encodeRouterCallPayload<K extends RouterCallKind>(kind: K, paylo
   return coder.encode([SIGNED_ROUTER_CALL_ABI_TYPES[kind]], [tuple]);
 }
 
-export function routerCallPayloadHash<K extends RouterCallKind>(kind: K, payload: RouterCallSignaturePayload<K>): string {
+export function routerCallPayloadHash<K extends RouterCallKind>(
+  kind: K,
+  payload: RouterCallSignaturePayload<K>,
+): string {
   return keccak256(encodeRouterCallPayload(kind, payload));
 }
 

@@ -36,7 +36,10 @@ export function fulfillPayloadHash(payload: FulfillPayload): string {
     relayerFee: parseUint(payload.relayerFee, "relayerFee"),
     functionIdentifier: "fulfill",
     receivingChainId: parseUint(payload.receivingChainId, "receivingChainId"),
-    receivingChainTxManagerAddress: abiAddress(payload.receivingChainTxManagerAddress, "receivingChainTxManagerAddress"),
+    receivingChainTxManagerAddress: abiAddress(
+      payload.receivingChainTxManagerAddress,
+      "receivingChainTxManagerAddress",
+    ),
   };
   return keccak256(coder.encode([SIGNED_FULFILL_DATA_ABI_TYPE], [tuple]));
 }
@@ -46,7 +49,10 @@ export function cancelPayloadHash(payload: CancelPayload): string {
     transactionId: abiBytes32(payload.transactionId, "transactionId"),
     functionIdentifier: "cancel",
     receivingChainId: parseUint(payload.receivingChainId, "receivingChainId"),
-    receivingChainTxManagerAddress: abiAddress(payload.receivingChainTxManagerAddress, "receivingChainTxManagerAddress"),
+    receivingChainTxManagerAddress: abiAddress(
+      payload.receivingChainTxManagerAddress,
+      "receivingChainTxManagerAddress",
+    ),
   };
   return keccak256(coder.encode([SIGNED_CANCEL_DATA_ABI_TYPE], [tuple]));
 }
@@ -70,7 +76,9 @@ export async function signCancel(signer: RouterSigner, payload: CancelPayload): 
 }
 
 export interface UserFulfillSignatureParams {
-  readonly txData: Pick<FulfillPayload, "transactionId" | "receivingChainId" | "receivingChainTxManagerAddress"> & { readonly user: string };
+  readonly txData: Pick<FulfillPayload, "transactionId" | "receivingChainId" | "receivingChainTxManagerAddress"> & {
+    readonly user: string;
+  };
   readonly relayerFee: string;
   readonly signature: string;
 }
@@ -101,5 +109,7 @@ export function checkUserFulfillSignature(params: UserFulfillSignatureParams): U
   } catch {
     return { ok: false, reason: "malformed" };
   }
-  return signer.toLowerCase() === txData.user.toLowerCase() ? { ok: true } : { ok: false, reason: "wrong-signer", signer };
+  return signer.toLowerCase() === txData.user.toLowerCase()
+    ? { ok: true }
+    : { ok: false, reason: "wrong-signer", signer };
 }

@@ -205,7 +205,11 @@ function decodeOurBid(sender: TransferRecord, ours: OurAddresses): { bid: Auctio
 }
 
 /** Weak point 1: every bid field equals the sending-side data and our configuration. */
-function compareBidFields(bid: AuctionBid, sender: TransferRecord, ours: OurAddresses): VerifySenderPrepareRefused | null {
+function compareBidFields(
+  bid: AuctionBid,
+  sender: TransferRecord,
+  ours: OurAddresses,
+): VerifySenderPrepareRefused | null {
   const txData = sender.txData;
   const expected: Record<BidCheckedField, string | number> = {
     user: txData.user,

@@ -4,7 +4,13 @@ import { TX_JOB, transferKey, txJobId } from "./jobs";
 import { txRecordKey } from "./keys";
 
 /** Job states in which a job can still run (and send). */
-const LIVE_JOB_STATES: ReadonlySet<string> = new Set(["waiting", "active", "delayed", "prioritized", "waiting-children"]);
+const LIVE_JOB_STATES: ReadonlySet<string> = new Set([
+  "waiting",
+  "active",
+  "delayed",
+  "prioritized",
+  "waiting-children",
+]);
 
 export interface PrepareReceiverInFlightParams {
   /** The receiving chain's transaction queue. */

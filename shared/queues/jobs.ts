@@ -155,7 +155,9 @@ export const TX_JOB_SCHEMAS: Readonly<Record<TxJobName, Joi.ObjectSchema>> = {
     assetId: address.required(),
     amount: decimal.required(),
     recipientAddress: address.required(),
-    requestId: Joi.string().pattern(/^[A-Za-z0-9_-]{1,100}$/).required(),
+    requestId: Joi.string()
+      .pattern(/^[A-Za-z0-9_-]{1,100}$/)
+      .required(),
   }),
   [TX_JOB.prepareReceiver]: Joi.object<PrepareReceiverJobData>({
     chainId: chainId.required(),

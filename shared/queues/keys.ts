@@ -76,10 +76,22 @@ export function transferDecisionKey(prefix: string, transferKey: string): string
  */
 export function auctionRateKey(
   prefix: string,
-  p: { user: string; sendingChainId: number; receivingChainId: number; sendingAssetId: string; receivingAssetId: string },
+  p: {
+    user: string;
+    sendingChainId: number;
+    receivingChainId: number;
+    sendingAssetId: string;
+    receivingAssetId: string;
+  },
 ): string {
   return routerKey(
-    prefix, "rate", p.user.toLowerCase(), p.sendingChainId, p.receivingChainId, p.sendingAssetId.toLowerCase(), p.receivingAssetId.toLowerCase(),
+    prefix,
+    "rate",
+    p.user.toLowerCase(),
+    p.sendingChainId,
+    p.receivingChainId,
+    p.sendingAssetId.toLowerCase(),
+    p.receivingAssetId.toLowerCase(),
   );
 }
 

@@ -26,7 +26,9 @@ end
 return current or ""
 `;
 
-export type ClaimResult = { readonly ok: true; readonly previous?: TransferDecision } | { readonly ok: false; readonly recorded: TransferDecision };
+export type ClaimResult =
+  | { readonly ok: true; readonly previous?: TransferDecision }
+  | { readonly ok: false; readonly recorded: TransferDecision };
 
 export interface DecisionParams {
   readonly redis: Pick<Redis, "get">;
@@ -41,10 +43,16 @@ export interface DecisionParams {
  * overwritten). Must run before the claimed action builds anything it could send.
  */
 export async function claimTransferDecision(
-  params: DecisionParams & { readonly redis: Pick<Redis, "eval">; readonly decision: TransferDecision; readonly replacing?: TransferDecision },
+  params: DecisionParams & {
+    readonly redis: Pick<Redis, "eval">;
+    readonly decision: TransferDecision;
+    readonly replacing?: TransferDecision;
+  },
 ): Promise<ClaimResult> {
   const key = transferDecisionKey(params.prefix, transferKey(params.transactionId, params.user));
-  const found = String(await params.redis.eval(CLAIM_SCRIPT, 1, key, params.decision, params.replacing ?? "", TRANSFER_DECISION_TTL_SEC));
+  const found = String(
+    await params.redis.eval(CLAIM_SCRIPT, 1, key, params.decision, params.replacing ?? "", TRANSFER_DECISION_TTL_SEC),
+  );
   if (found === "" || found === params.decision) {
     return { ok: true, ...(found === "" ? {} : { previous: found }) };
   }
@@ -55,7 +63,9 @@ export async function claimTransferDecision(
 }
 
 export async function readTransferDecision(params: DecisionParams): Promise<TransferDecision | undefined> {
-  const found = await params.redis.get(transferDecisionKey(params.prefix, transferKey(params.transactionId, params.user)));
+  const found = await params.redis.get(
+    transferDecisionKey(params.prefix, transferKey(params.transactionId, params.user)),
+  );
   return found === null ? undefined : asDecision(found);
 }
 

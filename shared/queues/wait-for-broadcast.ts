@@ -78,7 +78,10 @@ export async function waitForBroadcast(params: WaitForBroadcastParams): Promise<
   events?.on("failed", onFailed);
   const timer = setTimeout(() => {
     outcome.reject(
-      new BroadcastWaitTimeoutError(`no submitter broadcast the transaction within ${timeoutMs / 1000}s; the job is still queued`, { jobId }),
+      new BroadcastWaitTimeoutError(
+        `no submitter broadcast the transaction within ${timeoutMs / 1000}s; the job is still queued`,
+        { jobId },
+      ),
     );
   }, timeoutMs);
   let poller: NodeJS.Timeout | undefined;
@@ -105,7 +108,12 @@ export async function waitForBroadcast(params: WaitForBroadcastParams): Promise<
 }
 
 /** Reads the job's stored state; Redis errors are ignored here because the deadline still bounds the wait. */
-async function pollJob(queue: Pick<Queue, "getJob">, jobId: string, outcome: Outcome<BroadcastOutcome>, callTimeoutMs: number): Promise<void> {
+async function pollJob(
+  queue: Pick<Queue, "getJob">,
+  jobId: string,
+  outcome: Outcome<BroadcastOutcome>,
+  callTimeoutMs: number,
+): Promise<void> {
   try {
     const job = await withTimeout(queue.getJob(jobId), callTimeoutMs);
     if (!job || outcome.settled()) {

@@ -11,7 +11,10 @@ export const DEFAULT_DERIVATION_PATH = "m/44'/60'/0'/0/0";
  * the HDNodeWallet (whose `mnemonic` is a public property) is dropped after derivation, so the phrase
  * is not reachable from the returned object, JSON.stringify, or a log line that dumps it.
  */
-export function createMnemonicSigner(mnemonic: string, options: { digestBackend?: DigestSignerBackend } = {}): RouterSigner {
+export function createMnemonicSigner(
+  mnemonic: string,
+  options: { digestBackend?: DigestSignerBackend } = {},
+): RouterSigner {
   const signingKey = deriveSigningKey(mnemonic);
   const address = computeAddress(signingKey);
   const signDigest = createDigestSigner(signingKey, options.digestBackend).sign;

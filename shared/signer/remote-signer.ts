@@ -171,7 +171,11 @@ function verifySignature(params: { digest: string; sig: string; expected: string
     }
     recovered = recoverAddress(params.digest, signature);
   } catch (err) {
-    throw new RemoteSignerBadResponseError("remote signer returned an unusable signature", { call: "sign" }, { cause: err });
+    throw new RemoteSignerBadResponseError(
+      "remote signer returned an unusable signature",
+      { call: "sign" },
+      { cause: err },
+    );
   }
   if (recovered !== params.expected) {
     throw new RemoteSignerBadResponseError("remote signer signed with a different key than it lists", {

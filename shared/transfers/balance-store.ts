@@ -35,7 +35,8 @@ export function createBalanceStore(redis: Redis, prefix: string): BalanceStore {
     return { amount: BigInt(amount), updatedAtMs: Number(updatedAtMs) };
   };
   return {
-    setRouterBalance: (chainId, assetId, amount, updatedAtMs) => write(routerBalanceKey(prefix, chainId, assetId), amount, updatedAtMs),
+    setRouterBalance: (chainId, assetId, amount, updatedAtMs) =>
+      write(routerBalanceKey(prefix, chainId, assetId), amount, updatedAtMs),
     getRouterBalance: (chainId, assetId) => read(routerBalanceKey(prefix, chainId, assetId)),
     setGasBalance: (chainId, amount, updatedAtMs) => write(gasBalanceKey(prefix, chainId), amount, updatedAtMs),
     getGasBalance: (chainId) => read(gasBalanceKey(prefix, chainId)),

@@ -1,6 +1,12 @@
 import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
-import { auctionRateKey, bidReservationExpiryKey, bidReservationsKey, gasBalanceKey, routerBalanceKey } from "../queues";
+import {
+  auctionRateKey,
+  bidReservationExpiryKey,
+  bidReservationsKey,
+  gasBalanceKey,
+  routerBalanceKey,
+} from "../queues";
 
 /**
  * The auction's shared bookkeeping in Redis, so any number of auction instances never promise the same
@@ -168,7 +174,8 @@ redis.call('ZREM', KEYS[2], ARGV[1])
 return 1
 `;
 
-export type ReserveCode = "ok" | "AuctionRateExceeded" | "StaleBalance" | "NotEnoughLiquidity" | "LiquidityUnavailable" | "NotEnoughGas";
+export type ReserveCode =
+  "ok" | "AuctionRateExceeded" | "StaleBalance" | "NotEnoughLiquidity" | "LiquidityUnavailable" | "NotEnoughGas";
 
 export interface ReserveParams {
   readonly user: string;
@@ -227,8 +234,15 @@ export function createBidReservations(redis: Redis, prefix: string): BidReservat
         ...keysOf(p.receivingChainId, p.receivingAssetId),
       ];
       const args = [
-        String(p.nowMs), String(p.maxAgeMs), p.amount.toString(), p.transferKey.toLowerCase(), String(p.untilMs),
-        String(p.rateLimitMs), p.minGasSending.toString(), p.minGasReceiving.toString(), p.commit ? "1" : "0",
+        String(p.nowMs),
+        String(p.maxAgeMs),
+        p.amount.toString(),
+        p.transferKey.toLowerCase(),
+        String(p.untilMs),
+        String(p.rateLimitMs),
+        p.minGasSending.toString(),
+        p.minGasReceiving.toString(),
+        p.commit ? "1" : "0",
       ];
       const [code, a, b] = (await reserveScript(keys, args)) as [ReserveCode, string, string];
       return { code, detail: describe(code, a, b) };
@@ -237,7 +251,8 @@ export function createBidReservations(redis: Redis, prefix: string): BidReservat
       (await pinScript(keysOf(chainId, assetId), [transferKey.toLowerCase(), String(untilMs)])) === 1,
     release: async (chainId, assetId, transferKey) =>
       (await releaseScript(keysOf(chainId, assetId), [transferKey.toLowerCase()])) === 1,
-    reservedTotal: async (chainId, assetId) => BigInt((await redis.hget(bidReservationsKey(prefix, chainId, assetId), "total")) ?? "0"),
+    reservedTotal: async (chainId, assetId) =>
+      BigInt((await redis.hget(bidReservationsKey(prefix, chainId, assetId), "total")) ?? "0"),
   };
 }
 
@@ -257,7 +272,10 @@ function describe(code: ReserveCode, a: string, b: string): string {
 }
 
 /** EVALSHA with a fallback to EVAL when the server does not know the script yet (restart, SCRIPT FLUSH). */
-export function scriptRunner(redis: Redis, lua: string): (keys: readonly string[], args: readonly string[]) => Promise<unknown> {
+export function scriptRunner(
+  redis: Redis,
+  lua: string,
+): (keys: readonly string[], args: readonly string[]) => Promise<unknown> {
   const sha = createHash("sha1").update(lua).digest("hex");
   return async (keys, args) => {
     try {

@@ -130,7 +130,10 @@ const STATUS_RANK: Readonly<Record<TransferStatus, number>> = { Prepared: 0, Ful
  * The record to store when `incoming` is observed while `existing` is stored, or "stale" to keep `existing`.
  * Fulfilled and Cancelled exclude each other on chain; if both are ever seen, the first one stays.
  */
-export function mergeTransferRecord(existing: TransferRecord | undefined, incoming: TransferRecord): TransferRecord | "stale" {
+export function mergeTransferRecord(
+  existing: TransferRecord | undefined,
+  incoming: TransferRecord,
+): TransferRecord | "stale" {
   if (existing === undefined) {
     return incoming;
   }
@@ -144,7 +147,9 @@ export function mergeTransferRecord(existing: TransferRecord | undefined, incomi
 
 /** The fields of a record that carry a value: undefined and "" mean "this observation does not know". */
 function knownFields(record: TransferRecord): Partial<TransferRecord> {
-  return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined && value !== "")) as Partial<TransferRecord>;
+  return Object.fromEntries(
+    Object.entries(record).filter(([, value]) => value !== undefined && value !== ""),
+  ) as Partial<TransferRecord>;
 }
 
 function parseRecord(json: string): TransferRecord {

@@ -25,15 +25,24 @@ function captureLogs(): CapturedLogger {
   const logger = createLogger({ level: "debug", service: "test", stream });
   const text = (): string => chunks.join("");
   const lines = (): Array<Record<string, unknown>> =>
-    text().split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as Record<string, unknown>);
+    text()
+      .split("\n")
+      .filter((l) => l.trim() !== "")
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
   return { logger, lines, text };
 }
 
 async function signedTransfer(nonce: number): Promise<string> {
   const wallet = anvilWallet(3);
   return wallet.signTransaction({
-    type: 2, chainId: CHAIN_ID, nonce, to: anvilWallet(4).address, value: parseEther("0.01"), gasLimit: 21_000n,
-    maxFeePerGas: 10_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n,
+    type: 2,
+    chainId: CHAIN_ID,
+    nonce,
+    to: anvilWallet(4).address,
+    value: parseEther("0.01"),
+    gasLimit: 21_000n,
+    maxFeePerGas: 10_000_000_000n,
+    maxPriorityFeePerGas: 1_000_000_000n,
   });
 }
 
@@ -100,7 +109,9 @@ describe("ChainProvider (two anvils, one chain id)", () => {
     await fallback.mine(2);
     await expect(chain.getBlockNumber()).resolves.toBe(2);
     expect(chain.lastServedBy()).toBe(fallback.url);
-    expect(logs.lines().some((l) => l.message === "provider unavailable, skipping it" && l.provider === primary.url)).toBe(true);
+    expect(
+      logs.lines().some((l) => l.message === "provider unavailable, skipping it" && l.provider === primary.url),
+    ).toBe(true);
   });
 
   it("skips a provider that lags more than maxLagBlocks behind the best head", async () => {
@@ -115,7 +126,12 @@ describe("ChainProvider (two anvils, one chain id)", () => {
       expect.objectContaining({ label: fallback.url, head: 20, lagging: false }),
     ]);
     expect(logs.lines()).toContainEqual(
-      expect.objectContaining({ level: "warn", message: "provider lags behind, skipping it", provider: primary.url, lagBlocks: 20 }),
+      expect.objectContaining({
+        level: "warn",
+        message: "provider lags behind, skipping it",
+        provider: primary.url,
+        lagBlocks: 20,
+      }),
     );
   });
 
@@ -145,7 +161,9 @@ describe("ChainProvider (two anvils, one chain id)", () => {
     const logs = captureLogs();
     const chain = make([`wss://ws.example/${API_KEY}`, fallback.url], logs.logger);
     expect(chain.health().map((h) => h.label)).toEqual([fallback.url]);
-    expect(logs.lines()).toContainEqual(expect.objectContaining({ level: "warn", message: "websocket provider skipped: list an http(s) URL instead" }));
+    expect(logs.lines()).toContainEqual(
+      expect.objectContaining({ level: "warn", message: "websocket provider skipped: list an http(s) URL instead" }),
+    );
     expect(logs.text()).not.toContain(API_KEY);
     expect(() => make(["ws://127.0.0.1:1"], logs.logger)).toThrow(ChainProviderConfigError);
   });
@@ -158,7 +176,9 @@ describe("ChainProvider (two anvils, one chain id)", () => {
       await fallback.mine(4);
       await expect(chain.getBlockNumber()).resolves.toBe(4);
       expect(chain.lastServedBy()).toBe(fallback.url);
-      expect(logs.lines()).toContainEqual(expect.objectContaining({ level: "error", provider: other.url, answeredChainId: 1338 }));
+      expect(logs.lines()).toContainEqual(
+        expect.objectContaining({ level: "error", provider: other.url, answeredChainId: 1338 }),
+      );
     } finally {
       await other.stop();
     }

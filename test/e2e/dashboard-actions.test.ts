@@ -22,24 +22,47 @@ describe("queue dashboard actions", () => {
   beforeAll(async () => {
     redis = await startRedis();
     const prefix = uniquePrefix();
-    const { config } = loadConfig({
-      adminToken: OPS_ADMIN_TOKEN, mnemonic: ANVIL_MNEMONIC, swapPools: [], redisUrl: redis.url, redisPrefix: prefix, dashboardActions: true,
-      chainConfig: { "1": { providers: ["http://127.0.0.1:9"] }, "1337": { providers: ["http://127.0.0.1:9"], transactionManagerAddress: "0x5FbDB2315678afecb367f032d93F642f64180aa3" } },
-    }, {});
+    const { config } = loadConfig(
+      {
+        adminToken: OPS_ADMIN_TOKEN,
+        mnemonic: ANVIL_MNEMONIC,
+        swapPools: [],
+        redisUrl: redis.url,
+        redisPrefix: prefix,
+        dashboardActions: true,
+        chainConfig: {
+          "1": { providers: ["http://127.0.0.1:9"] },
+          "1337": {
+            providers: ["http://127.0.0.1:9"],
+            transactionManagerAddress: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+          },
+        },
+      },
+      {},
+    );
     const connection = { host: "127.0.0.1", port: redis.port, maxRetriesPerRequest: null };
     queue = new Queue(txQueueName(1337), { connection, prefix });
     await queue.add("remove-liquidity", { chainId: 1337, requestId: "r1" }, { jobId: "failed-one" });
-    const worker = new Worker(txQueueName(1337), async () => {
-      throw new UnrecoverableError("reverted");
-    }, { connection, prefix });
-    await waitFor("job failed", async () => ((await (await queue.getJob("failed-one"))?.getState()) === "failed" ? true : undefined));
+    const worker = new Worker(
+      txQueueName(1337),
+      async () => {
+        throw new UnrecoverableError("reverted");
+      },
+      { connection, prefix },
+    );
+    await waitFor("job failed", async () =>
+      (await (await queue.getJob("failed-one"))?.getState()) === "failed" ? true : undefined,
+    );
     await worker.close();
     const notUsed = async (): Promise<never> => {
       throw new Error("not used");
     };
     const app = createApp({
-      config, logger: captureLogs().logger, signerAddress: "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
-      operations: { removeLiquidity: notUsed, cancelSender: notUsed }, dashboardQueues: [queue],
+      config,
+      logger: captureLogs().logger,
+      signerAddress: "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
+      operations: { removeLiquidity: notUsed, cancelSender: notUsed },
+      dashboardQueues: [queue],
     });
     server = await listen(app, "127.0.0.1", 0);
     const address = server.address();
@@ -53,12 +76,17 @@ describe("queue dashboard actions", () => {
   });
 
   const retry = (headers: Record<string, string>): Promise<Response> =>
-    fetch(`${baseUrl}/admin/queues/api/queues/tx-1337/failed-one/retry`, { method: "PUT", headers: { ...basicAuth(OPS_ADMIN_TOKEN), ...headers } });
+    fetch(`${baseUrl}/admin/queues/api/queues/tx-1337/failed-one/retry`, {
+      method: "PUT",
+      headers: { ...basicAuth(OPS_ADMIN_TOKEN), ...headers },
+    });
 
   it("refuses a write from another site, or without an Origin", async () => {
     expect((await retry({ origin: "https://evil.example", "sec-fetch-site": "cross-site" })).status).toBe(403);
     expect((await retry({})).status).toBe(403);
-    expect((await fetch(`${baseUrl}/admin/queues/api/queues/tx-1337/failed-one/retry`, { method: "PUT" })).status).toBe(401);
+    expect((await fetch(`${baseUrl}/admin/queues/api/queues/tx-1337/failed-one/retry`, { method: "PUT" })).status).toBe(
+      401,
+    );
     expect(await (await queue.getJob("failed-one"))?.getState()).toBe("failed");
   });
 

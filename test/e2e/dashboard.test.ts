@@ -9,7 +9,15 @@ import { waitFor } from "../integration/submitter-fixture";
 import { sampleValue } from "../integration/metrics-fixture";
 import { transferEvents } from "./e2e-user";
 import { runSdkSwap, type SdkSwapParams } from "./run-sdk-swap";
-import { RECEIVING, SENDING, assertPrerequisites, fundedUser, startRouterProcesses, startSdkStack, type SdkStack } from "./sdk-fixture";
+import {
+  RECEIVING,
+  SENDING,
+  assertPrerequisites,
+  fundedUser,
+  startRouterProcesses,
+  startSdkStack,
+  type SdkStack,
+} from "./sdk-fixture";
 
 /**
  * Operating the router after a real swap (the real SDK through the router's own processes from dist/, as in
@@ -24,13 +32,20 @@ const CHROMIUM = "/usr/bin/chromium";
  * temporary file, so a test run does not rewrite a tracked binary every time.
  */
 const DOCS_SCREENSHOT = resolve(__dirname, "../../docs/dashboard.png");
-const SCREENSHOT = process.env.UPDATE_DOCS_SCREENSHOT === "1" || !existsSync(DOCS_SCREENSHOT)
-  ? DOCS_SCREENSHOT
-  : join(tmpdir(), `dashboard-${process.pid}.png`);
+const SCREENSHOT =
+  process.env.UPDATE_DOCS_SCREENSHOT === "1" || !existsSync(DOCS_SCREENSHOT)
+    ? DOCS_SCREENSHOT
+    : join(tmpdir(), `dashboard-${process.pid}.png`);
 const CHAIN1 = 1;
 const CHROMIUM_FLAGS = [
-  "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-  "--disable-component-update", "--disable-sync",
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
 ];
 
 /** Chromium from Debian: present, or installed with apt-get when running as root (CI); never downloaded otherwise. */
@@ -40,7 +55,11 @@ function ensureChromium(): boolean {
   }
   if (process.getuid?.() === 0 && existsSync("/usr/bin/apt-get")) {
     const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
-    spawnSync("apt-get", ["install", "-y", "--no-install-recommends", "chromium"], { env, stdio: "ignore", timeout: 600_000 });
+    spawnSync("apt-get", ["install", "-y", "--no-install-recommends", "chromium"], {
+      env,
+      stdio: "ignore",
+      timeout: 600_000,
+    });
   }
   return existsSync(CHROMIUM);
 }
@@ -86,7 +105,13 @@ describe("operating the router after a real swap", () => {
   };
 
   beforeAll(async () => {
-    assertPrerequisites(["messaging-auth/main.js", "auction/main.js", "submitter/main.js", "poller/main.js", "admin/main.js"]);
+    assertPrerequisites([
+      "messaging-auth/main.js",
+      "auction/main.js",
+      "submitter/main.js",
+      "poller/main.js",
+      "admin/main.js",
+    ]);
     s = await startSdkStack();
     // Own ports for this run: metrics (a base with room for every slot) and the admin API.
     metricsBase = 20_000 + ((await getFreePort()) % 20_000);
@@ -97,22 +122,40 @@ describe("operating the router after a real swap", () => {
     adminUrl = `http://127.0.0.1:${adminPort}`;
     await startRouterProcesses(s);
     s.spawn("admin", "admin/main.js");
-    await waitFor("admin API", async () => ((await fetch(`${adminUrl}/ping`).catch(() => undefined))?.ok ? true : undefined));
+    await waitFor("admin API", async () =>
+      (await fetch(`${adminUrl}/ping`).catch(() => undefined))?.ok ? true : undefined,
+    );
 
     const user = await fundedUser(s);
     const chain = (c: StackChain): SdkSwapParams["chains"][number] => ({
-      rpcUrl: c.anvil.url, transactionManager: c.deployment.transactionManager, subgraph: s.subgraphs.get(c.chainId)?.url ?? "",
+      rpcUrl: c.anvil.url,
+      transactionManager: c.deployment.transactionManager,
+      subgraph: s.subgraphs.get(c.chainId)?.url ?? "",
     });
-    const r = await runSdkSwap({
-      mode: "user", natsUrl: s.stack.nats?.url ?? "", authUrl: s.authUrl,
-      sendingChainId: SENDING, receivingChainId: RECEIVING, sendingAssetId: s.sending.deployment.token, receivingAssetId: s.receiving.deployment.token,
-      amount: (10n * 10n ** 18n).toString(), chains: { [SENDING]: chain(s.sending), [RECEIVING]: chain(s.receiving) }, userPrivateKey: user.privateKey,
-      stepTimeoutMs: 12_000,
-    }, 20_000).catch((err: unknown) => {
+    const r = await runSdkSwap(
+      {
+        mode: "user",
+        natsUrl: s.stack.nats?.url ?? "",
+        authUrl: s.authUrl,
+        sendingChainId: SENDING,
+        receivingChainId: RECEIVING,
+        sendingAssetId: s.sending.deployment.token,
+        receivingAssetId: s.receiving.deployment.token,
+        amount: (10n * 10n ** 18n).toString(),
+        chains: { [SENDING]: chain(s.sending), [RECEIVING]: chain(s.receiving) },
+        userPrivateKey: user.privateKey,
+        stepTimeoutMs: 12_000,
+      },
+      20_000,
+    ).catch((err: unknown) => {
       throw new Error(`${err instanceof Error ? err.message : String(err)}\n${s.outputTails()}`);
     });
     transactionId = r.quote.bid.transactionId;
-    await waitFor("the router's claim", async () => (await transferEvents(s.sending, "fulfilled", transactionId))[0], 15_000);
+    await waitFor(
+      "the router's claim",
+      async () => (await transferEvents(s.sending, "fulfilled", transactionId))[0],
+      15_000,
+    );
   }, 120_000);
 
   afterAll(async () => {
@@ -140,15 +183,30 @@ describe("operating the router after a real swap", () => {
 
   it("the submitters counted their transactions and jobs, and the swap with its fee", async () => {
     const receiving = (await scrape(`submitter-${RECEIVING}`)).text;
-    expect(sampleValue(receiving, "router_tx_sent_total", { chain: String(RECEIVING), operation: "prepare-receiver" })).toBeGreaterThanOrEqual(1);
-    expect(sampleValue(receiving, "router_tx_confirmed_total", { chain: String(RECEIVING), operation: "prepare-receiver" })).toBeGreaterThanOrEqual(1);
-    expect(sampleValue(receiving, "router_job_duration_seconds_count", { queue: `tx-${RECEIVING}`, result: "completed" })).toBeGreaterThanOrEqual(1);
+    expect(
+      sampleValue(receiving, "router_tx_sent_total", { chain: String(RECEIVING), operation: "prepare-receiver" }),
+    ).toBeGreaterThanOrEqual(1);
+    expect(
+      sampleValue(receiving, "router_tx_confirmed_total", { chain: String(RECEIVING), operation: "prepare-receiver" }),
+    ).toBeGreaterThanOrEqual(1);
+    expect(
+      sampleValue(receiving, "router_job_duration_seconds_count", { queue: `tx-${RECEIVING}`, result: "completed" }),
+    ).toBeGreaterThanOrEqual(1);
     const sending = await waitFor("the claim counted", async () => {
       const { text } = await scrape(`submitter-${SENDING}`);
-      return (sampleValue(text, "router_swaps_completed_total", { chain: String(SENDING) }) ?? 0) >= 1 ? text : undefined;
+      return (sampleValue(text, "router_swaps_completed_total", { chain: String(SENDING) }) ?? 0) >= 1
+        ? text
+        : undefined;
     });
-    expect(sampleValue(sending, "router_tx_confirmed_total", { chain: String(SENDING), operation: "fulfill-sender" })).toBeGreaterThanOrEqual(1);
-    expect(sampleValue(sending, "router_fees_earned_total", { chain: String(SENDING), asset: s.sending.deployment.token.toLowerCase() })).toBeGreaterThan(0);
+    expect(
+      sampleValue(sending, "router_tx_confirmed_total", { chain: String(SENDING), operation: "fulfill-sender" }),
+    ).toBeGreaterThanOrEqual(1);
+    expect(
+      sampleValue(sending, "router_fees_earned_total", {
+        chain: String(SENDING),
+        asset: s.sending.deployment.token.toLowerCase(),
+      }),
+    ).toBeGreaterThan(0);
   });
 
   it("the pollers export liquidity, reservations, gas, heads and queue depth of their chain", async () => {
@@ -159,18 +217,34 @@ describe("operating the router after a real swap", () => {
     expect(sampleValue(text, "router_gas_balance_wei", { chain: String(RECEIVING) })).toBeGreaterThan(0);
     expect(sampleValue(text, "router_min_gas_wei", { chain: String(RECEIVING) })).toBeGreaterThan(0);
     expect(sampleValue(text, "router_chain_head_block", { chain: String(RECEIVING) })).toBeGreaterThan(0);
-    expect(sampleValue(text, "router_queue_jobs", { queue: `tx-${RECEIVING}`, state: "completed" })).toBeGreaterThanOrEqual(1);
+    expect(
+      sampleValue(text, "router_queue_jobs", { queue: `tx-${RECEIVING}`, state: "completed" }),
+    ).toBeGreaterThanOrEqual(1);
     expect(sampleValue(text, "router_tx_pending", { chain: String(RECEIVING) })).toBe(0);
     expect(text).toMatch(/^router_provider_head_lag_blocks\{chain="1338",provider="[^"]+"/m);
   });
 
   it("the admin exports a live heartbeat for every process, and GET /status shows them", async () => {
     const { text } = await scrape("admin");
-    for (const id of ["admin-0", "auction-0", `submitter-${SENDING}-0`, `submitter-${RECEIVING}-0`, `poller-${SENDING}-0`, `poller-${RECEIVING}-0`]) {
+    for (const id of [
+      "admin-0",
+      "auction-0",
+      `submitter-${SENDING}-0`,
+      `submitter-${RECEIVING}-0`,
+      `poller-${SENDING}-0`,
+      `poller-${RECEIVING}-0`,
+    ]) {
       expect(sampleValue(text, "router_process_up", { process: id })).toBe(1);
     }
-    const status = (await (await fetch(`${adminUrl}/status`, { headers: { authorization: `Bearer ${adminToken}` } })).json()) as {
-      chains: Array<{ chainId: number; head?: number; queue: Record<string, number>; assets: Array<{ liquidity?: string }> }>;
+    const status = (await (
+      await fetch(`${adminUrl}/status`, { headers: { authorization: `Bearer ${adminToken}` } })
+    ).json()) as {
+      chains: Array<{
+        chainId: number;
+        head?: number;
+        queue: Record<string, number>;
+        assets: Array<{ liquidity?: string }>;
+      }>;
     };
     const receiving = status.chains.find((c) => c.chainId === RECEIVING);
     expect(receiving?.head).toBeGreaterThan(0);
@@ -187,7 +261,11 @@ describe("operating the router after a real swap", () => {
       const { chromium } = await import("playwright-core");
       profile = mkdtempSync(join(tmpdir(), "chromium-profile-"));
       return chromium.launchPersistentContext(profile, {
-        executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS, httpCredentials: credentials, viewport: { width: 1400, height: 900 },
+        executablePath: CHROMIUM,
+        headless: true,
+        args: CHROMIUM_FLAGS,
+        httpCredentials: credentials,
+        viewport: { width: 1400, height: 900 },
       });
     };
 
@@ -216,7 +294,9 @@ describe("operating the router after a real swap", () => {
       expect(await direct.text()).not.toContain("tx-1338");
       await context.close();
       context = await open({ username: "sre", password: "not-the-token" });
-      expect(await refusedNavigation(context, `${adminUrl}/admin/queues`)).toMatch(/^(401|net::ERR_INVALID_AUTH_CREDENTIALS)$/);
+      expect(await refusedNavigation(context, `${adminUrl}/admin/queues`)).toMatch(
+        /^(401|net::ERR_INVALID_AUTH_CREDENTIALS)$/,
+      );
     });
 
     it("lists every queue of every chain with the token, shows job data without a secret, and refuses writes", async () => {
@@ -237,12 +317,18 @@ describe("operating the router after a real swap", () => {
       expect(html).not.toContain(config.adminToken);
       expect(html).not.toContain(config.mnemonic.split(" ").slice(0, 4).join(" "));
       // Read-only by default: bull-board's write endpoints answer 405, even from the page's own origin.
-      const put = await page.evaluate(async (url) => (await fetch(url, { method: "PUT" })).status, `${adminUrl}/admin/queues/api/queues/tx-${RECEIVING}/retry/failed`);
+      const put = await page.evaluate(
+        async (url) => (await fetch(url, { method: "PUT" })).status,
+        `${adminUrl}/admin/queues/api/queues/tx-${RECEIVING}/retry/failed`,
+      );
       expect(put).toBe(405);
       mkdirSync(resolve(SCREENSHOT, ".."), { recursive: true });
       await page.goto(`${adminUrl}/admin/queues`, { waitUntil: "networkidle" });
       await page.getByText(`tx-${RECEIVING}`, { exact: true }).first().waitFor();
-      await page.getByText("Loading...").waitFor({ state: "detached", timeout: 15_000 }).catch(() => undefined);
+      await page
+        .getByText("Loading...")
+        .waitFor({ state: "detached", timeout: 15_000 })
+        .catch(() => undefined);
       await page.waitForLoadState("networkidle");
       await page.screenshot({ path: SCREENSHOT, fullPage: true });
       expect(existsSync(SCREENSHOT)).toBe(true);

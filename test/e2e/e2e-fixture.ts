@@ -59,7 +59,11 @@ export async function startE2eStack(): Promise<E2eStack> {
   const routerWallet = Wallet.createRandom();
   const mnemonic = routerWallet.mnemonic?.phrase;
   if (!mnemonic) throw new Error("random wallet without mnemonic");
-  const stack = await startStack({ chainIds: [CHAIN1, SENDING, RECEIVING], nats: false, routerSigner: routerWallet.address });
+  const stack = await startStack({
+    chainIds: [CHAIN1, SENDING, RECEIVING],
+    nats: false,
+    routerSigner: routerWallet.address,
+  });
   if (!stack.redis) throw new Error("stack without redis");
   const [chain1, sending, receiving] = [stack.chain(CHAIN1), stack.chain(SENDING), stack.chain(RECEIVING)];
   const router = routerWallet.address;
@@ -67,7 +71,13 @@ export async function startE2eStack(): Promise<E2eStack> {
     await chain.anvil.setBalance(router, parseEther("100"));
     const funder = anvilWallet(3, chain.provider);
     await mintToken(chain.deployment, funder.address, LIQUIDITY);
-    await fundRouterLiquidity({ deployment: chain.deployment, funder, router, assetId: chain.deployment.token, amount: LIQUIDITY });
+    await fundRouterLiquidity({
+      deployment: chain.deployment,
+      funder,
+      router,
+      assetId: chain.deployment.token,
+      amount: LIQUIDITY,
+    });
   }
   const user = anvilWallet(5, sending.provider);
   const { abi, bytecode } = packageArtifact("TestERC20");
@@ -80,7 +90,16 @@ export async function startE2eStack(): Promise<E2eStack> {
     await sendTx(nxtpContractAt("ERC20", token, user), "approve", [sending.deployment.transactionManager, MaxUint256]);
   }
   return {
-    stack, chain1, sending, receiving, redisUrl: stack.redis.url, mnemonic, routerSigner: createMnemonicSigner(mnemonic), router, user, otherToken,
+    stack,
+    chain1,
+    sending,
+    receiving,
+    redisUrl: stack.redis.url,
+    mnemonic,
+    routerSigner: createMnemonicSigner(mnemonic),
+    router,
+    user,
+    otherToken,
     dir: mkdtempSync(join(tmpdir(), "e2e-router-")),
   };
 }
@@ -100,7 +119,11 @@ export interface RouterParams {
 }
 
 /** The config file every process reads (chain 1 is required by the spec; nothing runs for it). */
-export function routerConfigJson(s: E2eStack, prefix: string, p: RouterParams & { port?: number }): Record<string, unknown> {
+export function routerConfigJson(
+  s: E2eStack,
+  prefix: string,
+  p: RouterParams & { port?: number },
+): Record<string, unknown> {
   const entry = (c: StackChain): Record<string, unknown> => ({
     providers: [c.anvil.url],
     transactionManagerAddress: c.deployment.transactionManager,
@@ -116,8 +139,20 @@ export function routerConfigJson(s: E2eStack, prefix: string, p: RouterParams & 
     redisPrefix: prefix,
     host: "127.0.0.1",
     port: p.port ?? 8080,
-    swapPools: [{ name: "TEST", assets: [{ chainId: SENDING, assetId: s.sending.deployment.token }, { chainId: RECEIVING, assetId: s.receiving.deployment.token }] }],
-    chainConfig: { [String(CHAIN1)]: entry(s.chain1), [String(SENDING)]: entry(s.sending), [String(RECEIVING)]: entry(s.receiving) },
+    swapPools: [
+      {
+        name: "TEST",
+        assets: [
+          { chainId: SENDING, assetId: s.sending.deployment.token },
+          { chainId: RECEIVING, assetId: s.receiving.deployment.token },
+        ],
+      },
+    ],
+    chainConfig: {
+      [String(CHAIN1)]: entry(s.chain1),
+      [String(SENDING)]: entry(s.sending),
+      [String(RECEIVING)]: entry(s.receiving),
+    },
   };
 }
 
@@ -154,8 +189,17 @@ export async function startRouter(s: E2eStack, p: RouterParams = {}): Promise<Ro
   const connection = { host: url.hostname, port: Number(url.port), maxRetriesPerRequest: null };
   const redis = new Redis(connection);
   const store = createTransferStore(redis, prefix);
-  const queues = new Map([CHAIN1, SENDING, RECEIVING].map((id) => [id, new Queue<TxJobData, TxJobResult>(txQueueName(id), { connection, prefix })]));
-  const queue = (chainId: number): Queue<TxJobData, TxJobResult> => queues.get(chainId) ?? (() => { throw new Error(`no queue ${chainId}`); })();
+  const queues = new Map(
+    [CHAIN1, SENDING, RECEIVING].map((id) => [
+      id,
+      new Queue<TxJobData, TxJobResult>(txQueueName(id), { connection, prefix }),
+    ]),
+  );
+  const queue = (chainId: number): Queue<TxJobData, TxJobResult> =>
+    queues.get(chainId) ??
+    (() => {
+      throw new Error(`no queue ${chainId}`);
+    })();
   const pollers = new Map<number, RunningPoller>();
   const children: ManagedProcess[] = [];
   const submitters: RunningSubmitter[] = [];
@@ -164,15 +208,34 @@ export async function startRouter(s: E2eStack, p: RouterParams = {}): Promise<Ro
       name,
       command: "/usr/bin/env",
       // The shell's secret overrides must not leak into the children; `env` execs node, so the pid is node's.
-      args: ["-u", "ROUTER_ADMIN_TOKEN", "-u", "ROUTER_MNEMONIC", "-u", "REDIS_URL", `ROUTER_CONFIG_FILE=${configFile}`, ...env, process.execPath, join(DIST, main)],
+      args: [
+        "-u",
+        "ROUTER_ADMIN_TOKEN",
+        "-u",
+        "ROUTER_MNEMONIC",
+        "-u",
+        "REDIS_URL",
+        `ROUTER_CONFIG_FILE=${configFile}`,
+        ...env,
+        process.execPath,
+        join(DIST, main),
+      ],
     });
 
   const router: Router = {
-    config, prefix, logs, redis,
+    config,
+    prefix,
+    logs,
+    redis,
     adminUrl: port === undefined ? undefined : `http://127.0.0.1:${port}`,
     startPoller: async (chainId, startBlock) => {
       const head = await s.stack.chain(chainId).provider.getBlockNumber();
-      const poller = await startPoller({ config, logger: logs.logger, chainId, options: { ...POLLER_OPTIONS, startBlock: startBlock ?? head + 1 } });
+      const poller = await startPoller({
+        config,
+        logger: logs.logger,
+        chainId,
+        options: { ...POLLER_OPTIONS, startBlock: startBlock ?? head + 1 },
+      });
       pollers.set(chainId, poller);
     },
     stopPoller: async (chainId) => {
@@ -182,7 +245,11 @@ export async function startRouter(s: E2eStack, p: RouterParams = {}): Promise<Ro
     spawnPoller: async (chainId, startBlock) => {
       const spawnedAtMs = Date.now();
       const start = startBlock ?? (await s.stack.chain(chainId).provider.getBlockNumber()) + 1;
-      const proc = spawn(`poller-${chainId}`, "poller/main.js", [`CHAIN_ID=${chainId}`, "POLLER_INTERVAL_MS=50", `POLLER_START_BLOCK=${start}`]);
+      const proc = spawn(`poller-${chainId}`, "poller/main.js", [
+        `CHAIN_ID=${chainId}`,
+        "POLLER_INTERVAL_MS=50",
+        `POLLER_START_BLOCK=${start}`,
+      ]);
       children.push(proc);
       await waitForReady(proc, async () => ((await store.getHead(chainId))?.updatedAtMs ?? 0) > spawnedAtMs, 15_000);
       return proc;
@@ -202,7 +269,13 @@ export async function startRouter(s: E2eStack, p: RouterParams = {}): Promise<Ro
       for (const q of queues.values()) await q.close();
       redis.disconnect();
       if (process.env.E2E_LOG_DIR) {
-        writeFileSync(join(process.env.E2E_LOG_DIR, `${prefix}.log`), logs.lines().map((l) => JSON.stringify(l)).join("\n"));
+        writeFileSync(
+          join(process.env.E2E_LOG_DIR, `${prefix}.log`),
+          logs
+            .lines()
+            .map((l) => JSON.stringify(l))
+            .join("\n"),
+        );
       }
     },
   };
@@ -231,6 +304,10 @@ export interface AdminReply {
 }
 
 export async function postAdmin(r: Router, path: string, body: Record<string, unknown>): Promise<AdminReply> {
-  const res = await fetch(`${r.adminUrl}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const res = await fetch(`${r.adminUrl}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }

@@ -1,6 +1,11 @@
 import { Wallet, ZeroAddress, hexlify, keccak256, randomBytes, type ContractTransactionReceipt } from "ethers";
 import { readVariantTransactionData } from "../../shared/chain/router-balances";
-import { decodeTransferLog, transferEventTopic, type TransferEvent, type TransferEventKind } from "../../shared/chain/transfer-events";
+import {
+  decodeTransferLog,
+  transferEventTopic,
+  type TransferEvent,
+  type TransferEventKind,
+} from "../../shared/chain/transfer-events";
 import { amountAfterRouterFee } from "../../shared/protocol/amounts";
 import { encodeBid, signBid } from "../../shared/protocol/bid";
 import { completedVariantDigest, invariantDigest, invariantOf } from "../../shared/protocol/digests";
@@ -55,33 +60,77 @@ export async function userPrepare(s: E2eStack, p: PrepareParams = {}): Promise<U
   const user = s.user.address;
   const transactionId = hexlify(randomBytes(32));
   const bid: AuctionBid = {
-    user, router: s.router, initiator: user, sendingChainId: SENDING, sendingAssetId: s.sending.deployment.token, amount: AMOUNT.toString(),
-    receivingChainId: RECEIVING, receivingAssetId: s.receiving.deployment.token,
-    amountReceived: amountAfterRouterFee({ amount: AMOUNT, inputDecimals: TOKEN_DECIMALS, outputDecimals: TOKEN_DECIMALS }).toString(),
-    receivingAddress: user, transactionId, expiry: nowSec + EXPIRY_OFFSET_SEC, callDataHash: keccak256("0x"), callTo: ZeroAddress,
-    encryptedCallData: "0x", sendingChainTxManagerAddress: s.sending.deployment.transactionManager,
-    receivingChainTxManagerAddress: s.receiving.deployment.transactionManager, bidExpiry: nowSec + 300, ...p.bid,
+    user,
+    router: s.router,
+    initiator: user,
+    sendingChainId: SENDING,
+    sendingAssetId: s.sending.deployment.token,
+    amount: AMOUNT.toString(),
+    receivingChainId: RECEIVING,
+    receivingAssetId: s.receiving.deployment.token,
+    amountReceived: amountAfterRouterFee({
+      amount: AMOUNT,
+      inputDecimals: TOKEN_DECIMALS,
+      outputDecimals: TOKEN_DECIMALS,
+    }).toString(),
+    receivingAddress: user,
+    transactionId,
+    expiry: nowSec + EXPIRY_OFFSET_SEC,
+    callDataHash: keccak256("0x"),
+    callTo: ZeroAddress,
+    encryptedCallData: "0x",
+    sendingChainTxManagerAddress: s.sending.deployment.transactionManager,
+    receivingChainTxManagerAddress: s.receiving.deployment.transactionManager,
+    bidExpiry: nowSec + 300,
+    ...p.bid,
   };
   const encodedBid = encodeBid(bid);
   const bidSignature = await signBid(p.bidSigner ?? s.routerSigner, bid);
   const fallback = Wallet.createRandom().address;
   const t = p.tamper ?? {};
   const invariantData: InvariantTransactionData = {
-    receivingChainTxManagerAddress: bid.receivingChainTxManagerAddress, user, router: s.router, initiator: user,
-    sendingAssetId: t.sendingAssetId ?? bid.sendingAssetId, receivingAssetId: bid.receivingAssetId, sendingChainFallback: fallback, callTo: bid.callTo,
-    receivingAddress: t.receivingAddress ?? bid.receivingAddress, sendingChainId: SENDING, receivingChainId: t.receivingChainId ?? bid.receivingChainId,
-    callDataHash: bid.callDataHash, transactionId,
+    receivingChainTxManagerAddress: bid.receivingChainTxManagerAddress,
+    user,
+    router: s.router,
+    initiator: user,
+    sendingAssetId: t.sendingAssetId ?? bid.sendingAssetId,
+    receivingAssetId: bid.receivingAssetId,
+    sendingChainFallback: fallback,
+    callTo: bid.callTo,
+    receivingAddress: t.receivingAddress ?? bid.receivingAddress,
+    sendingChainId: SENDING,
+    receivingChainId: t.receivingChainId ?? bid.receivingChainId,
+    callDataHash: bid.callDataHash,
+    transactionId,
   };
-  const args = { invariantData, amount: t.amount ?? AMOUNT, expiry: bid.expiry, encryptedCallData: "0x", encodedBid, bidSignature, encodedMeta: "0x" };
+  const args = {
+    invariantData,
+    amount: t.amount ?? AMOUNT,
+    expiry: bid.expiry,
+    encryptedCallData: "0x",
+    encodedBid,
+    bidSignature,
+    encodedMeta: "0x",
+  };
   const receipt = await sendTx(tm(s.sending, s.user), "prepare", [abiPrepareArgs(args)]);
   const event = eventIn(receipt, s.sending, "prepared");
-  return { bid, txData: event.txData, fallback, transactionId, key: transferKey(transactionId, user), blockNumber: receipt.blockNumber };
+  return {
+    bid,
+    txData: event.txData,
+    fallback,
+    transactionId,
+    key: transferKey(transactionId, user),
+    blockNumber: receipt.blockNumber,
+  };
 }
 
 /** The user signs the fulfill payload (relayer fee 0) and sends fulfill on the receiving chain itself. */
 export async function userFulfill(s: E2eStack, receiver: TransactionData): Promise<TransferEvent> {
   const signature = await signFulfill(walletSigner(s.user), {
-    transactionId: receiver.transactionId, relayerFee: "0", receivingChainId: RECEIVING, receivingChainTxManagerAddress: s.receiving.deployment.transactionManager,
+    transactionId: receiver.transactionId,
+    relayerFee: "0",
+    receivingChainId: RECEIVING,
+    receivingChainTxManagerAddress: s.receiving.deployment.transactionManager,
   });
   const args = abiFulfillArgs({ txData: receiver, relayerFee: "0", signature, callData: "0x", encodedMeta: "0x" });
   return eventIn(await sendTx(tm(s.receiving, s.user), "fulfill", [args]), s.receiving, "fulfilled");
@@ -90,22 +139,40 @@ export async function userFulfill(s: E2eStack, receiver: TransactionData): Promi
 /** PROTOCOL §4.2 "cancel, receiving side": before expiry the user may cancel it (msg.sender == user, and signed). */
 export async function userCancelReceiver(s: E2eStack, receiver: TransactionData): Promise<TransferEvent> {
   const signature = await signCancel(walletSigner(s.user), {
-    transactionId: receiver.transactionId, receivingChainId: RECEIVING, receivingChainTxManagerAddress: s.receiving.deployment.transactionManager,
+    transactionId: receiver.transactionId,
+    receivingChainId: RECEIVING,
+    receivingChainTxManagerAddress: s.receiving.deployment.transactionManager,
   });
   const args = abiCancelArgs({ txData: receiver, signature, encodedMeta: "0x" });
   return eventIn(await sendTx(tm(s.receiving, s.user), "cancel", [args]), s.receiving, "cancelled");
 }
 
 /** Every `kind` event of the TransactionManager for `transactionId`, whoever the router or user (topic 3 only). */
-export async function transferEvents(chain: StackChain, kind: TransferEventKind, transactionId: string): Promise<TransferEvent[]> {
+export async function transferEvents(
+  chain: StackChain,
+  kind: TransferEventKind,
+  transactionId: string,
+): Promise<TransferEvent[]> {
   const logs = await chain.provider.getLogs({
-    address: chain.deployment.transactionManager, topics: [transferEventTopic(kind), null, null, transactionId], fromBlock: 0, toBlock: "latest",
+    address: chain.deployment.transactionManager,
+    topics: [transferEventTopic(kind), null, null, transactionId],
+    fromBlock: 0,
+    toBlock: "latest",
   });
   return logs.map((log) => decodeTransferLog(log)).filter((e): e is TransferEvent => e !== undefined);
 }
 
-export async function waitForEvent(chain: StackChain, kind: TransferEventKind, transactionId: string, timeoutMs = 15_000): Promise<TransferEvent> {
-  return waitFor(`${kind} of ${transactionId.slice(0, 10)} on ${chain.chainId}`, async () => (await transferEvents(chain, kind, transactionId))[0], timeoutMs);
+export async function waitForEvent(
+  chain: StackChain,
+  kind: TransferEventKind,
+  transactionId: string,
+  timeoutMs = 15_000,
+): Promise<TransferEvent> {
+  return waitFor(
+    `${kind} of ${transactionId.slice(0, 10)} on ${chain.chainId}`,
+    async () => (await transferEvents(chain, kind, transactionId))[0],
+    timeoutMs,
+  );
 }
 
 /** The account that sent the transaction that emitted `event`. */
@@ -119,12 +186,19 @@ export function tokenBalance(chain: StackChain, owner: string, token = chain.dep
 }
 
 export function routerLiquidity(s: E2eStack, chain: StackChain): Promise<bigint> {
-  return readBigInt(chain.deployment.contracts.transactionManager, "routerBalances", [s.router, chain.deployment.token]);
+  return readBigInt(chain.deployment.contracts.transactionManager, "routerBalances", [
+    s.router,
+    chain.deployment.token,
+  ]);
 }
 
 /** True when the side of `txData` on `chain` was fulfilled or cancelled (variant with preparedBlockNumber 0). */
 export async function isCompleted(chain: StackChain, txData: TransactionData): Promise<boolean> {
-  const actual = await readVariantTransactionData(chain.provider, chain.deployment.transactionManager, invariantDigest(invariantOf(txData)));
+  const actual = await readVariantTransactionData(
+    chain.provider,
+    chain.deployment.transactionManager,
+    invariantDigest(invariantOf(txData)),
+  );
   return actual === completedVariantDigest(txData.amount, txData.expiry);
 }
 
@@ -163,17 +237,20 @@ export async function startBlockClock(chains: readonly StackChain[]): Promise<Bl
   let running = true;
   const loop = (async () => {
     while (running) {
-      await Promise.all(chains.map(async (c) => {
-        const head = await c.provider.getBlockNumber();
-        const now = Date.now();
-        for (let b = (last.get(c.chainId) ?? head) + 1; b <= head; b += 1) seen.set(`${c.chainId}:${b}`, now);
-        last.set(c.chainId, Math.max(head, last.get(c.chainId) ?? head));
-      }));
+      await Promise.all(
+        chains.map(async (c) => {
+          const head = await c.provider.getBlockNumber();
+          const now = Date.now();
+          for (let b = (last.get(c.chainId) ?? head) + 1; b <= head; b += 1) seen.set(`${c.chainId}:${b}`, now);
+          last.set(c.chainId, Math.max(head, last.get(c.chainId) ?? head));
+        }),
+      );
       await new Promise((r) => setTimeout(r, 5));
     }
   })();
   return {
-    seenAtMs: (chainId, block) => waitFor(`block ${block} of ${chainId} seen by the clock`, async () => seen.get(`${chainId}:${block}`), 5_000),
+    seenAtMs: (chainId, block) =>
+      waitFor(`block ${block} of ${chainId} seen by the clock`, async () => seen.get(`${chainId}:${block}`), 5_000),
     stop: async () => {
       running = false;
       await loop;
@@ -186,5 +263,9 @@ function tm(chain: StackChain, wallet: Wallet) {
 }
 
 function eventIn(receipt: ContractTransactionReceipt, chain: StackChain, kind: TransferEventKind): TransferEvent {
-  return eventInReceipt(receipt, { chainId: chain.chainId, provider: chain.provider, transactionManager: chain.deployment.transactionManager }, kind);
+  return eventInReceipt(
+    receipt,
+    { chainId: chain.chainId, provider: chain.provider, transactionManager: chain.deployment.transactionManager },
+    kind,
+  );
 }

@@ -9,7 +9,15 @@ import { startAuthServer } from "../harness/auth-server";
 import { getFreePort } from "../harness/free-port";
 import { startNats, type NatsServer } from "../harness/nats";
 import { waitFor } from "../integration/submitter-fixture";
-import { ADMIN_TOKEN, AMOUNT, RECEIVING, routerConfigJson, startE2eStack, stopE2eStack, type E2eStack } from "./e2e-fixture";
+import {
+  ADMIN_TOKEN,
+  AMOUNT,
+  RECEIVING,
+  routerConfigJson,
+  startE2eStack,
+  stopE2eStack,
+  type E2eStack,
+} from "./e2e-fixture";
 import { routerLiquidity, tokenBalance, userFulfill, userPrepare, waitForEvent } from "./e2e-user";
 
 /**
@@ -31,15 +39,25 @@ describe("PM2: ecosystem.config.js runs the router", () => {
 
   // Asynchronous: the auth server runs in this process and must answer the auction's login meanwhile.
   const pm2 = (...args: string[]): Promise<{ status: number | null; output: string }> => {
-    const env: NodeJS.ProcessEnv = { ...process.env, PM2_HOME: pm2Home, ROUTER_CONFIG_FILE: configFile, ROUTER_LOG_DIR: join(pm2Home, "logs") };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      PM2_HOME: pm2Home,
+      ROUTER_CONFIG_FILE: configFile,
+      ROUTER_LOG_DIR: join(pm2Home, "logs"),
+    };
     delete env.ROUTER_ADMIN_TOKEN;
     delete env.ROUTER_MNEMONIC;
     delete env.REDIS_URL;
     return new Promise((resolve) => {
-      execFile(PM2, args, { cwd: ROOT, env, encoding: "utf8", timeout: 60_000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
-        const status = err ? (typeof err.code === "number" ? err.code : 1) : 0;
-        resolve({ status, output: `${stdout}${stderr}` });
-      });
+      execFile(
+        PM2,
+        args,
+        { cwd: ROOT, env, encoding: "utf8", timeout: 60_000, maxBuffer: 16 * 1024 * 1024 },
+        (err, stdout, stderr) => {
+          const status = err ? (typeof err.code === "number" ? err.code : 1) : 0;
+          resolve({ status, output: `${stdout}${stderr}` });
+        },
+      );
     });
   };
 
@@ -60,7 +78,10 @@ describe("PM2: ecosystem.config.js runs the router", () => {
     const chains = config.chainConfig as Record<string, Record<string, unknown>>;
     // Chain 1's oracle of the stack (the default is mainnet's address, which holds no code here).
     chains["1"] = { ...chains["1"], priceOracleAddress: s.chain1.deployment.priceOracle };
-    writeFileSync(configFile, JSON.stringify({ ...config, network: "local", messagingUrl: nats.url, authUrl: auth.url }));
+    writeFileSync(
+      configFile,
+      JSON.stringify({ ...config, network: "local", messagingUrl: nats.url, authUrl: auth.url }),
+    );
     const started = await pm2("start", "ecosystem.config.js");
     if (started.status !== 0) {
       throw new Error(`pm2 start failed:\n${started.output}`);
@@ -80,8 +101,20 @@ describe("PM2: ecosystem.config.js runs the router", () => {
   it("starts the admin API, the auction and one submitter and one poller per chain, all online", async () => {
     const output = (await pm2("jlist")).output;
     const list = JSON.parse(output.slice(output.indexOf("["))) as Array<{ name: string; pm2_env: { status: string } }>;
-    const online = list.filter((app) => app.pm2_env.status === "online").map((app) => app.name).sort();
-    expect(online).toEqual(["admin", "auction", "poller-1", "poller-1337", "poller-1338", "submitter-1", "submitter-1337", "submitter-1338"]);
+    const online = list
+      .filter((app) => app.pm2_env.status === "online")
+      .map((app) => app.name)
+      .sort();
+    expect(online).toEqual([
+      "admin",
+      "auction",
+      "poller-1",
+      "poller-1337",
+      "poller-1338",
+      "submitter-1",
+      "submitter-1337",
+      "submitter-1338",
+    ]);
   });
 
   it("answers a status request over NATS from the auction app, and writes dated log lines per app", async () => {
@@ -99,12 +132,20 @@ describe("PM2: ecosystem.config.js runs the router", () => {
     const res = await fetch(`${adminUrl}/remove-liquidity`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ adminToken: ADMIN_TOKEN, chainId: String(RECEIVING), assetId: s.receiving.deployment.token, amount: "12345", recipientAddress: recipient }),
+      body: JSON.stringify({
+        adminToken: ADMIN_TOKEN,
+        chainId: String(RECEIVING),
+        assetId: s.receiving.deployment.token,
+        amount: "12345",
+        recipientAddress: recipient,
+      }),
     });
     const body = (await res.json()) as { transactionHash?: string };
     expect(res.status).toBe(200);
     expect(body.transactionHash).toMatch(/^0x[0-9a-f]{64}$/);
-    await waitFor("recipient paid", async () => ((await tokenBalance(s.receiving, recipient)) === 12345n ? true : undefined));
+    await waitFor("recipient paid", async () =>
+      (await tokenBalance(s.receiving, recipient)) === 12345n ? true : undefined,
+    );
     expect(await routerLiquidity(s, s.receiving)).toBe(before - 12345n);
   });
 

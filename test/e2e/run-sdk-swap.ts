@@ -49,7 +49,11 @@ export interface SdkSwapResult {
   readonly connected: { signedIn: boolean; ms: number };
   readonly quote: { bid: SdkBid; bidSignature: string; gasFeeInReceivingToken: string; ms: number };
   readonly senderPrepared: { transactionId: string; transactionHash: string; blockNumber: number; ms: number };
-  readonly receiverPrepared: { txData: { amount: string; router: string; transactionId: string }; transactionHash: string; ms: number };
+  readonly receiverPrepared: {
+    txData: { amount: string; router: string; transactionId: string };
+    transactionHash: string;
+    ms: number;
+  };
   readonly fulfilled: { transactionHash: string; sender: string | null; relayerFee: string | null; ms: number };
   /** Refused non-loopback calls: "<layer> <target>" → count. */
   readonly blocked: Readonly<Record<string, number>>;
@@ -61,7 +65,11 @@ export interface SdkSwapResult {
 type Line = Record<string, unknown> & { sdkDriver: string; ms: number };
 
 /** Resolves with every step, or rejects with the driver's error line (or the timeout) and its stderr tail. */
-export function runSdkSwap(params: SdkSwapParams, timeoutMs: number, onStep?: (step: string) => void): Promise<SdkSwapResult> {
+export function runSdkSwap(
+  params: SdkSwapParams,
+  timeoutMs: number,
+  onStep?: (step: string) => void,
+): Promise<SdkSwapResult> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(process.execPath, [join(SDK_DIR, "swap-driver.js")], {
       cwd: SDK_DIR,
@@ -105,7 +113,9 @@ export function runSdkSwap(params: SdkSwapParams, timeoutMs: number, onStep?: (s
       const failure = step("error");
       const done = step("done");
       if (failure || code !== 0 || !done) {
-        const why = failure ? `failed at ${String(failure.at)}: ${String(failure.message)} ${JSON.stringify({ type: failure.type, blocked: failure.blocked, subgraphPollingRestarts: failure.subgraphPollingRestarts })}` : `exited with ${String(code)}`;
+        const why = failure
+          ? `failed at ${String(failure.at)}: ${String(failure.message)} ${JSON.stringify({ type: failure.type, blocked: failure.blocked, subgraphPollingRestarts: failure.subgraphPollingRestarts })}`
+          : `exited with ${String(code)}`;
         reject(new Error(`SDK swap driver (${params.mode}) ${why}; ${describe()}`));
         return;
       }

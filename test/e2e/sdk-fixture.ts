@@ -88,18 +88,33 @@ export async function startSdkStack(): Promise<SdkStack> {
       await chain.anvil.setBalance(router, parseEther("100"));
       const funder = anvilWallet(3, chain.provider);
       await mintToken(chain.deployment, funder.address, LIQUIDITY);
-      await fundRouterLiquidity({ deployment: chain.deployment, funder, router, assetId: chain.deployment.token, amount: LIQUIDITY });
+      await fundRouterLiquidity({
+        deployment: chain.deployment,
+        funder,
+        router,
+        assetId: chain.deployment.token,
+        amount: LIQUIDITY,
+      });
       // Native and TEST at the same price: the auction's gas fee (and the relayer-fee check) in TEST is the gas cost in wei.
       await sendTx(chain.deployment.contracts.priceOracle, "setDirectPrice", [ZeroAddress, ORACLE_PRICE]);
       await sendTx(chain.deployment.contracts.priceOracle, "setDirectPrice", [chain.deployment.token, ORACLE_PRICE]);
-      subgraphs.set(chain.chainId, await startSubgraphServer({
-        rpcUrl: chain.anvil.url, chainId: chain.chainId, transactionManager: chain.deployment.transactionManager,
-      }));
+      subgraphs.set(
+        chain.chainId,
+        await startSubgraphServer({
+          rpcUrl: chain.anvil.url,
+          chainId: chain.chainId,
+          transactionManager: chain.deployment.transactionManager,
+        }),
+      );
     }
     const prefix = uniquePrefix();
     const authUrl = `http://127.0.0.1:${await getFreePort()}`;
     const entry = (c: StackChain, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
-      providers: [c.anvil.url], transactionManagerAddress: c.deployment.transactionManager, priceOracleAddress: c.deployment.priceOracle, confirmations: 1, ...extra,
+      providers: [c.anvil.url],
+      transactionManagerAddress: c.deployment.transactionManager,
+      priceOracleAddress: c.deployment.priceOracle,
+      confirmations: 1,
+      ...extra,
     });
     const config = {
       adminToken: "sdk-e2e-admin-token-0123456789abcdef",
@@ -111,7 +126,15 @@ export async function startSdkStack(): Promise<SdkStack> {
       redisUrl: stack.redis.url,
       redisPrefix: prefix,
       host: "127.0.0.1",
-      swapPools: [{ name: "TEST", assets: [{ chainId: SENDING, assetId: sending.deployment.token }, { chainId: RECEIVING, assetId: receiving.deployment.token }] }],
+      swapPools: [
+        {
+          name: "TEST",
+          assets: [
+            { chainId: SENDING, assetId: sending.deployment.token },
+            { chainId: RECEIVING, assetId: receiving.deployment.token },
+          ],
+        },
+      ],
       chainConfig: {
         [String(CHAIN1)]: entry(chain1),
         [String(SENDING)]: entry(sending),
@@ -127,7 +150,18 @@ export async function startSdkStack(): Promise<SdkStack> {
         name,
         command: "/usr/bin/env",
         // The shell's secret overrides must not leak into the children; `env` execs node, so the pid is node's.
-        args: ["-u", "ROUTER_ADMIN_TOKEN", "-u", "ROUTER_MNEMONIC", "-u", "REDIS_URL", `ROUTER_CONFIG_FILE=${configFile}`, ...env, process.execPath, join(DIST, main)],
+        args: [
+          "-u",
+          "ROUTER_ADMIN_TOKEN",
+          "-u",
+          "ROUTER_MNEMONIC",
+          "-u",
+          "REDIS_URL",
+          `ROUTER_CONFIG_FILE=${configFile}`,
+          ...env,
+          process.execPath,
+          join(DIST, main),
+        ],
       });
       processes.set(name, proc);
       return proc;
@@ -135,16 +169,37 @@ export async function startSdkStack(): Promise<SdkStack> {
     const spawnPoller = async (chainId: number): Promise<ManagedProcess> => {
       const spawnedAtMs = Date.now();
       const start = (await stack.chain(chainId).provider.getBlockNumber()) + 1;
-      const proc = spawn(`poller-${chainId}`, "poller/main.js", [`CHAIN_ID=${chainId}`, "POLLER_INTERVAL_MS=50", `POLLER_START_BLOCK=${start}`]);
+      const proc = spawn(`poller-${chainId}`, "poller/main.js", [
+        `CHAIN_ID=${chainId}`,
+        "POLLER_INTERVAL_MS=50",
+        `POLLER_START_BLOCK=${start}`,
+      ]);
       await waitForReady(proc, async () => ((await store.getHead(chainId))?.updatedAtMs ?? 0) > spawnedAtMs, 20_000);
       return proc;
     };
-    return { stack, sending, receiving, router, subgraphs, authUrl, configFile, prefix, redis, processes, spawn, spawnPoller,
-      outputTails: () => [
-        ...[...subgraphs].map(([chainId, server]) => `--- subgraph ${chainId}: ${server.errors().length} failed requests ---\n${server.errors().slice(-5).join("\n")}`),
-        ...[...processes.values()].map((proc) => `--- ${proc.name} (last output) ---\n${proc.outputTail()}`),
-      ].join("\n"),
-      stop: stopAll };
+    return {
+      stack,
+      sending,
+      receiving,
+      router,
+      subgraphs,
+      authUrl,
+      configFile,
+      prefix,
+      redis,
+      processes,
+      spawn,
+      spawnPoller,
+      outputTails: () =>
+        [
+          ...[...subgraphs].map(
+            ([chainId, server]) =>
+              `--- subgraph ${chainId}: ${server.errors().length} failed requests ---\n${server.errors().slice(-5).join("\n")}`,
+          ),
+          ...[...processes.values()].map((proc) => `--- ${proc.name} (last output) ---\n${proc.outputTail()}`),
+        ].join("\n"),
+      stop: stopAll,
+    };
   } catch (err) {
     await stopAll();
     throw err;
@@ -182,16 +237,24 @@ export interface StatusResponse {
  * NATS (so it is subscribed before the SDK asks for a quote); returns that status answer.
  */
 export async function startRouterProcesses(s: SdkStack): Promise<StatusResponse> {
-  const auth = s.spawn("messaging-auth", "messaging-auth/main.js", [`MESSAGING_AUTH_PORT=${new URL(s.authUrl).port}`, "MESSAGING_AUTH_LOG_LEVEL=warn"]);
+  const auth = s.spawn("messaging-auth", "messaging-auth/main.js", [
+    `MESSAGING_AUTH_PORT=${new URL(s.authUrl).port}`,
+    "MESSAGING_AUTH_LOG_LEVEL=warn",
+  ]);
   await waitForReady(auth, async () => (await fetch(`${s.authUrl}/auth/${s.router}`)).ok, 15_000);
-  for (const chainId of [SENDING, RECEIVING]) s.spawn(`submitter-${chainId}`, "submitter/main.js", [`CHAIN_ID=${chainId}`]);
+  for (const chainId of [SENDING, RECEIVING])
+    s.spawn(`submitter-${chainId}`, "submitter/main.js", [`CHAIN_ID=${chainId}`]);
   const auction = s.spawn("auction", "auction/main.js");
   await Promise.all([SENDING, RECEIVING].map((chainId) => s.spawnPoller(chainId)));
   let status: StatusResponse | undefined;
-  await waitForReady(auction, async () => {
-    status = await requestStatus(s.stack.nats?.url ?? "", 500);
-    return status !== undefined;
-  }, 20_000);
+  await waitForReady(
+    auction,
+    async () => {
+      status = await requestStatus(s.stack.nats?.url ?? "", 500);
+      return status !== undefined;
+    },
+    20_000,
+  );
   return status as StatusResponse;
 }
 
@@ -202,10 +265,16 @@ async function requestStatus(natsUrl: string, waitMs: number): Promise<StatusRes
     const me = getAddress(Wallet.createRandom().address);
     const inbox = `_INBOX.${uniquePrefix()}`;
     const sub = nc.subscribe(`${me}.*.status.response`, { timeout: waitMs });
-    nc.publish(`${me}.${me}.status.request`, JSON.stringify({ responseInbox: inbox, data: { requestee: me }, version: "0.0.1", error: null }));
+    nc.publish(
+      `${me}.${me}.status.request`,
+      JSON.stringify({ responseInbox: inbox, data: { requestee: me }, version: "0.0.1", error: null }),
+    );
     try {
       for await (const msg of sub) {
-        const envelope = JSON.parse(new TextDecoder().decode(msg.data)) as { responseInbox: string; data: StatusResponse };
+        const envelope = JSON.parse(new TextDecoder().decode(msg.data)) as {
+          responseInbox: string;
+          data: StatusResponse;
+        };
         if (envelope.responseInbox === inbox) return envelope.data;
       }
     } catch {
@@ -216,4 +285,3 @@ async function requestStatus(natsUrl: string, waitMs: number): Promise<StatusRes
     await nc.close();
   }
 }
-

@@ -5,8 +5,16 @@ import { waitFor } from "../integration/submitter-fixture";
 import { transferEvents } from "./e2e-user";
 import { runSdkSwap, type SdkSwapParams, type SdkSwapResult } from "./run-sdk-swap";
 import {
-  RECEIVING, SENDING, assertPrerequisites, fundedUser, routerLiquidity, startRouterProcesses, startSdkStack, tokenBalance,
-  type SdkStack, type StatusResponse,
+  RECEIVING,
+  SENDING,
+  assertPrerequisites,
+  fundedUser,
+  routerLiquidity,
+  startRouterProcesses,
+  startSdkStack,
+  tokenBalance,
+  type SdkStack,
+  type StatusResponse,
 } from "./sdk-fixture";
 
 /**
@@ -24,7 +32,8 @@ const STEP_TIMEOUT_MS = 12_000;
 const SWAP_TIMEOUT_MS = 20_000;
 const CLAIM_TIMEOUT_MS = 10_000;
 /** The SDK's hard-coded endpoints (REAL_PARTS.md §3), refused through the axios adapter. Anything else fails. */
-const EXPECTED_BLOCKED = /^axios https:\/\/(subgraph-ts-worker\.connext\.workers\.dev\/subgraph_health\/|relay\.gelato\.digital\/relays\/)$/;
+const EXPECTED_BLOCKED =
+  /^axios https:\/\/(subgraph-ts-worker\.connext\.workers\.dev\/subgraph_health\/|relay\.gelato\.digital\/relays\/)$/;
 
 interface Balances {
   readonly userSending: bigint;
@@ -51,12 +60,21 @@ describe("the real @connext/nxtp-sdk@0.1.42 swaps through the router's processes
 
   const swapParams = (user: Wallet, mode: SdkSwapParams["mode"]): SdkSwapParams => {
     const chain = (c: StackChain): SdkSwapParams["chains"][number] => ({
-      rpcUrl: c.anvil.url, transactionManager: c.deployment.transactionManager, subgraph: s.subgraphs.get(c.chainId)?.url ?? "",
+      rpcUrl: c.anvil.url,
+      transactionManager: c.deployment.transactionManager,
+      subgraph: s.subgraphs.get(c.chainId)?.url ?? "",
     });
     return {
-      mode, natsUrl: s.stack.nats?.url ?? "", authUrl: s.authUrl,
-      sendingChainId: SENDING, receivingChainId: RECEIVING, sendingAssetId: s.sending.deployment.token, receivingAssetId: s.receiving.deployment.token,
-      amount: AMOUNT.toString(), chains: { [SENDING]: chain(s.sending), [RECEIVING]: chain(s.receiving) }, userPrivateKey: user.privateKey,
+      mode,
+      natsUrl: s.stack.nats?.url ?? "",
+      authUrl: s.authUrl,
+      sendingChainId: SENDING,
+      receivingChainId: RECEIVING,
+      sendingAssetId: s.sending.deployment.token,
+      receivingAssetId: s.receiving.deployment.token,
+      amount: AMOUNT.toString(),
+      chains: { [SENDING]: chain(s.sending), [RECEIVING]: chain(s.receiving) },
+      userPrivateKey: user.privateKey,
       stepTimeoutMs: STEP_TIMEOUT_MS,
       ...(mode === "relayed" ? { relayerFee: RELAYER_FEE.toString() } : {}),
     };
@@ -72,14 +90,25 @@ describe("the real @connext/nxtp-sdk@0.1.42 swaps through the router's processes
 
   /** The router's claim: its fulfill of the sending side, once it saw the receiving side fulfilled. */
   const routerClaim = (transactionId: string): Promise<unknown> =>
-    waitFor("the router's fulfill on the sending chain (its claim)", async () => (await transferEvents(s.sending, "fulfilled", transactionId))[0], CLAIM_TIMEOUT_MS);
+    waitFor(
+      "the router's fulfill on the sending chain (its claim)",
+      async () => (await transferEvents(s.sending, "fulfilled", transactionId))[0],
+      CLAIM_TIMEOUT_MS,
+    );
 
   const swap = async (user: Wallet, mode: SdkSwapParams["mode"]): Promise<SdkSwapResult> => {
     const r = await runSdkSwap(swapParams(user, mode), SWAP_TIMEOUT_MS).catch((err: unknown) => {
       throw new Error(`${err instanceof Error ? err.message : String(err)}\n${s.outputTails()}`);
     });
-    const steps = { quote: r.quote.ms, senderPrepared: r.senderPrepared.ms, receiverPrepared: r.receiverPrepared.ms, fulfilled: r.fulfilled.ms };
-    console.log(`sdk swap (${mode}): ${r.totalMs} ms in the driver, steps at ${JSON.stringify(steps)}, gas fee ${r.quote.gasFeeInReceivingToken}, refused calls ${JSON.stringify(r.blocked)}, SDK subgraph loop restarts ${r.subgraphPollingRestarts}`);
+    const steps = {
+      quote: r.quote.ms,
+      senderPrepared: r.senderPrepared.ms,
+      receiverPrepared: r.receiverPrepared.ms,
+      fulfilled: r.fulfilled.ms,
+    };
+    console.log(
+      `sdk swap (${mode}): ${r.totalMs} ms in the driver, steps at ${JSON.stringify(steps)}, gas fee ${r.quote.gasFeeInReceivingToken}, refused calls ${JSON.stringify(r.blocked)}, SDK subgraph loop restarts ${r.subgraphPollingRestarts}`,
+    );
     for (const target of Object.keys(r.blocked)) expect(target).toMatch(EXPECTED_BLOCKED);
     expect(r.connected.signedIn).toBe(true); // through the router's messaging-auth service
     const bid = r.quote.bid;
@@ -89,7 +118,9 @@ describe("the real @connext/nxtp-sdk@0.1.42 swaps through the router's processes
     // §2.3–2.4: the 0.05 % router fee, then the gas fee the bid reports (non-zero: both chains have oracle prices).
     const gasFee = BigInt(r.quote.gasFeeInReceivingToken);
     expect(gasFee).toBeGreaterThan(0n);
-    expect(BigInt(bid.amountReceived)).toBe(amountAfterRouterFee({ amount: AMOUNT, inputDecimals: 18, outputDecimals: 18 }) - gasFee);
+    expect(BigInt(bid.amountReceived)).toBe(
+      amountAfterRouterFee({ amount: AMOUNT, inputDecimals: 18, outputDecimals: 18 }) - gasFee,
+    );
     expect(r.senderPrepared.transactionId).toBe(bid.transactionId);
     // The router locked exactly the bid's amountReceived on the receiving chain.
     expect(r.receiverPrepared.txData.amount).toBe(bid.amountReceived);

@@ -7,11 +7,34 @@ import { liveChildPids } from "../harness/child-process";
 import { startSubgraphServer, type SubgraphServer } from "../harness/subgraph-server";
 import { waitFor } from "../integration/submitter-fixture";
 import {
-  ADMIN_TOKEN, AMOUNT, CHAIN1, DAY, RECEIVING, SENDING, postAdmin, startE2eStack, startRouter, stopE2eStack, type E2eStack, type Router,
+  ADMIN_TOKEN,
+  AMOUNT,
+  CHAIN1,
+  DAY,
+  RECEIVING,
+  SENDING,
+  postAdmin,
+  startE2eStack,
+  startRouter,
+  stopE2eStack,
+  type E2eStack,
+  type Router,
 } from "./e2e-fixture";
 import {
-  increaseTime, isCompleted, latestTimestamp, routerLiquidity, senderOf, startBlockClock, tokenBalance, transferEvents, userCancelReceiver,
-  userFulfill, userPrepare, waitForEvent, type PrepareParams, type UserTransfer,
+  increaseTime,
+  isCompleted,
+  latestTimestamp,
+  routerLiquidity,
+  senderOf,
+  startBlockClock,
+  tokenBalance,
+  transferEvents,
+  userCancelReceiver,
+  userFulfill,
+  userPrepare,
+  waitForEvent,
+  type PrepareParams,
+  type UserTransfer,
 } from "./e2e-user";
 import { sleep } from "../../shared/process/timing";
 
@@ -24,7 +47,11 @@ describe("e2e: pollers, submitters and admin API live on redis + anvil 1 / 1337 
   let s: E2eStack;
   let r: Router | undefined;
   const servers: SubgraphServer[] = [];
-  const running = (): Router => r ?? (() => { throw new Error("router not started"); })();
+  const running = (): Router =>
+    r ??
+    (() => {
+      throw new Error("router not started");
+    })();
 
   beforeAll(async () => {
     s = await startE2eStack();
@@ -43,26 +70,43 @@ describe("e2e: pollers, submitters and admin API live on redis + anvil 1 / 1337 
 
   /** Waits until the chain's poller stored a head whose records are complete past `block`. */
   const syncedPast = (chainId: number, block: number) =>
-    waitFor(`poller ${chainId} past ${block}`, async () => (((await running().getHead(chainId))?.syncedBlock ?? -1) >= block ? true : undefined));
+    waitFor(`poller ${chainId} past ${block}`, async () =>
+      ((await running().getHead(chainId))?.syncedBlock ?? -1) >= block ? true : undefined,
+    );
 
-  const enqueued = (): unknown[][] => running().logs.lines().filter((l) => l.at === "poller.enqueue").map((l) => [l.action, l.source]);
+  const enqueued = (): unknown[][] =>
+    running()
+      .logs.lines()
+      .filter((l) => l.at === "poller.enqueue")
+      .map((l) => [l.action, l.source]);
 
   /** §0.1 with nothing enqueued by the test; returns ms from the sending prepare's block to the receiving prepare's. */
   async function happyPath(): Promise<number> {
     const router = running();
     const before = [
-      await tokenBalance(s.sending, s.user.address), await tokenBalance(s.receiving, s.user.address),
-      await routerLiquidity(s, s.sending), await routerLiquidity(s, s.receiving),
+      await tokenBalance(s.sending, s.user.address),
+      await tokenBalance(s.receiving, s.user.address),
+      await routerLiquidity(s, s.sending),
+      await routerLiquidity(s, s.receiving),
     ];
     const clock = await startBlockClock([s.sending, s.receiving]);
     const [t, prepared, latencyMs] = await (async (): Promise<[UserTransfer, TransferEvent, number]> => {
       const sent = await userPrepare(s);
       const event = await waitForEvent(s.receiving, "prepared", sent.transactionId);
-      return [sent, event, (await clock.seenAtMs(RECEIVING, event.blockNumber)) - (await clock.seenAtMs(SENDING, sent.blockNumber))];
+      return [
+        sent,
+        event,
+        (await clock.seenAtMs(RECEIVING, event.blockNumber)) - (await clock.seenAtMs(SENDING, sent.blockNumber)),
+      ];
     })().finally(() => clock.stop());
     const amountReceived = BigInt(t.bid.amountReceived);
 
-    expect(prepared.txData).toEqual({ ...t.txData, amount: t.bid.amountReceived, expiry: t.txData.expiry - DAY, preparedBlockNumber: prepared.blockNumber });
+    expect(prepared.txData).toEqual({
+      ...t.txData,
+      amount: t.bid.amountReceived,
+      expiry: t.txData.expiry - DAY,
+      preparedBlockNumber: prepared.blockNumber,
+    });
     expect(await senderOf(s.receiving, prepared)).toBe(s.router);
     expect(await routerLiquidity(s, s.receiving)).toBe(before[3] - amountReceived);
 
@@ -72,11 +116,21 @@ describe("e2e: pollers, submitters and admin API live on redis + anvil 1 / 1337 
     await router.idle(SENDING);
     await router.idle(RECEIVING);
     const after = [
-      await tokenBalance(s.sending, s.user.address), await tokenBalance(s.receiving, s.user.address),
-      await routerLiquidity(s, s.sending), await routerLiquidity(s, s.receiving),
+      await tokenBalance(s.sending, s.user.address),
+      await tokenBalance(s.receiving, s.user.address),
+      await routerLiquidity(s, s.sending),
+      await routerLiquidity(s, s.receiving),
     ];
-    expect(after).toEqual([before[0] - AMOUNT, before[1] + amountReceived, before[2] + AMOUNT, before[3] - amountReceived]);
-    expect([await isCompleted(s.sending, t.txData), await isCompleted(s.receiving, prepared.txData)]).toEqual([true, true]);
+    expect(after).toEqual([
+      before[0] - AMOUNT,
+      before[1] + amountReceived,
+      before[2] + AMOUNT,
+      before[3] - amountReceived,
+    ]);
+    expect([await isCompleted(s.sending, t.txData), await isCompleted(s.receiving, prepared.txData)]).toEqual([
+      true,
+      true,
+    ]);
     expect(await router.jobIds(RECEIVING)).toEqual([jobId(TX_JOB.prepareReceiver, t)]);
     expect(await router.jobIds(SENDING)).toEqual([jobId(TX_JOB.fulfillSender, t)]);
     // Detection on the next poll, not on the 10 s idle tick.
@@ -89,18 +143,32 @@ describe("e2e: pollers, submitters and admin API live on redis + anvil 1 / 1337 
     // Every process serves the same router.
     expect(await (await fetch(`${r.adminUrl}/config`)).json()).toEqual({ signerAddress: s.router });
     const latencyMs = await happyPath();
-    console.log(`e2e prepare latency (logs source): ${latencyMs} ms from the sending prepare's block to the receiving prepare's block`);
-    expect(enqueued()).toEqual([["prepare-receiver", "logs"], ["fulfill-sender", "logs"]]);
+    console.log(
+      `e2e prepare latency (logs source): ${latencyMs} ms from the sending prepare's block to the receiving prepare's block`,
+    );
+    expect(enqueued()).toEqual([
+      ["prepare-receiver", "logs"],
+      ["fulfill-sender", "logs"],
+    ]);
   });
 
   it("2. happy path, subgraph source", async () => {
     for (const c of [s.sending, s.receiving]) {
-      servers.push(await startSubgraphServer({ rpcUrl: c.anvil.url, chainId: c.chainId, transactionManager: c.deployment.transactionManager }));
+      servers.push(
+        await startSubgraphServer({
+          rpcUrl: c.anvil.url,
+          chainId: c.chainId,
+          transactionManager: c.deployment.transactionManager,
+        }),
+      );
     }
     r = await startRouter(s, { subgraph: { [SENDING]: servers[0].url, [RECEIVING]: servers[1].url } });
     const latencyMs = await happyPath();
     console.log(`e2e prepare latency (subgraph source): ${latencyMs} ms`);
-    expect(enqueued()).toEqual([["prepare-receiver", "subgraph"], ["fulfill-sender", "subgraph"]]);
+    expect(enqueued()).toEqual([
+      ["prepare-receiver", "subgraph"],
+      ["fulfill-sender", "subgraph"],
+    ]);
     expect(servers[0].operations()).toContain("GetSenderTransactions");
     expect(servers[1].operations()).toContain("GetReceiverTransactions");
   });
@@ -124,17 +192,25 @@ describe("e2e: pollers, submitters and admin API live on redis + anvil 1 / 1337 
     expect(await routerLiquidity(s, s.receiving)).toBe(liquidity);
     expect(await tokenBalance(s.sending, t.fallback)).toBe(AMOUNT);
     expect(await tokenBalance(s.sending, s.user.address)).toBe(userBefore - AMOUNT);
-    expect([await senderOf(s.receiving, receiverCancel), await senderOf(s.sending, senderCancel)]).toEqual([s.router, s.router]);
+    expect([await senderOf(s.receiving, receiverCancel), await senderOf(s.sending, senderCancel)]).toEqual([
+      s.router,
+      s.router,
+    ]);
     // Before the sender's own expiry: only the router may cancel it (#C:025), so it acted on the receiver cancel.
     expect(await latestTimestamp(s.sending)).toBeLessThan(t.txData.expiry);
-    expect(await r.jobIds(RECEIVING)).toEqual([jobId(TX_JOB.cancelReceiver, t), jobId(TX_JOB.prepareReceiver, t)].sort());
+    expect(await r.jobIds(RECEIVING)).toEqual(
+      [jobId(TX_JOB.cancelReceiver, t), jobId(TX_JOB.prepareReceiver, t)].sort(),
+    );
     expect(await r.jobIds(SENDING)).toEqual([jobId(TX_JOB.cancelSender, t)]);
     expect((await transferEvents(s.sending, "cancelled", t.transactionId)).length).toBe(1);
   });
 
   it("3b. expiry: refused sending prepares never get a receiving side and are refunded after the 780 s buffer", async () => {
     r = await startRouter(s);
-    const frauds = [await userPrepare(s, { tamper: { receivingAddress: Wallet.createRandom().address } }), await userPrepare(s, { bidSigner: anotherKey })];
+    const frauds = [
+      await userPrepare(s, { tamper: { receivingAddress: Wallet.createRandom().address } }),
+      await userPrepare(s, { bidSigner: anotherKey }),
+    ];
     await syncedPast(SENDING, frauds[1].blockNumber);
     await sleep(300);
     expect(await r.jobIds(SENDING)).toEqual([]); // within 780 s of the prepare: no refund yet
@@ -147,7 +223,11 @@ describe("e2e: pollers, submitters and admin API live on redis + anvil 1 / 1337 
     expect(await Promise.all(frauds.map((f) => tokenBalance(s.sending, f.fallback)))).toEqual([AMOUNT, AMOUNT]);
     expect(await Promise.all(frauds.map((f) => preparedCount(f, s.receiving)))).toEqual([0, 0]);
     expect(await r.jobIds(RECEIVING)).toEqual([]);
-    const reasons = await Promise.all(frauds.map(async (f) => ((await r?.jobData(SENDING, jobId(TX_JOB.cancelSender, f))) as CancelSenderJobData).reason));
+    const reasons = await Promise.all(
+      frauds.map(
+        async (f) => ((await r?.jobData(SENDING, jobId(TX_JOB.cancelSender, f))) as CancelSenderJobData).reason,
+      ),
+    );
     expect(reasons).toEqual(["receivingAddress-mismatch", "bid-signer-mismatch"]);
   });
 
@@ -177,7 +257,9 @@ describe("e2e: pollers, submitters and admin API live on redis + anvil 1 / 1337 
     await r.idle(RECEIVING);
 
     const counts = async (chain: E2eStack["receiving"]) =>
-      Object.fromEntries(await Promise.all(cases.map(async ([what], i) => [what, await preparedCount(frauds[i], chain)] as const)));
+      Object.fromEntries(
+        await Promise.all(cases.map(async ([what], i) => [what, await preparedCount(frauds[i], chain)] as const)),
+      );
     const none = Object.fromEntries(cases.map(([what]) => [what, 0]));
     expect(await counts(s.receiving)).toEqual(none);
     expect(await counts(s.chain1)).toEqual(none);
@@ -202,11 +284,22 @@ describe("e2e: pollers, submitters and admin API live on redis + anvil 1 / 1337 
     r = await startRouter(s);
     const t = await userPrepare(s);
     const prepared = await waitForEvent(s.receiving, "prepared", t.transactionId);
-    const body = { adminToken: ADMIN_TOKEN, senderChainId: SENDING, transactionId: t.transactionId, user: s.user.address };
+    const body = {
+      adminToken: ADMIN_TOKEN,
+      senderChainId: SENDING,
+      transactionId: t.transactionId,
+      user: s.user.address,
+    };
     const post = (b: Record<string, unknown>) => postAdmin(running(), "/cancel-sender", b);
 
-    expect(await post({ ...body, adminToken: "not-the-admin-token-0123456789" })).toMatchObject({ status: 401, body: { error: "unauthorized" } });
-    expect(await post({ ...body, transactionId: hexlify(randomBytes(32)) })).toMatchObject({ status: 404, body: { error: "transaction_not_found" } });
+    expect(await post({ ...body, adminToken: "not-the-admin-token-0123456789" })).toMatchObject({
+      status: 401,
+      body: { error: "unauthorized" },
+    });
+    expect(await post({ ...body, transactionId: hexlify(randomBytes(32)) })).toMatchObject({
+      status: 404,
+      body: { error: "transaction_not_found" },
+    });
     expect(await post(body)).toMatchObject({ status: 409, body: { error: "receiver_live" } });
 
     const liquidity = await routerLiquidity(s, s.receiving);
@@ -229,7 +322,11 @@ describe("e2e: pollers, submitters and admin API live on redis + anvil 1 / 1337 
     const job = (await r.jobData(SENDING, jobId(TX_JOB.cancelSender, t))) as CancelSenderJobData | undefined;
     console.log(`e2e cancel-sender race: API answered ${reply.status}, job reason ${job?.reason}`);
     // A job the API created is always answered with its hash.
-    expect([["admin", 200], ["receiver-cancelled", 200], ["receiver-cancelled", 409]]).toContainEqual([job?.reason, reply.status]);
+    expect([
+      ["admin", 200],
+      ["receiver-cancelled", 200],
+      ["receiver-cancelled", 409],
+    ]).toContainEqual([job?.reason, reply.status]);
     expect(await r.jobIds(SENDING)).toEqual([jobId(TX_JOB.cancelSender, t)]);
     expect(await transferEvents(s.sending, "cancelled", t.transactionId)).toHaveLength(1);
     expect(await senderOf(s.sending, cancel)).toBe(s.router);
@@ -263,7 +360,10 @@ describe("e2e: pollers, submitters and admin API live on redis + anvil 1 / 1337 
     r = await startRouter(s);
     const router = r;
     // The far start block proves the stored cursor, not the start block, decides where reading resumes.
-    await pollerDownScenario(() => router.stopPoller(SENDING), () => router.startPoller(SENDING, 10 ** 9));
+    await pollerDownScenario(
+      () => router.stopPoller(SENDING),
+      () => router.startPoller(SENDING, 10 ** 9),
+    );
   });
 
   it("6b. the poller of 1337 as a child process, SIGKILLed mid-run and respawned: the same guarantees", async () => {

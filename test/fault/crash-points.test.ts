@@ -12,7 +12,14 @@ import {
   type SubmitterStack,
   type TxQueueClient,
 } from "../integration/submitter-fixture";
-import { HOOK_ENTRY, assertDistBuilt, isMessage, killAll, spawnSubmitterChild, type SubmitterChild } from "./fault-fixture";
+import {
+  HOOK_ENTRY,
+  assertDistBuilt,
+  isMessage,
+  killAll,
+  spawnSubmitterChild,
+  type SubmitterChild,
+} from "./fault-fixture";
 
 /**
  * Issue 9: the submitter is SIGKILLed at each crash point of the send pipeline (a hook of the test entry kills
@@ -58,51 +65,76 @@ describe("submitter crash points (child processes)", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it.each(CASES)("SIGKILL at $point: the restart completes the job, one transaction mined, no nonce gap", async ({ point, holdMining }) => {
-    const prefix = uniquePrefix();
-    const { raw } = submitterConfig(s, prefix, { confirmationTimeoutMs: holdMining ? 1000 : 60_000 });
-    const configFile = join(dir, `${prefix}.json`);
-    writeFileSync(configFile, JSON.stringify(raw));
-    const q = await txQueueClient(s.redisUrl, prefix);
-    client = q;
-    const nonceBefore = await s.chain.provider.getTransactionCount(s.signer, "latest");
-    if (holdMining) {
-      await s.chain.anvil.setAutomine(false);
-    }
+  it.each(CASES)(
+    "SIGKILL at $point: the restart completes the job, one transaction mined, no nonce gap",
+    async ({ point, holdMining }) => {
+      const prefix = uniquePrefix();
+      const { raw } = submitterConfig(s, prefix, { confirmationTimeoutMs: holdMining ? 1000 : 60_000 });
+      const configFile = join(dir, `${prefix}.json`);
+      writeFileSync(configFile, JSON.stringify(raw));
+      const q = await txQueueClient(s.redisUrl, prefix);
+      client = q;
+      const nonceBefore = await s.chain.provider.getTransactionCount(s.signer, "latest");
+      if (holdMining) {
+        await s.chain.anvil.setAutomine(false);
+      }
 
-    const crashing = spawnSubmitterChild({ name: `crash-at-${point}`, configFile, chainId: CHAIN_ID, instance: 0, entry: HOOK_ENTRY, env: { FAULT_CRASH_AT: point } });
-    children.push(crashing);
-    const job = await q.addRemoveLiquidity({ assetId: s.chain.deployment.token, amount: "9", recipientAddress: s.routerRecipient });
-    const id = job.id ?? "";
-    await crashing.exited;
-    expect(crashing.child.signalCode).toBe("SIGKILL");
-    expect(crashing.lines()).toContainEqual(expect.objectContaining({ message: "fault hook: SIGKILL", point, jobId: id }));
+      const crashing = spawnSubmitterChild({
+        name: `crash-at-${point}`,
+        configFile,
+        chainId: CHAIN_ID,
+        instance: 0,
+        entry: HOOK_ENTRY,
+        env: { FAULT_CRASH_AT: point },
+      });
+      children.push(crashing);
+      const job = await q.addRemoveLiquidity({
+        assetId: s.chain.deployment.token,
+        amount: "9",
+        recipientAddress: s.routerRecipient,
+      });
+      const id = job.id ?? "";
+      await crashing.exited;
+      expect(crashing.child.signalCode).toBe("SIGKILL");
+      expect(crashing.lines()).toContainEqual(
+        expect.objectContaining({ message: "fault hook: SIGKILL", point, jobId: id }),
+      );
 
-    const restarted = spawnSubmitterChild({ name: `restart-after-${point}`, configFile, chainId: CHAIN_ID, instance: 0 });
-    children.push(restarted);
-    if (holdMining) {
-      await restarted.waitForLine("the restart to resume the job", isMessage("resuming the job's persisted transaction"), 10_000);
-      await s.chain.anvil.setAutomine(true);
-      await s.chain.anvil.mine(1);
-    }
-    const result = await job.waitUntilFinished(q.events, 15_000).catch((err: Error) => {
-      throw new Error(`${err.message}\n--- restart output ---\n${restarted.output().slice(-4000)}`);
-    });
+      const restarted = spawnSubmitterChild({
+        name: `restart-after-${point}`,
+        configFile,
+        chainId: CHAIN_ID,
+        instance: 0,
+      });
+      children.push(restarted);
+      if (holdMining) {
+        await restarted.waitForLine(
+          "the restart to resume the job",
+          isMessage("resuming the job's persisted transaction"),
+          10_000,
+        );
+        await s.chain.anvil.setAutomine(true);
+        await s.chain.anvil.mine(1);
+      }
+      const result = await job.waitUntilFinished(q.events, 15_000).catch((err: Error) => {
+        throw new Error(`${err.message}\n--- restart output ---\n${restarted.output().slice(-4000)}`);
+      });
 
-    const record = await q.record(id);
-    const hashes = [...new Set(record?.attempts.map((a) => a.hash) ?? [])];
-    const receipts = await Promise.all(hashes.map((h) => s.chain.provider.getTransactionReceipt(h)));
-    expect(receipts.filter((r) => r !== null).map((r) => r?.hash)).toEqual([result.transactionHash]);
-    expect(record).toMatchObject({ status: "confirmed" });
-    const [latest, pending] = await Promise.all([
-      s.chain.provider.getTransactionCount(s.signer, "latest"),
-      s.chain.provider.getTransactionCount(s.signer, "pending"),
-    ]);
-    expect(latest).toBe(nonceBefore + 1);
-    expect(pending).toBe(latest);
-    const stored = Number(await q.redis.get(nonceKey(prefix, CHAIN_ID, s.signer)));
-    expect(stored).toBeLessThanOrEqual(latest);
-  });
+      const record = await q.record(id);
+      const hashes = [...new Set(record?.attempts.map((a) => a.hash) ?? [])];
+      const receipts = await Promise.all(hashes.map((h) => s.chain.provider.getTransactionReceipt(h)));
+      expect(receipts.filter((r) => r !== null).map((r) => r?.hash)).toEqual([result.transactionHash]);
+      expect(record).toMatchObject({ status: "confirmed" });
+      const [latest, pending] = await Promise.all([
+        s.chain.provider.getTransactionCount(s.signer, "latest"),
+        s.chain.provider.getTransactionCount(s.signer, "pending"),
+      ]);
+      expect(latest).toBe(nonceBefore + 1);
+      expect(pending).toBe(latest);
+      const stored = Number(await q.redis.get(nonceKey(prefix, CHAIN_ID, s.signer)));
+      expect(stored).toBeLessThanOrEqual(latest);
+    },
+  );
 
   it("SIGKILL with 20 jobs in flight: every job completes once, on 20 consecutive nonces, no gap", async () => {
     const prefix = uniquePrefix();
@@ -113,12 +145,24 @@ describe("submitter crash points (child processes)", () => {
     client = q;
     const nonceBefore = await s.chain.provider.getTransactionCount(s.signer, "latest");
     const crashing = spawnSubmitterChild({
-      name: "crash-mid-batch", configFile, chainId: CHAIN_ID, instance: 0, entry: HOOK_ENTRY, env: { FAULT_CRASH_AT: "after-persist", FAULT_CRASH_SKIP: "7" },
+      name: "crash-mid-batch",
+      configFile,
+      chainId: CHAIN_ID,
+      instance: 0,
+      entry: HOOK_ENTRY,
+      env: { FAULT_CRASH_AT: "after-persist", FAULT_CRASH_SKIP: "7" },
     });
     children.push(crashing);
     await crashing.waitForLine("the first process to start", isMessage("submitter ready"));
-    const jobs = await Promise.all(Array.from({ length: 20 }, (_, i) =>
-      q.addRemoveLiquidity({ assetId: s.chain.deployment.token, amount: String(200 + i), recipientAddress: s.routerRecipient })));
+    const jobs = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        q.addRemoveLiquidity({
+          assetId: s.chain.deployment.token,
+          amount: String(200 + i),
+          recipientAddress: s.routerRecipient,
+        }),
+      ),
+    );
     await crashing.exited;
     expect(crashing.child.signalCode).toBe("SIGKILL");
 
@@ -126,11 +170,15 @@ describe("submitter crash points (child processes)", () => {
     children.push(restarted);
     const results = await Promise.all(jobs.map((j) => j.waitUntilFinished(q.events, 20_000)));
 
-    const nonces = await Promise.all(results.map(async (r) => (await s.chain.provider.getTransaction(r.transactionHash))?.nonce ?? -1));
+    const nonces = await Promise.all(
+      results.map(async (r) => (await s.chain.provider.getTransaction(r.transactionHash))?.nonce ?? -1),
+    );
     expect([...nonces].sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => nonceBefore + i));
     for (const job of jobs) {
       const record = await q.record(job.id ?? "");
-      const receipts = await Promise.all([...new Set(record?.attempts.map((a) => a.hash))].map((h) => s.chain.provider.getTransactionReceipt(h)));
+      const receipts = await Promise.all(
+        [...new Set(record?.attempts.map((a) => a.hash))].map((h) => s.chain.provider.getTransactionReceipt(h)),
+      );
       expect(receipts.filter((r) => r !== null)).toHaveLength(1);
     }
     await expect(s.chain.provider.getTransactionCount(s.signer, "pending")).resolves.toBe(nonceBefore + 20);

@@ -16,7 +16,12 @@ export interface SubmitterChild {
   output(): string;
   lines(): Array<Record<string, unknown>>;
   /** Resolves with the first log line matching `match`, counting only lines after `fromLine`. */
-  waitForLine(what: string, match: (line: Record<string, unknown>) => boolean, timeoutMs?: number, fromLine?: number): Promise<Record<string, unknown>>;
+  waitForLine(
+    what: string,
+    match: (line: Record<string, unknown>) => boolean,
+    timeoutMs?: number,
+    fromLine?: number,
+  ): Promise<Record<string, unknown>>;
   readonly exited: Promise<void>;
   alive(): boolean;
 }
@@ -90,4 +95,7 @@ export async function killAll(children: readonly SubmitterChild[]): Promise<void
   }
 }
 
-export const isMessage = (message: string) => (line: Record<string, unknown>): boolean => line.message === message;
+export const isMessage =
+  (message: string) =>
+  (line: Record<string, unknown>): boolean =>
+    line.message === message;

@@ -15,7 +15,9 @@ let skip = Number(process.env.FAULT_CRASH_SKIP ?? "0");
 const hooks = {
   at(point, detail) {
     if (point === crashAt && skip-- <= 0) {
-      process.stdout.write(`${JSON.stringify({ message: "fault hook: SIGKILL", point, ...detail })}\n`, () => process.kill(process.pid, "SIGKILL"));
+      process.stdout.write(`${JSON.stringify({ message: "fault hook: SIGKILL", point, ...detail })}\n`, () =>
+        process.kill(process.pid, "SIGKILL"),
+      );
       // Nothing after this point may run: wait for the signal.
       return new Promise(() => undefined);
     }

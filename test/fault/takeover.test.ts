@@ -78,7 +78,11 @@ describe("submitter takeover (child processes)", () => {
     await s.chain.anvil.setAutomine(false);
     const first = spawn("first", configFile, 0);
     await ready(first, "sender");
-    const job = await q.addRemoveLiquidity({ assetId: s.chain.deployment.token, amount: "41", recipientAddress: s.routerRecipient });
+    const job = await q.addRemoveLiquidity({
+      assetId: s.chain.deployment.token,
+      amount: "41",
+      recipientAddress: s.routerRecipient,
+    });
     const id = job.id ?? "";
     const sent = await broadcastOf(q, id);
 
@@ -87,7 +91,11 @@ describe("submitter takeover (child processes)", () => {
     await first.exited;
     // PM2 restarts the process: same instance number, a new identity.
     const restarted = spawn("restarted", configFile, 0);
-    await restarted.waitForLine("the restart to resume the job", isMessage("resuming the job's persisted transaction"), TAKEOVER_BOUND_MS);
+    await restarted.waitForLine(
+      "the restart to resume the job",
+      isMessage("resuming the job's persisted transaction"),
+      TAKEOVER_BOUND_MS,
+    );
     await s.chain.anvil.setAutomine(true);
     await s.chain.anvil.mine(1);
     const result = await job.waitUntilFinished(q.events, TAKEOVER_BOUND_MS);
@@ -96,7 +104,12 @@ describe("submitter takeover (child processes)", () => {
     expect(result.transactionHash).toBe(sent.transactionHash);
     await expectOneMined(q, id, result.transactionHash);
     await expect(nonceOf("latest")).resolves.toBe(nonceBefore + 1);
-    expect(restarted.lines()).toContainEqual(expect.objectContaining({ message: "took over the previous sender's active jobs: they resume from their records", jobs: 1 }));
+    expect(restarted.lines()).toContainEqual(
+      expect.objectContaining({
+        message: "took over the previous sender's active jobs: they resume from their records",
+        jobs: 1,
+      }),
+    );
   });
 
   it("a standby takes over from a SIGKILLed sender that never comes back: the job completes within 5 s", async () => {
@@ -108,7 +121,11 @@ describe("submitter takeover (child processes)", () => {
     await ready(sender, "sender");
     const standby = spawn("standby", configFile, 1);
     await ready(standby, "standby");
-    const job = await q.addRemoveLiquidity({ assetId: s.chain.deployment.token, amount: "42", recipientAddress: s.routerRecipient });
+    const job = await q.addRemoveLiquidity({
+      assetId: s.chain.deployment.token,
+      amount: "42",
+      recipientAddress: s.routerRecipient,
+    });
     const id = job.id ?? "";
     const sent = await broadcastOf(q, id);
     expect(standby.lines().filter(isMessage("transaction broadcast"))).toEqual([]);
@@ -116,8 +133,16 @@ describe("submitter takeover (child processes)", () => {
     sender.child.kill("SIGKILL");
     const killedAtMs = Date.now();
     await sender.exited;
-    const acquired = await standby.waitForLine("the standby to take the lease", isMessage("sender lease acquired: this process sends for the chain"), TAKEOVER_BOUND_MS);
-    await standby.waitForLine("the standby to resume the job", isMessage("resuming the job's persisted transaction"), TAKEOVER_BOUND_MS);
+    const acquired = await standby.waitForLine(
+      "the standby to take the lease",
+      isMessage("sender lease acquired: this process sends for the chain"),
+      TAKEOVER_BOUND_MS,
+    );
+    await standby.waitForLine(
+      "the standby to resume the job",
+      isMessage("resuming the job's persisted transaction"),
+      TAKEOVER_BOUND_MS,
+    );
     await s.chain.anvil.setAutomine(true);
     await s.chain.anvil.mine(1);
     const result = await job.waitUntilFinished(q.events, TAKEOVER_BOUND_MS);
@@ -139,12 +164,20 @@ describe("submitter takeover (child processes)", () => {
     await ready(paused, "sender");
     const standby = spawn("standby", configFile, 1);
     await ready(standby, "standby");
-    const job = await q.addRemoveLiquidity({ assetId: s.chain.deployment.token, amount: "43", recipientAddress: s.routerRecipient });
+    const job = await q.addRemoveLiquidity({
+      assetId: s.chain.deployment.token,
+      amount: "43",
+      recipientAddress: s.routerRecipient,
+    });
     const id = job.id ?? "";
     await broadcastOf(q, id);
 
     paused.child.kill("SIGSTOP");
-    await standby.waitForLine("the standby to resume the job", isMessage("resuming the job's persisted transaction"), TAKEOVER_BOUND_MS);
+    await standby.waitForLine(
+      "the standby to resume the job",
+      isMessage("resuming the job's persisted transaction"),
+      TAKEOVER_BOUND_MS,
+    );
     // Let the new holder bump at least once (past the 1.5 s timer) so the old one wakes far behind.
     await standby.waitForLine("the new holder's bump", isMessage("fee bumped"), 10_000);
     await s.chain.anvil.setAutomine(true);
@@ -153,7 +186,12 @@ describe("submitter takeover (child processes)", () => {
 
     const linesBeforeResume = paused.lines().length;
     paused.child.kill("SIGCONT");
-    await paused.waitForLine("the old sender to see its lease lost", isMessage("sender lease lost: sending stops, the job goes back to the new holder"), 10_000, linesBeforeResume);
+    await paused.waitForLine(
+      "the old sender to see its lease lost",
+      isMessage("sender lease lost: sending stops, the job goes back to the new holder"),
+      10_000,
+      linesBeforeResume,
+    );
     await paused.waitForLine("the old sender's term to end", isMessage("sender term ended"), 10_000, linesBeforeResume);
 
     const after = paused.lines().slice(linesBeforeResume);
@@ -165,6 +203,11 @@ describe("submitter takeover (child processes)", () => {
     const standbyOwner = (await ready(standby, "standby")).ownerId;
     expect(record).toMatchObject({ status: "confirmed", owner: { id: standbyOwner } });
     // Every transaction of the job is in its record: nothing was signed and sent outside it.
-    expect(standby.lines().filter(isMessage("transaction broadcast")).every((l) => record?.attempts.some((a) => a.hash === l.transactionHash))).toBe(true);
+    expect(
+      standby
+        .lines()
+        .filter(isMessage("transaction broadcast"))
+        .every((l) => record?.attempts.some((a) => a.hash === l.transactionHash)),
+    ).toBe(true);
   });
 });

@@ -29,11 +29,16 @@ export function captureLogs(service = "test"): LogCapture {
   return {
     logger,
     lines,
-    find: (at, message) => lines().filter((l) => l.at === at && (message === undefined || String(l.message).includes(message))),
+    find: (at, message) =>
+      lines().filter((l) => l.at === at && (message === undefined || String(l.message).includes(message))),
   };
 }
 
-export async function waitUntil<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+export async function waitUntil<T>(
+  what: string,
+  probe: () => T | undefined | Promise<T | undefined>,
+  timeoutMs = 15_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();

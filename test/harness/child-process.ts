@@ -181,7 +181,6 @@ export function spawnManaged(opts: SpawnManagedOptions): ManagedProcess {
   };
 }
 
-
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }

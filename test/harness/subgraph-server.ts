@@ -60,7 +60,10 @@ export async function startSubgraphServer(params: StartSubgraphServerParams): Pr
         ts = (await provider.getBlock(log.blockNumber))?.timestamp ?? 0;
         timestamps.set(log.blockNumber, ts);
       }
-      apply(state, params.chainId, parsed.name, parsed.args, { hash: log.transactionHash.toLowerCase(), timestamp: ts });
+      apply(state, params.chainId, parsed.name, parsed.args, {
+        hash: log.transactionHash.toLowerCase(),
+        timestamp: ts,
+      });
     }
     return state;
   };
@@ -104,10 +107,21 @@ export async function startSubgraphServer(params: StartSubgraphServerParams): Pr
   };
 }
 
-function apply(state: Indexed, chainId: number, name: string, args: Result, meta: { hash: string; timestamp: number }): void {
+function apply(
+  state: Indexed,
+  chainId: number,
+  name: string,
+  args: Result,
+  meta: { hash: string; timestamp: number },
+): void {
   if (name === "LiquidityAdded" || name === "LiquidityRemoved") {
     const sign = name === "LiquidityAdded" ? 1n : -1n;
-    addBalance(state, String(args.getValue("router")), String(args.getValue("assetId")), sign * (args.getValue("amount") as bigint));
+    addBalance(
+      state,
+      String(args.getValue("router")),
+      String(args.getValue("assetId")),
+      sign * (args.getValue("amount") as bigint),
+    );
     return;
   }
   if (name === "TransactionPrepared") {
@@ -137,13 +151,23 @@ function apply(state: Indexed, chainId: number, name: string, args: Result, meta
   const sending = Number(tx.getValue("sendingChainId")) === chainId;
   if (name === "TransactionFulfilled") {
     Object.assign(entity, {
-      status: "Fulfilled", relayerFee: (a.getValue("relayerFee") as bigint).toString(), signature: lower(a.getValue("signature")),
-      callData: lower(a.getValue("callData")), fulfillCaller: lower(args.getValue("caller")), fulfillTransactionHash: meta.hash,
+      status: "Fulfilled",
+      relayerFee: (a.getValue("relayerFee") as bigint).toString(),
+      signature: lower(a.getValue("signature")),
+      callData: lower(a.getValue("callData")),
+      fulfillCaller: lower(args.getValue("caller")),
+      fulfillTransactionHash: meta.hash,
     });
-    if (sending) addBalance(state, entity.router.id, String(tx.getValue("sendingAssetId")), tx.getValue("amount") as bigint);
+    if (sending)
+      addBalance(state, entity.router.id, String(tx.getValue("sendingAssetId")), tx.getValue("amount") as bigint);
   } else {
-    Object.assign(entity, { status: "Cancelled", cancelCaller: lower(args.getValue("caller")), cancelTransactionHash: meta.hash });
-    if (!sending) addBalance(state, entity.router.id, String(tx.getValue("receivingAssetId")), tx.getValue("amount") as bigint);
+    Object.assign(entity, {
+      status: "Cancelled",
+      cancelCaller: lower(args.getValue("caller")),
+      cancelTransactionHash: meta.hash,
+    });
+    if (!sending)
+      addBalance(state, entity.router.id, String(tx.getValue("receivingAssetId")), tx.getValue("amount") as bigint);
   }
 }
 
@@ -158,24 +182,45 @@ function txEntity(tx: Result, chainId: number): Entity {
     user: { id: user },
     router: { id: router },
     ...Object.fromEntries(
-      ["initiator", "receivingChainTxManagerAddress", "sendingAssetId", "receivingAssetId", "sendingChainFallback", "receivingAddress",
-        "callTo", "callDataHash", "transactionId"].map((f) => [f, s(f)]),
+      [
+        "initiator",
+        "receivingChainTxManagerAddress",
+        "sendingAssetId",
+        "receivingAssetId",
+        "sendingChainFallback",
+        "receivingAddress",
+        "callTo",
+        "callDataHash",
+        "transactionId",
+      ].map((f) => [f, s(f)]),
     ),
-    ...Object.fromEntries(["sendingChainId", "receivingChainId", "amount", "expiry", "preparedBlockNumber"].map((f) => [f, s(f)])),
-    relayerFee: null, signature: null, callData: null, fulfillCaller: null, cancelCaller: null,
-    fulfillTransactionHash: null, cancelTransactionHash: null,
+    ...Object.fromEntries(
+      ["sendingChainId", "receivingChainId", "amount", "expiry", "preparedBlockNumber"].map((f) => [f, s(f)]),
+    ),
+    relayerFee: null,
+    signature: null,
+    callData: null,
+    fulfillCaller: null,
+    cancelCaller: null,
+    fulfillTransactionHash: null,
+    cancelTransactionHash: null,
   };
 }
 
 function addBalance(state: Indexed, router: string, assetId: string, delta: bigint): void {
   const id = `${assetId.toLowerCase()}-${router.toLowerCase()}`;
-  const current = state.balances.get(id) ?? { amount: 0n, assetId: assetId.toLowerCase(), router: router.toLowerCase() };
+  const current = state.balances.get(id) ?? {
+    amount: 0n,
+    assetId: assetId.toLowerCase(),
+    router: router.toLowerCase(),
+  };
   state.balances.set(id, { ...current, amount: current.amount + delta });
 }
 
 function answer(op: string, v: Record<string, unknown>, state: Indexed): unknown {
   const all = [...state.transactions.values()];
-  const str = (key: string): string | undefined => (v[key] === undefined || v[key] === null ? undefined : String(v[key]).toLowerCase());
+  const str = (key: string): string | undefined =>
+    v[key] === undefined || v[key] === null ? undefined : String(v[key]).toLowerCase();
   const routerId = str("routerId");
   const page = (list: Entity[]): Entity[] => {
     const sorted = list.sort((a, b) => Number(b.preparedBlockNumber) - Number(a.preparedBlockNumber));
@@ -183,7 +228,8 @@ function answer(op: string, v: Record<string, unknown>, state: Indexed): unknown
     return sorted.slice(skip, v.first === undefined ? undefined : skip + Number(v.first));
   };
   const ofRouter = (filter: (t: Entity) => boolean): unknown => {
-    const known = all.some((t) => t.router.id === routerId) || [...state.balances.values()].some((b) => b.router === routerId);
+    const known =
+      all.some((t) => t.router.id === routerId) || [...state.balances.values()].some((b) => b.router === routerId);
     return { router: known ? { transactions: page(all.filter((t) => t.router.id === routerId && filter(t))) } : null };
   };
   const statusOk = (t: Entity): boolean => str("status") === undefined || t.status.toLowerCase() === str("status");
@@ -196,7 +242,9 @@ function answer(op: string, v: Record<string, unknown>, state: Indexed): unknown
       case "GetSenderTransactions":
         return { transactions: page(ofUser.filter((t) => statusOk(t) && t.sendingChainId === str("sendingChainId"))) };
       case "GetReceiverTransactions":
-        return { transactions: page(ofUser.filter((t) => statusOk(t) && t.receivingChainId === str("receivingChainId"))) };
+        return {
+          transactions: page(ofUser.filter((t) => statusOk(t) && t.receivingChainId === str("receivingChainId"))),
+        };
       case "GetTransactionsWithUser":
         return { transactions: ofUser.filter((t) => ids.includes(String(t.transactionId))) };
       default:
@@ -209,7 +257,12 @@ function answer(op: string, v: Record<string, unknown>, state: Indexed): unknown
     case "GetSenderTransactions":
       return ofRouter((t) => statusOk(t) && t.sendingChainId === str("sendingChainId"));
     case "GetReceiverTransactions":
-      return ofRouter((t) => statusOk(t) && t.receivingChainId === str("receivingChainId") && BigInt(String(t.expiry)) < BigInt(String(v.expiry_lt)));
+      return ofRouter(
+        (t) =>
+          statusOk(t) &&
+          t.receivingChainId === str("receivingChainId") &&
+          BigInt(String(t.expiry)) < BigInt(String(v.expiry_lt)),
+      );
     case "GetTransactionsWithRouter":
       return { transactions: all.filter((t) => ids.includes(String(t.transactionId)) && t.router.id === routerId) };
     case "GetTransactions":
@@ -221,7 +274,11 @@ function answer(op: string, v: Record<string, unknown>, state: Indexed): unknown
       return { assetBalance: balance ? { amount: balance.amount.toString() } : null };
     }
     case "GetAssetBalances":
-      return { assetBalances: [...state.balances.values()].filter((b) => b.router === routerId).map((b) => ({ amount: b.amount.toString(), assetId: b.assetId })) };
+      return {
+        assetBalances: [...state.balances.values()]
+          .filter((b) => b.router === routerId)
+          .map((b) => ({ amount: b.amount.toString(), assetId: b.assetId })),
+      };
     default:
       return undefined;
   }

@@ -141,7 +141,13 @@ function removeBody(overrides: Record<string, unknown> = {}): Record<string, unk
 }
 
 function cancelBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  return { adminToken: ADMIN_TOKEN, senderChainId: CHAIN_ID, transactionId: TRANSACTION_ID, user: RECIPIENT, ...overrides };
+  return {
+    adminToken: ADMIN_TOKEN,
+    senderChainId: CHAIN_ID,
+    transactionId: TRANSACTION_ID,
+    user: RECIPIENT,
+    ...overrides,
+  };
 }
 
 /** Access lines are written on the server's 'finish', which can trail the client's read by a tick. */
@@ -193,19 +199,22 @@ describe("admin API (HTTP behaviour)", () => {
     expect(reply.json()).toEqual({ signerAddress: SIGNER });
   });
 
-  it.each(["/remove-liquidity", "/cancel-sender"])("%s refuses a wrong or missing token with 401 JSON", async (path) => {
-    const body = path === "/remove-liquidity" ? removeBody() : cancelBody();
-    const wrong = await post(`${app.baseUrl}${path}`, { ...body, adminToken: WRONG_TOKEN });
-    expectErrorBody(wrong, 401, "unauthorized");
-    const { adminToken: _omitted, ...withoutToken } = body;
-    expectErrorBody(await post(`${app.baseUrl}${path}`, withoutToken), 401, "unauthorized");
-    expectErrorBody(await post(`${app.baseUrl}${path}`, { ...body, adminToken: 12345 }), 401, "unauthorized");
-    expect(app.calls.removeLiquidity).toHaveLength(0);
-    expect(app.calls.cancelSender).toHaveLength(0);
-    await accessLines(app, wrong.headers.get("x-request-id") ?? "");
-    expect(app.logs.text()).not.toContain(WRONG_TOKEN);
-    expect(app.logs.text()).not.toContain(ADMIN_TOKEN);
-  });
+  it.each(["/remove-liquidity", "/cancel-sender"])(
+    "%s refuses a wrong or missing token with 401 JSON",
+    async (path) => {
+      const body = path === "/remove-liquidity" ? removeBody() : cancelBody();
+      const wrong = await post(`${app.baseUrl}${path}`, { ...body, adminToken: WRONG_TOKEN });
+      expectErrorBody(wrong, 401, "unauthorized");
+      const { adminToken: _omitted, ...withoutToken } = body;
+      expectErrorBody(await post(`${app.baseUrl}${path}`, withoutToken), 401, "unauthorized");
+      expectErrorBody(await post(`${app.baseUrl}${path}`, { ...body, adminToken: 12345 }), 401, "unauthorized");
+      expect(app.calls.removeLiquidity).toHaveLength(0);
+      expect(app.calls.cancelSender).toHaveLength(0);
+      await accessLines(app, wrong.headers.get("x-request-id") ?? "");
+      expect(app.logs.text()).not.toContain(WRONG_TOKEN);
+      expect(app.logs.text()).not.toContain(ADMIN_TOKEN);
+    },
+  );
 
   it("authenticates before validating: a bad body without a token gets 401, not 400", async () => {
     const reply = await post(`${app.baseUrl}/remove-liquidity`, { chainId: "x", amount: "1.5", extra: true });
@@ -228,13 +237,21 @@ describe("admin API (HTTP behaviour)", () => {
     expect(reply.text).not.toContain(ADMIN_TOKEN);
   });
 
-  it.each([["[1,2]"], ["\"text\""], ["null"], ["42"]])("refuses a JSON body that is not an object (%s)", async (body) => {
-    const reply = await request(`${app.baseUrl}/remove-liquidity`, { method: "POST", contentType: "application/json", body });
+  it.each([["[1,2]"], ['"text"'], ["null"], ["42"]])("refuses a JSON body that is not an object (%s)", async (body) => {
+    const reply = await request(`${app.baseUrl}/remove-liquidity`, {
+      method: "POST",
+      contentType: "application/json",
+      body,
+    });
     expectErrorBody(reply, 400, "invalid_body");
   });
 
   it("names every bad field in one 400 invalid_body, never echoing values", async () => {
-    const { recipientAddress: _omitted, ...body } = removeBody({ assetId: "0x1234SECRETISH", amount: "1.5", color: "crimson-value" });
+    const { recipientAddress: _omitted, ...body } = removeBody({
+      assetId: "0x1234SECRETISH",
+      amount: "1.5",
+      color: "crimson-value",
+    });
     const reply = await post(`${app.baseUrl}/remove-liquidity`, body);
     const error = expectErrorBody(reply, 400, "invalid_body");
     const message = String(error.message);
@@ -262,7 +279,10 @@ describe("admin API (HTTP behaviour)", () => {
     expect(expectErrorBody(badAddress, 400, "invalid_body").message).toBe(
       "recipientAddress: must be an address (0x and 40 hex digits; a mixed-case address must have a valid checksum)",
     );
-    const badChecksum = await post(`${app.baseUrl}/remove-liquidity`, removeBody({ assetId: ASSET.replace("dAC", "DAc") }));
+    const badChecksum = await post(
+      `${app.baseUrl}/remove-liquidity`,
+      removeBody({ assetId: ASSET.replace("dAC", "DAc") }),
+    );
     expect(String(expectErrorBody(badChecksum, 400, "invalid_body").message)).toMatch(/^assetId: /);
     const zero = await post(`${app.baseUrl}/remove-liquidity`, removeBody({ recipientAddress: `0x${"0".repeat(40)}` }));
     expect(expectErrorBody(zero, 400, "invalid_body").message).toBe("recipientAddress: must not be the zero address");
@@ -294,13 +314,18 @@ describe("admin API (HTTP behaviour)", () => {
   });
 
   it("validates cancel-sender bodies and accepts senderChainId as an integer or digit string", async () => {
-    const bad = await post(`${app.baseUrl}/cancel-sender`, cancelBody({ transactionId: "0x12", user: "me", force: "yes" }));
+    const bad = await post(
+      `${app.baseUrl}/cancel-sender`,
+      cancelBody({ transactionId: "0x12", user: "me", force: "yes" }),
+    );
     const message = String(expectErrorBody(bad, 400, "invalid_body").message);
     expect(message).toContain("transactionId: must be 0x followed by 64 hex digits");
     expect(message).toContain("user: must be an address");
     expect(message).toContain("force: must be true or false");
     expect((await post(`${app.baseUrl}/cancel-sender`, cancelBody())).status).toBe(200);
-    expect((await post(`${app.baseUrl}/cancel-sender`, cancelBody({ senderChainId: "1337", force: true }))).status).toBe(200);
+    expect(
+      (await post(`${app.baseUrl}/cancel-sender`, cancelBody({ senderChainId: "1337", force: true }))).status,
+    ).toBe(200);
     expect(app.calls.cancelSender).toEqual([
       { senderChainId: CHAIN_ID, transactionId: TRANSACTION_ID, user: RECIPIENT, force: false },
       { senderChainId: CHAIN_ID, transactionId: TRANSACTION_ID, user: RECIPIENT, force: true },
@@ -332,7 +357,11 @@ describe("admin API (HTTP behaviour)", () => {
 
   it("answers 404 JSON for an unknown route and 405 with Allow for a known path with the wrong method", async () => {
     expectErrorBody(await request(`${app.baseUrl}/nope`), 404, "not_found");
-    expectErrorBody(await request(`${app.baseUrl}/nope`, { method: "POST", body: "{}", contentType: "application/json" }), 404, "not_found");
+    expectErrorBody(
+      await request(`${app.baseUrl}/nope`, { method: "POST", body: "{}", contentType: "application/json" }),
+      404,
+      "not_found",
+    );
     const getRemove = await request(`${app.baseUrl}/remove-liquidity`);
     expectErrorBody(getRemove, 405, "method_not_allowed");
     expect(getRemove.headers.get("allow")).toBe("POST");
@@ -351,7 +380,9 @@ describe("admin API (HTTP behaviour)", () => {
     const error = await request(`${app.baseUrl}/nope`, { requestId: "client-req_43" });
     expect(error.json().requestId).toBe("client-req_43");
     const replaced = await request(`${app.baseUrl}/ping`, { requestId: "bad id:with spaces" });
-    expect(replaced.headers.get("x-request-id")).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    expect(replaced.headers.get("x-request-id")).toMatch(
+      /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
+    );
   });
 
   it("writes exactly one access line per request, without the body", async () => {
@@ -365,7 +396,12 @@ describe("admin API (HTTP behaviour)", () => {
       const reply = await pending;
       const lines = await accessLines(app, requestId);
       expect(lines).toHaveLength(1);
-      expect(lines[0]).toMatchObject({ method: expect.any(String), path: expect.any(String), status: reply.status, requestId });
+      expect(lines[0]).toMatchObject({
+        method: expect.any(String),
+        path: expect.any(String),
+        status: reply.status,
+        requestId,
+      });
       expect(typeof lines[0].durationMs).toBe("number");
     }
     expect(app.logs.text()).not.toContain(RECIPIENT);
@@ -390,11 +426,9 @@ describe("admin API (operation errors)", () => {
       await app.close();
     }
   });
-
 });
 
 // ---- remove-liquidity end to end against a real redis-server ---------------------------------------------
-
 
 describe("POST /remove-liquidity with a real queue", () => {
   let redis: RedisServer;
@@ -513,7 +547,9 @@ describe("POST /remove-liquidity with a real queue", () => {
     const third = await post(`${app.baseUrl}/remove-liquidity`, removeBody(), "e2e-retry");
     expect(third.status).toBe(200);
     expect(third.json()).toEqual({ transactionHash: TX_HASH });
-    expect((await queue.getJobs(["completed", "waiting", "prioritized", "active", "delayed", "failed"])).length).toBe(1);
+    expect((await queue.getJobs(["completed", "waiting", "prioritized", "active", "delayed", "failed"])).length).toBe(
+      1,
+    );
   });
 
   it("refuses a reused request id with a different body with 409 request_id_conflict", async () => {
@@ -526,7 +562,9 @@ describe("POST /remove-liquidity with a real queue", () => {
   it("answers 502 transaction_failed with the redacted failure reason when the submitter gives up", async () => {
     app = await startRealApp(10_000);
     worker = startSubmitter(async () => {
-      throw new UnrecoverableError(`rpc https://user:pw@rpc.example/v2/abcdefghijklmnopqrstuvwxyz refused; ${ADMIN_TOKEN}`);
+      throw new UnrecoverableError(
+        `rpc https://user:pw@rpc.example/v2/abcdefghijklmnopqrstuvwxyz refused; ${ADMIN_TOKEN}`,
+      );
     });
     const reply = await post(`${app.baseUrl}/remove-liquidity`, removeBody(), "e2e-502");
     const body = expectErrorBody(reply, 502, "transaction_failed");
@@ -571,11 +609,17 @@ describe("POST /remove-liquidity with a real queue", () => {
 });
 
 describe("isLoopbackHost (the admin.listen warning)", () => {
-  it.each(["127.0.0.1", "127.1.2.3", "localhost", "LOCALHOST", "::1", "[::1]", "::ffff:127.0.0.1"])("%s is loopback", (host) => {
-    expect(isLoopbackHost(host)).toBe(true);
-  });
+  it.each(["127.0.0.1", "127.1.2.3", "localhost", "LOCALHOST", "::1", "[::1]", "::ffff:127.0.0.1"])(
+    "%s is loopback",
+    (host) => {
+      expect(isLoopbackHost(host)).toBe(true);
+    },
+  );
 
-  it.each(["0.0.0.0", "::", "10.0.0.5", "192.168.1.2", "router.internal", "128.0.0.1"])("%s is not loopback", (host) => {
-    expect(isLoopbackHost(host)).toBe(false);
-  });
+  it.each(["0.0.0.0", "::", "10.0.0.5", "192.168.1.2", "router.internal", "128.0.0.1"])(
+    "%s is not loopback",
+    (host) => {
+      expect(isLoopbackHost(host)).toBe(false);
+    },
+  );
 });

@@ -50,7 +50,10 @@ describe("admin POST /cancel-sender (real app, redis, anvil, submitters)", () =>
     const { config, logs } = r;
     const queues: ChainQueues = createChainQueues(config, logs.logger);
     const providers = new Map<number, ChainProvider>(
-      [SENDING, RECEIVING].map((chainId) => [chainId, createChainProvider({ chainId, urls: config.chainConfig[String(chainId)].providers, logger: logs.logger })]),
+      [SENDING, RECEIVING].map((chainId) => [
+        chainId,
+        createChainProvider({ chainId, urls: config.chainConfig[String(chainId)].providers, logger: logs.logger }),
+      ]),
     );
     const redis = new Redis({ ...producerConnection(config.redisUrl), enableOfflineQueue: true });
     const transfers = createTransferStore(redis, config.redisPrefix);
@@ -101,8 +104,14 @@ describe("admin POST /cancel-sender (real app, redis, anvil, submitters)", () =>
     ...extra,
   });
   const prepareReceiver = async (r: LifecycleRun, t: Transfer) =>
-    receiverTxData(s, await r.finish(await r.add(RECEIVING, TX_JOB.prepareReceiver, { chainId: RECEIVING, sender: t.sender }, keyOf(t))));
-  const cancelJob = (r: LifecycleRun, t: Transfer) => r.queues.get(SENDING)?.getJob(txJobId(TX_JOB.cancelSender, keyOf(t)));
+    receiverTxData(
+      s,
+      await r.finish(
+        await r.add(RECEIVING, TX_JOB.prepareReceiver, { chainId: RECEIVING, sender: t.sender }, keyOf(t)),
+      ),
+    );
+  const cancelJob = (r: LifecycleRun, t: Transfer) =>
+    r.queues.get(SENDING)?.getJob(txJobId(TX_JOB.cancelSender, keyOf(t)));
   const senderCancelled = async (t: Transfer): Promise<boolean> =>
     (await variantOf(s.sending, t.txData)) === completedVariantDigest(t.txData.amount, t.txData.expiry);
 
@@ -137,16 +146,28 @@ describe("admin POST /cancel-sender (real app, redis, anvil, submitters)", () =>
     const t = await makeTransfer(s, { mode: "direct" });
     await increaseTime(s, 800);
     // A prepare-receiver job that can still run (here: delayed) counts as a receiving side on its way.
-    const pending = await r.queues.get(RECEIVING)?.add(TX_JOB.prepareReceiver, { chainId: RECEIVING, sender: t.sender }, {
-      ...TX_JOB_DEFAULTS, jobId: txJobId(TX_JOB.prepareReceiver, keyOf(t)), delay: 60_000,
-    });
+    const pending = await r.queues.get(RECEIVING)?.add(
+      TX_JOB.prepareReceiver,
+      { chainId: RECEIVING, sender: t.sender },
+      {
+        ...TX_JOB_DEFAULTS,
+        jobId: txJobId(TX_JOB.prepareReceiver, keyOf(t)),
+        delay: 60_000,
+      },
+    );
     const beingPrepared = await post(cancelBody(r, t));
-    expect(beingPrepared).toMatchObject({ status: 409, body: { error: "receiver_live", message: expect.stringMatching(/prepare-receiver job .* is delayed/) } });
+    expect(beingPrepared).toMatchObject({
+      status: 409,
+      body: { error: "receiver_live", message: expect.stringMatching(/prepare-receiver job .* is delayed/) },
+    });
     await pending?.promote();
     await r.finish(pending ?? (await Promise.reject(new Error("no job"))));
 
     const live = await post(cancelBody(r, t));
-    expect(live).toMatchObject({ status: 409, body: { error: "receiver_live", message: expect.stringMatching(/prepared and live/) } });
+    expect(live).toMatchObject({
+      status: 409,
+      body: { error: "receiver_live", message: expect.stringMatching(/prepared and live/) },
+    });
     expect(await cancelJob(r, t)).toBeUndefined();
     expect(await senderCancelled(t)).toBe(false);
   });
@@ -156,7 +177,9 @@ describe("admin POST /cancel-sender (real app, redis, anvil, submitters)", () =>
     const t = await makeTransfer(s, { mode: "router-contract" });
     const receiver = await prepareReceiver(r, t);
     await increaseTime(s, EXPIRY_OFFSET_SEC - DAY + 60); // receiving side expired, sending side still live
-    await r.finish(await r.add(RECEIVING, TX_JOB.cancelReceiver, { chainId: RECEIVING, txData: receiver, reason: "test" }, keyOf(t)));
+    await r.finish(
+      await r.add(RECEIVING, TX_JOB.cancelReceiver, { chainId: RECEIVING, txData: receiver, reason: "test" }, keyOf(t)),
+    );
 
     const reply = await post(cancelBody(r, t), "admin-cancel-1");
     expect(reply).toMatchObject({ status: 200, body: { transactionHash: expect.stringMatching(/^0x[0-9a-f]{64}$/) } });
@@ -180,7 +203,14 @@ describe("admin POST /cancel-sender (real app, redis, anvil, submitters)", () =>
     await increaseTime(s, 800);
     expect(await post(cancelBody(r, t))).toMatchObject({ status: 409, body: { error: "receiver_fulfilled" } });
 
-    const claim = { chainId: SENDING, txData: t.txData, signature: fulfilled.signature, relayerFee: "0", callData: "0x", receiverFulfillTransactionHash: fulfilled.transactionHash };
+    const claim = {
+      chainId: SENDING,
+      txData: t.txData,
+      signature: fulfilled.signature,
+      relayerFee: "0",
+      callData: "0x",
+      receiverFulfillTransactionHash: fulfilled.transactionHash,
+    };
     await r.finish(await r.add(SENDING, TX_JOB.fulfillSender, claim, keyOf(t)));
     expect(await post(cancelBody(r, t))).toMatchObject({ status: 409, body: { error: "sender_not_prepared" } });
     expect(await cancelJob(r, t)).toBeUndefined();
@@ -200,7 +230,10 @@ describe("admin POST /cancel-sender (real app, redis, anvil, submitters)", () =>
     const prepared = await makeTransfer(s, { mode: "direct" });
     await prepareReceiver(r, prepared);
     const refused = await post(cancelBody(r, prepared, { force: true }), "forced-cancel-0");
-    expect(refused).toMatchObject({ status: 409, body: { error: "receiver_prepare_decided", message: expect.stringMatching(/force.* does not override/) } });
+    expect(refused).toMatchObject({
+      status: 409,
+      body: { error: "receiver_prepare_decided", message: expect.stringMatching(/force.* does not override/) },
+    });
     expect(await cancelJob(r, prepared)).toBeUndefined();
     expect(await senderCancelled(prepared)).toBe(false);
 
@@ -212,8 +245,12 @@ describe("admin POST /cancel-sender (real app, redis, anvil, submitters)", () =>
     expect(await senderCancelled(t)).toBe(true);
     expect(await tokenBalance(s.sending, t.fallback)).toBe(BigInt(t.txData.amount));
     const warnings = r.logs.lines().filter((l) => l.level === "warn" && /FORCED/.test(String(l.message)));
-    expect(warnings).toContainEqual(expect.objectContaining({ at: "admin.cancelSender", requestId: "forced-cancel-1" }));
-    expect(warnings).toContainEqual(expect.objectContaining({ at: "submitter.cancelSender", requestId: "forced-cancel-1" }));
+    expect(warnings).toContainEqual(
+      expect.objectContaining({ at: "admin.cancelSender", requestId: "forced-cancel-1" }),
+    );
+    expect(warnings).toContainEqual(
+      expect.objectContaining({ at: "submitter.cancelSender", requestId: "forced-cancel-1" }),
+    );
   });
 
   it("finds the sending side in the transfer store when the log lookback cannot reach it", async () => {
@@ -229,6 +266,9 @@ describe("admin POST /cancel-sender (real app, redis, anvil, submitters)", () =>
     } finally {
       redis.disconnect();
     }
-    expect(await post(cancelBody(r, t))).toMatchObject({ status: 200, body: { transactionHash: expect.stringMatching(/^0x/) } });
+    expect(await post(cancelBody(r, t))).toMatchObject({
+      status: 200,
+      body: { transactionHash: expect.stringMatching(/^0x/) },
+    });
   });
 });

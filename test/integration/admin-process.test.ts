@@ -101,7 +101,12 @@ describe("admin process (dist/services/admin/main.js)", () => {
     }
   });
 
-  function writeConfig(name: string, port: number, providers: unknown, signer: Record<string, string> = { mnemonic: ANVIL_MNEMONIC }): string {
+  function writeConfig(
+    name: string,
+    port: number,
+    providers: unknown,
+    signer: Record<string, string> = { mnemonic: ANVIL_MNEMONIC },
+  ): string {
     const unusedRpcPort = 1;
     const path = join(dir, name);
     const config = {
@@ -144,7 +149,13 @@ describe("admin process (dist/services/admin/main.js)", () => {
     const refused = await fetch(`${baseUrl}/remove-liquidity`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ adminToken: "wrong", chainId: "1", assetId: TM_ADDRESS, amount: "1", recipientAddress: TM_ADDRESS }),
+      body: JSON.stringify({
+        adminToken: "wrong",
+        chainId: "1",
+        assetId: TM_ADDRESS,
+        amount: "1",
+        recipientAddress: TM_ADDRESS,
+      }),
     });
     expect(refused.status).toBe(401);
     expect(refused.headers.get("content-type")).toMatch(/^application\/json/);

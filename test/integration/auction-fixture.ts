@@ -52,7 +52,10 @@ export async function startAuctionStack(): Promise<AuctionStack> {
   await sendTx(mainnet.deployment.contracts.priceOracle, "setDirectPrice", [ZeroAddress, NATIVE_PRICE]);
   const redis = new Redis(stack.redis.url);
   return {
-    stack, auth, station, redis,
+    stack,
+    auth,
+    station,
+    redis,
     stationUrl: `http://127.0.0.1:${(station.address() as AddressInfo).port}/gas`,
     natsUrl: stack.nats.url,
     mainnetToken: mainnet.deployment.token,
@@ -146,17 +149,27 @@ export async function startInstance(p: StartInstanceParams): Promise<AuctionInst
   if (p.injectMessaging) {
     const mnemonic = p.config.mnemonic;
     if (!mnemonic) throw new Error("config without mnemonic");
-    messaging = await connectMessaging({ servers: p.config.messagingUrl, authUrl: p.config.authUrl, signer: createMnemonicSigner(mnemonic), logger: logs.logger });
+    messaging = await connectMessaging({
+      servers: p.config.messagingUrl,
+      authUrl: p.config.authUrl,
+      signer: createMnemonicSigner(mnemonic),
+      logger: logs.logger,
+    });
   }
   const running = await startAuction({
-    config: p.config, logger: logs.logger,
+    config: p.config,
+    logger: logs.logger,
     options: { refreshIntervalMs: 500, ...p.options, ...(messaging ? { messaging } : {}) },
   });
   return { running, logs, messaging, outcomes: () => logs.find("auction.outcome") };
 }
 
 /** Balances the pollers would write: router liquidity on the receiving chain and the signer's gas on both. */
-export async function writeBalances(s: AuctionStack, prefix: string, p: { liquidity?: bigint; gasSending?: bigint; gasReceiving?: bigint } = {}): Promise<BalanceStore> {
+export async function writeBalances(
+  s: AuctionStack,
+  prefix: string,
+  p: { liquidity?: bigint; gasSending?: bigint; gasReceiving?: bigint } = {},
+): Promise<BalanceStore> {
   const balances = createBalanceStore(s.redis, prefix);
   await balances.setRouterBalance(RECEIVING, s.receivingToken, p.liquidity ?? parseEther("1000000"));
   await balances.setGasBalance(SENDING, p.gasSending ?? parseEther("10"));
@@ -181,7 +194,9 @@ export async function startClient(s: AuctionStack): Promise<Client> {
   const wallet = Wallet.createRandom();
   const logs = captureLogs("client");
   const messaging = await connectMessaging({
-    servers: s.natsUrl, authUrl: s.auth.url, logger: logs.logger,
+    servers: s.natsUrl,
+    authUrl: s.auth.url,
+    logger: logs.logger,
     signer: { getAddress: async () => wallet.address, signMessage: (m) => wallet.signMessage(m) },
   });
   const responses: MessagingResponse[] = [];
@@ -197,21 +212,35 @@ export async function startClient(s: AuctionStack): Promise<Client> {
       messaging.request("auction", data, inbox);
       return inbox;
     },
-    responseTo: (inbox, timeoutMs = 10_000) => waitUntil(`a response on ${inbox}`, () => responsesTo(inbox)[0], timeoutMs),
+    responseTo: (inbox, timeoutMs = 10_000) =>
+      waitUntil(`a response on ${inbox}`, () => responsesTo(inbox)[0], timeoutMs),
     responsesTo,
     close: () => messaging.close(),
   };
 }
 
 /** The REAL_PARTS.md §3 payload, field for field, for a fresh user and transaction id. */
-export function sdkPayload(s: AuctionStack, p: { user?: string; nowSec?: number; amount?: string } = {}): Record<string, unknown> {
+export function sdkPayload(
+  s: AuctionStack,
+  p: { user?: string; nowSec?: number; amount?: string } = {},
+): Record<string, unknown> {
   const user = p.user ?? Wallet.createRandom().address;
   const nowSec = p.nowSec ?? Math.floor(Date.now() / 1000);
   return {
-    user, initiator: user, sendingChainId: SENDING, sendingAssetId: s.sendingToken, amount: p.amount ?? "10000000000000000000",
-    receivingChainId: RECEIVING, receivingAssetId: s.receivingToken, receivingAddress: user,
-    callTo: "0x0000000000000000000000000000000000000000", callDataHash: keccak256("0x"), encryptedCallData: "0x",
-    expiry: nowSec + 3 * 86400 + 3 * 3600, transactionId: hexlify(randomBytes(32)), dryRun: false,
+    user,
+    initiator: user,
+    sendingChainId: SENDING,
+    sendingAssetId: s.sendingToken,
+    amount: p.amount ?? "10000000000000000000",
+    receivingChainId: RECEIVING,
+    receivingAssetId: s.receivingToken,
+    receivingAddress: user,
+    callTo: "0x0000000000000000000000000000000000000000",
+    callDataHash: keccak256("0x"),
+    encryptedCallData: "0x",
+    expiry: nowSec + 3 * 86400 + 3 * 3600,
+    transactionId: hexlify(randomBytes(32)),
+    dryRun: false,
   };
 }
 

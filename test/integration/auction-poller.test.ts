@@ -4,7 +4,16 @@ import { bidReservationExpiryKey, bidReservationsKey } from "../../shared/queues
 import { createBalanceStore } from "../../shared/transfers/balance-store";
 import { createBidReservations } from "../../shared/transfers/bid-reservations";
 import type { RunningPoller } from "../../services/poller/start-poller";
-import { RECEIVING, SENDING, pollerConfig, routerPrepareReceiver, startPollerStack, startPollers, userPrepare, type PollerStack } from "./poller-fixture";
+import {
+  RECEIVING,
+  SENDING,
+  pollerConfig,
+  routerPrepareReceiver,
+  startPollerStack,
+  startPollers,
+  userPrepare,
+  type PollerStack,
+} from "./poller-fixture";
 import { captureLogs, uniquePrefix, waitFor } from "./submitter-fixture";
 
 jest.setTimeout(120_000);
@@ -35,7 +44,8 @@ describe("auction reservations through the pollers", () => {
     const config = pollerConfig(s, prefix);
     const logs = captureLogs();
     const token = s.receiving.deployment.token;
-    const startBlock = Math.min(await s.sending.provider.getBlockNumber(), await s.receiving.provider.getBlockNumber()) + 1;
+    const startBlock =
+      Math.min(await s.sending.provider.getBlockNumber(), await s.receiving.provider.getBlockNumber()) + 1;
 
     const prepared = await userPrepare(s, { user: 5 });
     // What the auction did when it signed this bid.
@@ -46,9 +56,20 @@ describe("auction reservations through the pollers", () => {
     const reservations = createBidReservations(redis, prefix);
     const reservedAtMs = Date.now();
     const outcome = await reservations.reserve({
-      user: prepared.user, sendingChainId: SENDING, sendingAssetId: prepared.bid.sendingAssetId, receivingChainId: RECEIVING,
-      receivingAssetId: token, transferKey: prepared.transferKey, amount: BigInt(prepared.bid.amountReceived), nowMs: reservedAtMs,
-      untilMs: reservedAtMs + 60_000, maxAgeMs: 60_000, rateLimitMs: 0, minGasSending: 1n, minGasReceiving: 1n, commit: true,
+      user: prepared.user,
+      sendingChainId: SENDING,
+      sendingAssetId: prepared.bid.sendingAssetId,
+      receivingChainId: RECEIVING,
+      receivingAssetId: token,
+      transferKey: prepared.transferKey,
+      amount: BigInt(prepared.bid.amountReceived),
+      nowMs: reservedAtMs,
+      untilMs: reservedAtMs + 60_000,
+      maxAgeMs: 60_000,
+      rateLimitMs: 0,
+      minGasSending: 1n,
+      minGasReceiving: 1n,
+      commit: true,
     });
     expect(outcome.code).toBe("ok");
 
@@ -64,13 +85,17 @@ describe("auction reservations through the pollers", () => {
     const receipt = await routerPrepareReceiver(s, prepared);
     const preparedAtMs = Date.now();
     await waitFor("the release", async () =>
-      (await redis.hexists(bidReservationsKey(prefix, RECEIVING, token), `r:${prepared.transferKey}`)) === 0 ? true : undefined,
+      (await redis.hexists(bidReservationsKey(prefix, RECEIVING, token), `r:${prepared.transferKey}`)) === 0
+        ? true
+        : undefined,
     );
     expect(await reservations.reservedTotal(RECEIVING, token)).toBe(0n);
     // The balance the auction now reads was refreshed after the receiving prepare, so it shows the lock.
     const stored = await balances.getRouterBalance(RECEIVING, token);
     const tm = s.receiving.deployment.contracts.transactionManager;
-    const onChain = (await tm.getFunction("routerBalances")(prepared.bid.router, token, { blockTag: receipt.blockNumber })) as bigint;
+    const onChain = (await tm.getFunction("routerBalances")(prepared.bid.router, token, {
+      blockTag: receipt.blockNumber,
+    })) as bigint;
     expect(stored?.updatedAtMs).toBeGreaterThanOrEqual(preparedAtMs - 1000);
     expect(stored?.amount).toBe(onChain);
   });

@@ -25,9 +25,24 @@ import { uniquePrefix } from "./submitter-fixture";
 jest.setTimeout(120_000);
 
 const BID_FIELDS = [
-  "user", "router", "initiator", "sendingChainId", "sendingAssetId", "amount", "receivingChainId", "receivingAssetId", "amountReceived",
-  "receivingAddress", "transactionId", "expiry", "callDataHash", "callTo", "encryptedCallData", "sendingChainTxManagerAddress",
-  "receivingChainTxManagerAddress", "bidExpiry",
+  "user",
+  "router",
+  "initiator",
+  "sendingChainId",
+  "sendingAssetId",
+  "amount",
+  "receivingChainId",
+  "receivingAssetId",
+  "amountReceived",
+  "receivingAddress",
+  "transactionId",
+  "expiry",
+  "callDataHash",
+  "callTo",
+  "encryptedCallData",
+  "sendingChainTxManagerAddress",
+  "receivingChainTxManagerAddress",
+  "bidExpiry",
 ];
 /** 10 gwei × (200 000 fulfill + 190 000 prepare) gas × 200 USD/ETH ÷ 1 USD/token, in 18 decimals. */
 const EXPECTED_GAS_FEE = 780_000_000_000_000_000n;
@@ -64,14 +79,20 @@ beforeEach(async () => {
 
 /** The outcome line of `transactionId` in `instance`'s log (a positive signal that the request was handled). */
 function outcomeOf(instance: AuctionInstance, transactionId: unknown): Promise<Record<string, unknown>> {
-  return waitUntil(`outcome of ${String(transactionId)}`, () => instance.outcomes().find((l) => l.transactionId === transactionId));
+  return waitUntil(`outcome of ${String(transactionId)}`, () =>
+    instance.outcomes().find((l) => l.transactionId === transactionId),
+  );
 }
 
 /**
  * Sends `data`, waits for the main instance's refusal line with `code`, then proves no bid went out: a valid
  * request sent afterwards gets its bid over the same connection, so a bid for `data` would have arrived first.
  */
-async function expectRefused(data: Record<string, unknown>, code: string, before?: () => Promise<void>): Promise<Record<string, unknown>> {
+async function expectRefused(
+  data: Record<string, unknown>,
+  code: string,
+  before?: () => Promise<void>,
+): Promise<Record<string, unknown>> {
   const inbox = client.request(data);
   const line = await outcomeOf(main, data.transactionId);
   expect(line).toMatchObject({ result: "refused", code });
@@ -97,19 +118,44 @@ describe("auction: bids", () => {
     expect(data.gasFeeInReceivingToken).toBe(EXPECTED_GAS_FEE.toString());
     const afterRouterFee = (10n ** 19n * 9995n) / 10000n;
     expect(data.bid.amountReceived).toBe((afterRouterFee - EXPECTED_GAS_FEE).toString());
-    for (const field of ["user", "initiator", "sendingChainId", "sendingAssetId", "amount", "receivingChainId", "receivingAssetId",
-      "receivingAddress", "transactionId", "expiry", "callDataHash", "callTo", "encryptedCallData"] as const) {
+    for (const field of [
+      "user",
+      "initiator",
+      "sendingChainId",
+      "sendingAssetId",
+      "amount",
+      "receivingChainId",
+      "receivingAssetId",
+      "receivingAddress",
+      "transactionId",
+      "expiry",
+      "callDataHash",
+      "callTo",
+      "encryptedCallData",
+    ] as const) {
       expect(data.bid[field]).toBe(payload[field]);
     }
     expect(data.bid.router).toBe(main.running.signerAddress);
-    expect(data.bid.sendingChainTxManagerAddress).toBe(getAddress(s.stack.chain(SENDING).deployment.transactionManager));
-    expect(data.bid.receivingChainTxManagerAddress).toBe(getAddress(s.stack.chain(RECEIVING).deployment.transactionManager));
+    expect(data.bid.sendingChainTxManagerAddress).toBe(
+      getAddress(s.stack.chain(SENDING).deployment.transactionManager),
+    );
+    expect(data.bid.receivingChainTxManagerAddress).toBe(
+      getAddress(s.stack.chain(RECEIVING).deployment.transactionManager),
+    );
     expect(Math.abs(data.bid.bidExpiry - (nowSec + 300))).toBeLessThanOrEqual(2);
     expect(recoverBidSigner(encodeBid(data.bid), data.bidSignature)).toBe(main.running.signerAddress);
-    expect(await reservations.reservedTotal(RECEIVING, s.receivingToken)).toBe(reservedBefore + BigInt(data.bid.amountReceived));
+    expect(await reservations.reservedTotal(RECEIVING, s.receivingToken)).toBe(
+      reservedBefore + BigInt(data.bid.amountReceived),
+    );
 
     const line = await outcomeOf(main, payload.transactionId);
-    expect(line).toMatchObject({ result: "bid", code: "ok", user: payload.user, sendingChainId: SENDING, receivingChainId: RECEIVING });
+    expect(line).toMatchObject({
+      result: "bid",
+      code: "ok",
+      user: payload.user,
+      sendingChainId: SENDING,
+      receivingChainId: RECEIVING,
+    });
     expect(typeof line.durationMs).toBe("number");
   });
 
@@ -166,7 +212,9 @@ describe("auction: refusals (logged with a code, never answered)", () => {
     // 5 tokens (4.2175 received) still fit next to the first bid: the positive signal.
     const small = sdkPayload(s, { amount: "5000000000000000000" });
     await client.responseTo(client.request(small));
-    expect(client.responses.filter((r) => (r.data as { bid?: AuctionBid }).bid?.transactionId === second.transactionId)).toEqual([]);
+    expect(
+      client.responses.filter((r) => (r.data as { bid?: AuctionBid }).bid?.transactionId === second.transactionId),
+    ).toEqual([]);
 
     await balances.setRouterBalance(RECEIVING, s.receivingToken, parseEther("1"));
     await expectRefused(sdkPayload(s), "NotEnoughLiquidity", () => writeBalances(s, prefix).then(() => undefined));
@@ -191,16 +239,26 @@ describe("auction: refusals (logged with a code, never answered)", () => {
       const me = Wallet.createRandom().address;
       const subject = `${me}.${me}.auction.request`;
       nc.publish(subject, "{not json");
-      const huge = JSON.stringify({ responseInbox: "_INBOX.huge", data: { ...sdkPayload(s), encryptedCallData: "0x" + "ab".repeat(499_000) }, version: "0.0.1", error: null });
+      const huge = JSON.stringify({
+        responseInbox: "_INBOX.huge",
+        data: { ...sdkPayload(s), encryptedCallData: "0x" + "ab".repeat(499_000) },
+        version: "0.0.1",
+        error: null,
+      });
       expect(huge.length).toBeGreaterThan(998_000);
       nc.publish(subject, huge);
-      nc.publish(subject, JSON.stringify({ responseInbox: "_INBOX.x", data: "just text", version: "0.0.1", error: null }));
+      nc.publish(
+        subject,
+        JSON.stringify({ responseInbox: "_INBOX.x", data: "just text", version: "0.0.1", error: null }),
+      );
       await nc.flush();
     } finally {
       await nc.close();
     }
     await waitUntil("two dropped messages", () => (main.logs.find("messaging.drop").length >= 2 ? true : undefined));
-    await waitUntil("the ParamsInvalid refusal", () => main.outcomes().find((l) => l.code === "ParamsInvalid" && l.transactionId === undefined));
+    await waitUntil("the ParamsInvalid refusal", () =>
+      main.outcomes().find((l) => l.code === "ParamsInvalid" && l.transactionId === undefined),
+    );
     await expectRefused({ ...sdkPayload(s), transactionId: "0x" + "zz".repeat(32) }, "ParamsInvalid");
   });
 });
@@ -219,13 +277,18 @@ describe("auction: modes and several instances", () => {
   ])("refuses every auction in %s", async (_mode, flags, code) => {
     const modePrefix = uniquePrefix();
     await writeBalances(s, modePrefix);
-    const instance = await startInstance({ config: auctionConfig(s, { prefix: modePrefix, mnemonic: randomMnemonic(), ...flags }), injectMessaging: true });
+    const instance = await startInstance({
+      config: auctionConfig(s, { prefix: modePrefix, mnemonic: randomMnemonic(), ...flags }),
+      injectMessaging: true,
+    });
     started.push(instance);
     const payload = sdkPayload(s);
     const inbox = client.request(payload);
     expect(await outcomeOf(instance, payload.transactionId)).toMatchObject({ result: "refused", code });
     // The main router (another signer) bid on the same request: it was delivered.
-    await waitUntil("the main router's bid", () => client.responsesTo(inbox).find((r) => r.responder === main.running.signerAddress));
+    await waitUntil("the main router's bid", () =>
+      client.responsesTo(inbox).find((r) => r.responder === main.running.signerAddress),
+    );
     await assertNothingFrom(instance, inbox);
     await instance.running.stop();
   });
@@ -233,7 +296,11 @@ describe("auction: modes and several instances", () => {
   it("refuses with ValueCold while a price it needs cannot be read (no contract at the oracle address)", async () => {
     const coldPrefix = uniquePrefix();
     await writeBalances(s, coldPrefix);
-    const config = auctionConfig(s, { prefix: coldPrefix, mnemonic: randomMnemonic(), oracle: Wallet.createRandom().address });
+    const config = auctionConfig(s, {
+      prefix: coldPrefix,
+      mnemonic: randomMnemonic(),
+      oracle: Wallet.createRandom().address,
+    });
     const instance = await startInstance({ config, injectMessaging: true, options: { warmupTimeoutMs: 2_000 } });
     started.push(instance);
     const payload = sdkPayload(s);
@@ -253,7 +320,9 @@ describe("auction: modes and several instances", () => {
     const user = Wallet.createRandom().address;
     const r1 = sdkPayload(s, { user });
     const r1Inbox = client.request(r1);
-    await waitUntil("first instance's bid", () => client.responsesTo(r1Inbox).find((r) => r.responder === first.running.signerAddress));
+    await waitUntil("first instance's bid", () =>
+      client.responsesTo(r1Inbox).find((r) => r.responder === first.running.signerAddress),
+    );
     await first.running.stop();
 
     const second = await startInstance({ config, injectMessaging: true });
@@ -265,7 +334,9 @@ describe("auction: modes and several instances", () => {
     // Another user is not limited.
     const other = sdkPayload(s);
     const otherInbox = client.request(other);
-    await waitUntil("second instance's bid", () => client.responsesTo(otherInbox).find((r) => r.responder === second.running.signerAddress));
+    await waitUntil("second instance's bid", () =>
+      client.responsesTo(otherInbox).find((r) => r.responder === second.running.signerAddress),
+    );
     await second.running.stop();
   });
 
@@ -286,7 +357,8 @@ describe("auction: modes and several instances", () => {
     await b.messaging?.flush();
     await client.messaging.flush();
     for (const inbox of inboxes) expect(ours(inbox)).toHaveLength(1);
-    const answeredBy = (instance: AuctionInstance): number => instance.outcomes().filter((l) => l.result === "bid").length;
+    const answeredBy = (instance: AuctionInstance): number =>
+      instance.outcomes().filter((l) => l.result === "bid").length;
     expect(answeredBy(a) + answeredBy(b)).toBe(payloads.length);
     expect(answeredBy(a)).toBeGreaterThan(0);
     expect(answeredBy(b)).toBeGreaterThan(0);

@@ -1,5 +1,10 @@
 import { Redis } from "ioredis";
-import { DIGIT_MATH_LUA, createBidReservations, type BidReservations, type ReserveParams } from "../../shared/transfers/bid-reservations";
+import {
+  DIGIT_MATH_LUA,
+  createBidReservations,
+  type BidReservations,
+  type ReserveParams,
+} from "../../shared/transfers/bid-reservations";
 import { createBalanceStore, type BalanceStore } from "../../shared/transfers/balance-store";
 import { startRedis, type RedisServer } from "../harness/redis";
 import { uniquePrefix } from "./submitter-fixture";
@@ -26,7 +31,20 @@ describe("digit-string arithmetic in Lua (real Redis)", () => {
     redis.eval(`${DIGIT_MATH_LUA}\nreturn tostring(${name}(ARGV[1], ARGV[2]))`, 0, a, b) as Promise<string>;
 
   const samples = (): bigint[] => {
-    const out = [0n, 1n, 9n, 10n, 10n ** 14n - 1n, 10n ** 14n, 10n ** 14n + 1n, 10n ** 28n, MAX, MAX - 1n, MAX / 2n, (1n << 128n) + 12345n];
+    const out = [
+      0n,
+      1n,
+      9n,
+      10n,
+      10n ** 14n - 1n,
+      10n ** 14n,
+      10n ** 14n + 1n,
+      10n ** 28n,
+      MAX,
+      MAX - 1n,
+      MAX / 2n,
+      (1n << 128n) + 12345n,
+    ];
     for (let i = 0; i < 25; i += 1) {
       let v = 0n;
       const digits = 1 + Math.floor(Math.random() * 77);
@@ -55,9 +73,21 @@ describe("bid reservations", () => {
   const NOW = 1_800_000_000_000;
 
   const params = (p: Partial<ReserveParams> = {}): ReserveParams => ({
-    user: USER, sendingChainId: 1337, sendingAssetId: ASSET, receivingChainId: 1338, receivingAssetId: ASSET,
-    transferKey: `0x${Math.random().toString(16).slice(2).padEnd(64, "0")}-${USER}`.toLowerCase(), amount: 100n, nowMs: NOW,
-    untilMs: NOW + 300_000, maxAgeMs: 60_000, rateLimitMs: 0, minGasSending: 10n, minGasReceiving: 10n, commit: true, ...p,
+    user: USER,
+    sendingChainId: 1337,
+    sendingAssetId: ASSET,
+    receivingChainId: 1338,
+    receivingAssetId: ASSET,
+    transferKey: `0x${Math.random().toString(16).slice(2).padEnd(64, "0")}-${USER}`.toLowerCase(),
+    amount: 100n,
+    nowMs: NOW,
+    untilMs: NOW + 300_000,
+    maxAgeMs: 60_000,
+    rateLimitMs: 0,
+    minGasSending: 10n,
+    minGasReceiving: 10n,
+    commit: true,
+    ...p,
   });
 
   beforeEach(async () => {
@@ -106,7 +136,9 @@ describe("bid reservations", () => {
     await balances.setRouterBalance(1338, ASSET, 1000n, NOW + 2000);
     await balances.setGasBalance(1337, 100n, NOW + 2000);
     await balances.setGasBalance(1338, 100n, NOW + 2000);
-    expect((await store.reserve(params({ ...later, amount: 401n, untilMs: NOW + 5000 }))).code).toBe("LiquidityUnavailable");
+    expect((await store.reserve(params({ ...later, amount: 401n, untilMs: NOW + 5000 }))).code).toBe(
+      "LiquidityUnavailable",
+    );
     expect((await store.reserve(params({ ...later, amount: 400n, untilMs: NOW + 5000 }))).code).toBe("ok");
     expect(await store.reservedTotal(1338, ASSET)).toBe(1000n);
   });
@@ -131,9 +163,13 @@ describe("bid reservations", () => {
 
   it("stamps the rate limit per (user, chains, assets), case-insensitively", async () => {
     expect((await store.reserve(params({ rateLimitMs: 60_000 }))).code).toBe("ok");
-    expect((await store.reserve(params({ rateLimitMs: 60_000, user: USER.toLowerCase() }))).code).toBe("AuctionRateExceeded");
+    expect((await store.reserve(params({ rateLimitMs: 60_000, user: USER.toLowerCase() }))).code).toBe(
+      "AuctionRateExceeded",
+    );
     expect((await store.reserve(params({ rateLimitMs: 60_000, user: "0x" + "22".repeat(20) }))).code).toBe("ok");
-    expect((await store.reserve(params({ rateLimitMs: 60_000, receivingChainId: 1337 }))).code).not.toBe("AuctionRateExceeded");
+    expect((await store.reserve(params({ rateLimitMs: 60_000, receivingChainId: 1337 }))).code).not.toBe(
+      "AuctionRateExceeded",
+    );
   });
 
   it("refuses stale or missing balances and gas as StaleBalance", async () => {

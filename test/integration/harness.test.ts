@@ -28,7 +28,10 @@ describe("real-service harness", () => {
   let stackPids: number[] = [];
 
   beforeAll(async () => {
-    stack = await startStack({ chainIds: [CHAIN_A, CHAIN_B], withRouterContract: { recipient: anvilWallet(2).address } });
+    stack = await startStack({
+      chainIds: [CHAIN_A, CHAIN_B],
+      withRouterContract: { recipient: anvilWallet(2).address },
+    });
     stackPids = [...stack.chains.values()].map((c) => c.anvil.pid);
     stackPids.push(stack.redis?.pid ?? -1, stack.nats?.pid ?? -1);
   });
@@ -73,7 +76,11 @@ describe("real-service harness", () => {
       await queue.add("double", { n: 99 }, { jobId: "job-dup" }); // same id: must be ignored
       await expect(first.waitUntilFinished(events, 10_000)).resolves.toBe(42);
       await expect(queue.getJobCounts("completed", "waiting", "active", "delayed", "failed")).resolves.toEqual({
-        completed: 1, waiting: 0, active: 0, delayed: 0, failed: 0,
+        completed: 1,
+        waiting: 0,
+        active: 0,
+        delayed: 0,
+        failed: 0,
       });
       expect(processed).toEqual([21]);
       expect((await raw.keys(`${prefix}:*`)).length).toBeGreaterThan(0);
@@ -125,8 +132,20 @@ describe("real-service harness", () => {
     await mintToken(deployment, funder.address, tokenAmount);
     await expect(readBigInt(deployment.contracts.token, "balanceOf", [funder.address])).resolves.toBe(tokenAmount);
 
-    const afterToken = await fundRouterLiquidity({ deployment, funder, router, assetId: deployment.token, amount: tokenAmount });
-    const afterNative = await fundRouterLiquidity({ deployment, funder, router, assetId: ZeroAddress, amount: nativeAmount });
+    const afterToken = await fundRouterLiquidity({
+      deployment,
+      funder,
+      router,
+      assetId: deployment.token,
+      amount: tokenAmount,
+    });
+    const afterNative = await fundRouterLiquidity({
+      deployment,
+      funder,
+      router,
+      assetId: ZeroAddress,
+      amount: nativeAmount,
+    });
     expect(afterToken).toBe(tokenAmount);
     expect(afterNative).toBe(nativeAmount);
     await expect(readBigInt(tm, "routerBalances", [router, deployment.token])).resolves.toBe(tokenAmount);

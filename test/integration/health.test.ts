@@ -4,7 +4,16 @@ import { join } from "node:path";
 import type { ManagedProcess } from "../harness/child-process";
 import { getFreePort } from "../harness/free-port";
 import { uniquePrefix, waitFor } from "./submitter-fixture";
-import { OPS_ADMIN_TOKEN, basicAuth, getText, sampleValue, spawnService, startRedisOn, writeOpsConfig, type ServiceProcess } from "./metrics-fixture";
+import {
+  OPS_ADMIN_TOKEN,
+  basicAuth,
+  getText,
+  sampleValue,
+  spawnService,
+  startRedisOn,
+  writeOpsConfig,
+  type ServiceProcess,
+} from "./metrics-fixture";
 
 /**
  * The admin process as PM2 runs it (dist/, IPC channel): /healthz, /readyz and /metrics on its metrics port,
@@ -27,7 +36,12 @@ describe("health endpoints of a router process", () => {
     metricsUrl = `http://127.0.0.1:${metricsPort}`; // admin: slot 0, instance 0
     adminUrl = `http://127.0.0.1:${port}`;
     const configPath = join(dir, "config.json");
-    writeOpsConfig(configPath, { redisUrl: `redis://127.0.0.1:${redisPort}`, prefix: uniquePrefix(), port, metricsPort });
+    writeOpsConfig(configPath, {
+      redisUrl: `redis://127.0.0.1:${redisPort}`,
+      prefix: uniquePrefix(),
+      port,
+      metricsPort,
+    });
     admin = spawnService("services/admin/main.js", configPath);
   }, 30_000);
 
@@ -42,7 +56,10 @@ describe("health endpoints of a router process", () => {
     expect((await getText(`${metricsUrl}/healthz`)).status).toBe(200);
     const ready = await getText(`${metricsUrl}/readyz`);
     expect(ready.status).toBe(200);
-    expect(JSON.parse(ready.text)).toMatchObject({ ready: true, checks: expect.arrayContaining([{ name: "redis", ok: true }]) });
+    expect(JSON.parse(ready.text)).toMatchObject({
+      ready: true,
+      checks: expect.arrayContaining([{ name: "redis", ok: true }]),
+    });
   });
 
   it("serves Prometheus text with default metrics and role labels", async () => {
@@ -59,8 +76,14 @@ describe("health endpoints of a router process", () => {
     expect((await getText(`${adminUrl}/status`, basicAuth("wrong-token"))).status).toBe(401);
     const res = await getText(`${adminUrl}/status`, { authorization: `Bearer ${OPS_ADMIN_TOKEN}` });
     expect(res.status).toBe(200);
-    const status = JSON.parse(res.text) as { processes: Array<{ processId: string; alive: boolean }>; chains: Array<{ chainId: number; queue: Record<string, number> }>; modes: Record<string, unknown> };
-    expect(status.processes).toEqual(expect.arrayContaining([expect.objectContaining({ processId: "admin-0", alive: true })]));
+    const status = JSON.parse(res.text) as {
+      processes: Array<{ processId: string; alive: boolean }>;
+      chains: Array<{ chainId: number; queue: Record<string, number> }>;
+      modes: Record<string, unknown>;
+    };
+    expect(status.processes).toEqual(
+      expect.arrayContaining([expect.objectContaining({ processId: "admin-0", alive: true })]),
+    );
     expect(status.chains.map((c) => c.chainId)).toEqual([1, 1337]);
     expect(status.chains[1].queue).toMatchObject({ waiting: 0, failed: 0 });
     expect(status.modes).toMatchObject({ cleanUpMode: false, dashboardActions: false });
@@ -74,13 +97,20 @@ describe("health endpoints of a router process", () => {
       const res = await getText(`${metricsUrl}/readyz`);
       return res.status === 503 ? res : undefined;
     });
-    expect(JSON.parse(notReady.text)).toMatchObject({ ready: false, checks: expect.arrayContaining([expect.objectContaining({ name: "redis", ok: false })]) });
+    expect(JSON.parse(notReady.text)).toMatchObject({
+      ready: false,
+      checks: expect.arrayContaining([expect.objectContaining({ name: "redis", ok: false })]),
+    });
     expect((await getText(`${metricsUrl}/healthz`)).status).toBe(200);
     // GET /status needs Redis: a 503 with a code, not a hang.
     expect((await getText(`${adminUrl}/status`, basicAuth(OPS_ADMIN_TOKEN))).status).toBe(503);
 
     redis = await startRedisOn(redisPort);
-    await waitFor("200 from /readyz", async () => ((await getText(`${metricsUrl}/readyz`)).status === 200 ? true : undefined), 30_000);
+    await waitFor(
+      "200 from /readyz",
+      async () => ((await getText(`${metricsUrl}/readyz`)).status === 200 ? true : undefined),
+      30_000,
+    );
     expect(admin.child.exitCode).toBeNull();
   }, 60_000);
 });

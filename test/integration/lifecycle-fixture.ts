@@ -81,11 +81,20 @@ export async function startLifecycleStack(): Promise<LifecycleStack> {
   const funder = anvilWallet(3, receiving.provider);
   for (const router of [routerWallet.address, routerContract]) {
     await mintToken(receiving.deployment, funder.address, LIQUIDITY);
-    await fundRouterLiquidity({ deployment: receiving.deployment, funder, router, assetId: receiving.deployment.token, amount: LIQUIDITY });
+    await fundRouterLiquidity({
+      deployment: receiving.deployment,
+      funder,
+      router,
+      assetId: receiving.deployment.token,
+      amount: LIQUIDITY,
+    });
   }
   await mintToken(sending.deployment, userWallet.address, parseEther("100000"));
   const userOnSending = userWallet.connect(sending.provider);
-  await sendTx(nxtpContractAt("ERC20", sending.deployment.token, userOnSending), "approve", [sending.deployment.transactionManager, parseEther("100000")]);
+  await sendTx(nxtpContractAt("ERC20", sending.deployment.token, userOnSending), "approve", [
+    sending.deployment.transactionManager,
+    parseEther("100000"),
+  ]);
   return {
     stack,
     sending,
@@ -105,7 +114,12 @@ export function routerOf(s: LifecycleStack, mode: RouterMode): string {
 }
 
 /** Config of every process for one test (its own Redis prefix); chain 1 is required by the config rules, never used. */
-export function lifecycleConfig(s: LifecycleStack, prefix: string, mode: RouterMode, sendingConfirmations = 1): RouterConfig {
+export function lifecycleConfig(
+  s: LifecycleStack,
+  prefix: string,
+  mode: RouterMode,
+  sendingConfirmations = 1,
+): RouterConfig {
   const chainEntry = (c: StackChain): Record<string, unknown> => ({
     providers: [c.anvil.url],
     transactionManagerAddress: c.deployment.transactionManager,
@@ -118,11 +132,20 @@ export function lifecycleConfig(s: LifecycleStack, prefix: string, mode: RouterM
     logLevel: "debug",
     redisUrl: s.redisUrl,
     redisPrefix: prefix,
-    swapPools: [{ name: "TEST", assets: [
-      { chainId: SENDING, assetId: s.sending.deployment.token },
-      { chainId: RECEIVING, assetId: s.receiving.deployment.token },
-    ] }],
-    chainConfig: { "1": { providers: [s.sending.anvil.url] }, [String(SENDING)]: chainEntry(s.sending), [String(RECEIVING)]: chainEntry(s.receiving) },
+    swapPools: [
+      {
+        name: "TEST",
+        assets: [
+          { chainId: SENDING, assetId: s.sending.deployment.token },
+          { chainId: RECEIVING, assetId: s.receiving.deployment.token },
+        ],
+      },
+    ],
+    chainConfig: {
+      "1": { providers: [s.sending.anvil.url] },
+      [String(SENDING)]: chainEntry(s.sending),
+      [String(RECEIVING)]: chainEntry(s.receiving),
+    },
     ...(mode === "router-contract" ? { routerContractAddress: s.routerContract } : {}),
   };
   return loadConfig(raw, {}).config;
@@ -171,8 +194,20 @@ export async function makeTransfer(s: LifecycleStack, p: MakeTransferParams): Pr
   const bidSignature = await signBid(p.bidSigner ?? s.signer, bid);
   const encodedBid = encodeBid(bid);
   const invariantData = { ...bid, sendingChainFallback: fallback };
-  const tm = nxtpContractAt("TransactionManager", s.sending.deployment.transactionManager, s.user.connect(s.sending.provider));
-  const args = abiPrepareArgs({ invariantData, amount, expiry: bid.expiry, encryptedCallData: "0x", encodedBid, bidSignature, encodedMeta: "0x" });
+  const tm = nxtpContractAt(
+    "TransactionManager",
+    s.sending.deployment.transactionManager,
+    s.user.connect(s.sending.provider),
+  );
+  const args = abiPrepareArgs({
+    invariantData,
+    amount,
+    expiry: bid.expiry,
+    encryptedCallData: "0x",
+    encodedBid,
+    bidSignature,
+    encodedMeta: "0x",
+  });
   const receipt = await sendTx(tm, "prepare", [args]);
   const event = preparedEventIn(receipt.logs, s.sending.deployment.transactionManager);
   const block = await s.sending.provider.getBlock(receipt.blockNumber);
@@ -192,7 +227,17 @@ export async function makeTransfer(s: LifecycleStack, p: MakeTransferParams): Pr
   };
 }
 
-export function preparedEventIn(logs: ReadonlyArray<{ address: string; topics: readonly string[]; data: string; blockNumber: number; transactionHash: string; index: number }>, tm: string): PreparedEvent {
+export function preparedEventIn(
+  logs: ReadonlyArray<{
+    address: string;
+    topics: readonly string[];
+    data: string;
+    blockNumber: number;
+    transactionHash: string;
+    index: number;
+  }>,
+  tm: string,
+): PreparedEvent {
   for (const log of logs) {
     if (log.address.toLowerCase() !== tm.toLowerCase()) continue;
     const event = decodeTransferLog(log);
@@ -209,15 +254,24 @@ export async function receiverTxData(s: LifecycleStack, result: TxJobResult): Pr
 }
 
 /** The user's fulfill on the receiving chain, signed and sent by the user; returns the signature. */
-export async function userFulfill(s: LifecycleStack, receiver: TransactionData): Promise<{ signature: string; transactionHash: string }> {
+export async function userFulfill(
+  s: LifecycleStack,
+  receiver: TransactionData,
+): Promise<{ signature: string; transactionHash: string }> {
   const signature = await signFulfill(s.userSigner, {
     transactionId: receiver.transactionId,
     relayerFee: "0",
     receivingChainId: RECEIVING,
     receivingChainTxManagerAddress: s.receiving.deployment.transactionManager,
   });
-  const tm = nxtpContractAt("TransactionManager", s.receiving.deployment.transactionManager, s.user.connect(s.receiving.provider));
-  const receipt = await sendTx(tm, "fulfill", [abiFulfillArgs({ txData: receiver, relayerFee: "0", signature, callData: "0x", encodedMeta: "0x" })]);
+  const tm = nxtpContractAt(
+    "TransactionManager",
+    s.receiving.deployment.transactionManager,
+    s.user.connect(s.receiving.provider),
+  );
+  const receipt = await sendTx(tm, "fulfill", [
+    abiFulfillArgs({ txData: receiver, relayerFee: "0", signature, callData: "0x", encodedMeta: "0x" }),
+  ]);
   return { signature, transactionHash: receipt.hash };
 }
 
@@ -236,7 +290,11 @@ export async function increaseTime(s: LifecycleStack, seconds: number): Promise<
 }
 
 export function variantOf(chain: StackChain, txData: TransactionData): Promise<string> {
-  return readVariantTransactionData(chain.provider, chain.deployment.transactionManager, invariantDigest(invariantOf(txData)));
+  return readVariantTransactionData(
+    chain.provider,
+    chain.deployment.transactionManager,
+    invariantDigest(invariantOf(txData)),
+  );
 }
 
 export function routerBalance(chain: StackChain, router: string): Promise<bigint> {
@@ -259,7 +317,12 @@ export interface LifecycleRun {
   readonly queues: ReadonlyMap<number, Queue<TxJobData, TxJobResult>>;
   readonly events: ReadonlyMap<number, QueueEvents>;
   readonly redis: Redis;
-  add<N extends TxJobName>(chainId: number, name: N, data: TxJobDataByName[N], businessKey: string): Promise<Job<TxJobData, TxJobResult>>;
+  add<N extends TxJobName>(
+    chainId: number,
+    name: N,
+    data: TxJobDataByName[N],
+    businessKey: string,
+  ): Promise<Job<TxJobData, TxJobResult>>;
   finish(job: Job<TxJobData, TxJobResult>, timeoutMs?: number): Promise<TxJobResult>;
   stop(): Promise<void>;
 }
@@ -310,7 +373,9 @@ export async function startRun(
       await Promise.all(submitters.map((r) => r.stop()));
       for (const chainId of [SENDING, RECEIVING]) {
         await queueOf(events, chainId).close();
-        await queueOf(queues, chainId).obliterate({ force: true }).catch(() => undefined);
+        await queueOf(queues, chainId)
+          .obliterate({ force: true })
+          .catch(() => undefined);
         await queueOf(queues, chainId).close();
       }
       redis.disconnect();

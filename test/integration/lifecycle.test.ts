@@ -48,7 +48,12 @@ describe("transfer lifecycle jobs (two chains, in-process submitters)", () => {
   const prepareReceiverJob = (r: LifecycleRun, t: Transfer, suffix = "") =>
     r.add(RECEIVING, TX_JOB.prepareReceiver, { chainId: RECEIVING, sender: t.sender }, keyOf(t) + suffix);
   const cancelSenderJob = (r: LifecycleRun, t: Transfer, suffix = "") =>
-    r.add(SENDING, TX_JOB.cancelSender, { chainId: SENDING, txData: t.txData, reason: "test", force: false }, keyOf(t) + suffix);
+    r.add(
+      SENDING,
+      TX_JOB.cancelSender,
+      { chainId: SENDING, txData: t.txData, reason: "test", force: false },
+      keyOf(t) + suffix,
+    );
   const failedReason = async (r: LifecycleRun, chainId: number, jobId: string): Promise<string | undefined> =>
     (await r.queues.get(chainId)?.getJob(jobId))?.failedReason;
 
@@ -84,15 +89,30 @@ describe("transfer lifecycle jobs (two chains, in-process submitters)", () => {
 
       const prepared = await r.finish(await prepareReceiverJob(r, t));
       const receiver = await receiverTxData(s, prepared);
-      expect(receiver).toMatchObject({ amount: amountReceived.toString(), expiry: t.txData.expiry - DAY, router, transactionId: t.txData.transactionId });
+      expect(receiver).toMatchObject({
+        amount: amountReceived.toString(),
+        expiry: t.txData.expiry - DAY,
+        router,
+        transactionId: t.txData.transactionId,
+      });
       expect(await routerBalance(s.receiving, router)).toBe(before.liquidityReceiving - amountReceived);
       const prepareTx = await s.receiving.provider.getTransaction(prepared.transactionHash);
-      expect(prepareTx).toMatchObject({ from: s.signerAddress, to: mode === "direct" ? s.receiving.deployment.transactionManager : s.routerContract });
+      expect(prepareTx).toMatchObject({
+        from: s.signerAddress,
+        to: mode === "direct" ? s.receiving.deployment.transactionManager : s.routerContract,
+      });
 
       const fulfilled = await userFulfill(s, receiver);
       expect(await tokenBalance(s.receiving, s.user.address)).toBe(before.userReceiving + amountReceived);
 
-      const fulfillData = { chainId: SENDING, txData: t.txData, signature: fulfilled.signature, relayerFee: "0", callData: "0x", receiverFulfillTransactionHash: fulfilled.transactionHash };
+      const fulfillData = {
+        chainId: SENDING,
+        txData: t.txData,
+        signature: fulfilled.signature,
+        relayerFee: "0",
+        callData: "0x",
+        receiverFulfillTransactionHash: fulfilled.transactionHash,
+      };
       const claimed = await r.finish(await r.add(SENDING, TX_JOB.fulfillSender, fulfillData, keyOf(t)));
       expect(claimed.noop).toBeUndefined();
       expect(await routerBalance(s.sending, router)).toBe(before.liquiditySending + amount);
@@ -104,13 +124,22 @@ describe("transfer lifecycle jobs (two chains, in-process submitters)", () => {
 
       // The same work detected again (a new job id: e.g. the record expired): found on chain, nothing sent.
       const nonces = [await pendingNonce(s, s.sending), await pendingNonce(s, s.receiving)];
-      await expect(r.finish(await prepareReceiverJob(r, t, "-again"))).resolves.toMatchObject({ noop: true, transactionHash: ZeroHash });
-      await expect(r.finish(await r.add(SENDING, TX_JOB.fulfillSender, fulfillData, `${keyOf(t)}-again`))).resolves.toMatchObject({ noop: true });
+      await expect(r.finish(await prepareReceiverJob(r, t, "-again"))).resolves.toMatchObject({
+        noop: true,
+        transactionHash: ZeroHash,
+      });
+      await expect(
+        r.finish(await r.add(SENDING, TX_JOB.fulfillSender, fulfillData, `${keyOf(t)}-again`)),
+      ).resolves.toMatchObject({ noop: true });
       await expect(r.finish(await cancelSenderJob(r, t, "-again"))).resolves.toMatchObject({ noop: true });
       const cancelReceiver = { chainId: RECEIVING, txData: receiver, reason: "test" };
-      await expect(r.finish(await r.add(RECEIVING, TX_JOB.cancelReceiver, cancelReceiver, `${keyOf(t)}-again`))).resolves.toMatchObject({ noop: true });
+      await expect(
+        r.finish(await r.add(RECEIVING, TX_JOB.cancelReceiver, cancelReceiver, `${keyOf(t)}-again`)),
+      ).resolves.toMatchObject({ noop: true });
       expect([await pendingNonce(s, s.sending), await pendingNonce(s, s.receiving)]).toEqual(nonces);
-      expect(r.logs.lines().filter((l) => l.at === "submitter.job" && l.outcome === "completed" && l.noop === true)).toHaveLength(4);
+      expect(
+        r.logs.lines().filter((l) => l.at === "submitter.job" && l.outcome === "completed" && l.noop === true),
+      ).toHaveLength(4);
     },
   );
 
@@ -122,20 +151,60 @@ describe("transfer lifecycle jobs (two chains, in-process submitters)", () => {
     const fulfilled = await userFulfill(s, receiver);
     const relayer = anvilWallet(7, s.sending.provider);
     const asset = "0x0000000000000000000000000000000000000000";
-    const fulfillArgs = { txData: t.txData, relayerFee: "0", signature: fulfilled.signature, callData: "0x", encodedMeta: "0x" };
-    const signature = await signRouterCall(s.signer, "fulfill", { args: fulfillArgs, routerRelayerFeeAsset: asset, routerRelayerFee: 0n, chainId: SENDING });
-    const data = contractInterface("Router").encodeFunctionData("fulfill", [abiFulfillArgs(fulfillArgs), asset, 0n, signature]);
-    await expect(s.sending.provider.estimateGas({ from: relayer.address, to: s.routerContract, data })).resolves.toBeGreaterThan(0n);
-    const wrong = await signRouterCall(createMnemonicSigner(Wallet.createRandom().mnemonic?.phrase ?? ""), "fulfill", {
-      args: fulfillArgs, routerRelayerFeeAsset: asset, routerRelayerFee: 0n, chainId: SENDING,
+    const fulfillArgs = {
+      txData: t.txData,
+      relayerFee: "0",
+      signature: fulfilled.signature,
+      callData: "0x",
+      encodedMeta: "0x",
+    };
+    const signature = await signRouterCall(s.signer, "fulfill", {
+      args: fulfillArgs,
+      routerRelayerFeeAsset: asset,
+      routerRelayerFee: 0n,
+      chainId: SENDING,
     });
-    const bad = contractInterface("Router").encodeFunctionData("fulfill", [abiFulfillArgs(fulfillArgs), asset, 0n, wrong]);
-    await expect(s.sending.provider.estimateGas({ from: relayer.address, to: s.routerContract, data: bad })).rejects.toThrow(/RC_F:040/);
+    const data = contractInterface("Router").encodeFunctionData("fulfill", [
+      abiFulfillArgs(fulfillArgs),
+      asset,
+      0n,
+      signature,
+    ]);
+    await expect(
+      s.sending.provider.estimateGas({ from: relayer.address, to: s.routerContract, data }),
+    ).resolves.toBeGreaterThan(0n);
+    const wrong = await signRouterCall(createMnemonicSigner(Wallet.createRandom().mnemonic?.phrase ?? ""), "fulfill", {
+      args: fulfillArgs,
+      routerRelayerFeeAsset: asset,
+      routerRelayerFee: 0n,
+      chainId: SENDING,
+    });
+    const bad = contractInterface("Router").encodeFunctionData("fulfill", [
+      abiFulfillArgs(fulfillArgs),
+      asset,
+      0n,
+      wrong,
+    ]);
+    await expect(
+      s.sending.provider.estimateGas({ from: relayer.address, to: s.routerContract, data: bad }),
+    ).rejects.toThrow(/RC_F:040/);
     // The cancel payload too (chain id = the chain cancelled on): the router may cancel its sending side.
     const cancelArgs = { txData: t.txData, signature: "0x", encodedMeta: "0x" };
-    const cancelSig = await signRouterCall(s.signer, "cancel", { args: cancelArgs, routerRelayerFeeAsset: asset, routerRelayerFee: 0n, chainId: SENDING });
-    const cancel = contractInterface("Router").encodeFunctionData("cancel", [abiCancelArgs(cancelArgs), asset, 0n, cancelSig]);
-    await expect(s.sending.provider.estimateGas({ from: relayer.address, to: s.routerContract, data: cancel })).resolves.toBeGreaterThan(0n);
+    const cancelSig = await signRouterCall(s.signer, "cancel", {
+      args: cancelArgs,
+      routerRelayerFeeAsset: asset,
+      routerRelayerFee: 0n,
+      chainId: SENDING,
+    });
+    const cancel = contractInterface("Router").encodeFunctionData("cancel", [
+      abiCancelArgs(cancelArgs),
+      asset,
+      0n,
+      cancelSig,
+    ]);
+    await expect(
+      s.sending.provider.estimateGas({ from: relayer.address, to: s.routerContract, data: cancel }),
+    ).resolves.toBeGreaterThan(0n);
     // And prepare (chain id = the receiving chain) for a transfer not prepared there yet.
     const next = await makeTransfer(s, { mode });
     const prepareArgs = {
@@ -147,10 +216,22 @@ describe("transfer lifecycle jobs (two chains, in-process submitters)", () => {
       bidSignature: next.sender.bidSignature,
       encodedMeta: "0x",
     };
-    const prepareSig = await signRouterCall(s.signer, "prepare", { args: prepareArgs, routerRelayerFeeAsset: asset, routerRelayerFee: 0n, chainId: RECEIVING });
-    const prepare = contractInterface("Router").encodeFunctionData("prepare", [abiPrepareArgs(prepareArgs), asset, 0n, prepareSig]);
+    const prepareSig = await signRouterCall(s.signer, "prepare", {
+      args: prepareArgs,
+      routerRelayerFeeAsset: asset,
+      routerRelayerFee: 0n,
+      chainId: RECEIVING,
+    });
+    const prepare = contractInterface("Router").encodeFunctionData("prepare", [
+      abiPrepareArgs(prepareArgs),
+      asset,
+      0n,
+      prepareSig,
+    ]);
     const receivingRelayer = anvilWallet(7, s.receiving.provider);
-    await expect(s.receiving.provider.estimateGas({ from: receivingRelayer.address, to: s.routerContract, data: prepare })).resolves.toBeGreaterThan(0n);
+    await expect(
+      s.receiving.provider.estimateGas({ from: receivingRelayer.address, to: s.routerContract, data: prepare }),
+    ).resolves.toBeGreaterThan(0n);
   });
 
   it("waits for the sending chain's confirmations before preparing the receiving side", async () => {
@@ -159,7 +240,10 @@ describe("transfer lifecycle jobs (two chains, in-process submitters)", () => {
     const t = await makeTransfer(s, { mode: "direct" });
     const job = await prepareReceiverJob(r, t);
     await waitFor("a retry for confirmations", async () =>
-      r.logs.lines().some((l) => l.at === "submitter.job" && l.outcome === "retry" && l.code === "SENDER_NOT_CONFIRMED") ? true : undefined);
+      r.logs.lines().some((l) => l.at === "submitter.job" && l.outcome === "retry" && l.code === "SENDER_NOT_CONFIRMED")
+        ? true
+        : undefined,
+    );
     expect(await variantOf(s.receiving, t.txData)).toBe(ZeroHash);
     await s.sending.anvil.mine(2);
     await expect(r.finish(job)).resolves.toMatchObject({ transactionHash: expect.stringMatching(/^0x/) });
@@ -186,9 +270,22 @@ describe("transfer lifecycle jobs (two chains, in-process submitters)", () => {
     expect(await variantOf(s.receiving, t.txData)).toBe(ZeroHash);
 
     const refundId = txJobId(TX_JOB.cancelSender, keyOf(t));
-    const refund = await waitFor("the refund job", async () => (await r.queues.get(SENDING)?.getJob(refundId)) ?? undefined);
-    expect(refund.data as CancelSenderJobData).toMatchObject({ chainId: SENDING, txData: t.txData, reason: "BID_SIGNER_MISMATCH", force: false });
-    await waitFor("the refund to be parked", async () => ((await refund.getState()) === "delayed" && r.logs.lines().some((l) => l.code === "SENDER_TOO_NEW" && l.outcome === "delayed") ? true : undefined));
+    const refund = await waitFor(
+      "the refund job",
+      async () => (await r.queues.get(SENDING)?.getJob(refundId)) ?? undefined,
+    );
+    expect(refund.data as CancelSenderJobData).toMatchObject({
+      chainId: SENDING,
+      txData: t.txData,
+      reason: "BID_SIGNER_MISMATCH",
+      force: false,
+    });
+    await waitFor("the refund to be parked", async () =>
+      (await refund.getState()) === "delayed" &&
+      r.logs.lines().some((l) => l.code === "SENDER_TOO_NEW" && l.outcome === "delayed")
+        ? true
+        : undefined,
+    );
     expect(await tokenBalance(s.sending, t.fallback)).toBe(0n);
 
     await increaseTime(s, 800);
@@ -205,7 +302,10 @@ describe("transfer lifecycle jobs (two chains, in-process submitters)", () => {
     const t = await makeTransfer(s, { mode: "direct", amount: liquidity * 2n });
     await expect(r.finish(await prepareReceiverJob(r, t))).rejects.toThrow(/^NOT_ENOUGH_LIQUIDITY: /);
     expect(await routerBalance(s.receiving, s.signerAddress)).toBe(liquidity);
-    const refund = await waitFor("the refund job", async () => (await r.queues.get(SENDING)?.getJob(txJobId(TX_JOB.cancelSender, keyOf(t)))) ?? undefined);
+    const refund = await waitFor(
+      "the refund job",
+      async () => (await r.queues.get(SENDING)?.getJob(txJobId(TX_JOB.cancelSender, keyOf(t)))) ?? undefined,
+    );
     expect((refund.data as CancelSenderJobData).reason).toBe("NOT_ENOUGH_LIQUIDITY");
   });
 
@@ -214,9 +314,18 @@ describe("transfer lifecycle jobs (two chains, in-process submitters)", () => {
     const liquidity = await routerBalance(s.receiving, s.signerAddress);
     const t = await makeTransfer(s, { mode: "direct" });
     const receiver = await receiverTxData(s, await r.finish(await prepareReceiverJob(r, t)));
-    const cancelReceiver = await r.add(RECEIVING, TX_JOB.cancelReceiver, { chainId: RECEIVING, txData: receiver, reason: "test" }, keyOf(t));
-    await waitFor("cancel-receiver to be parked", async () => ((await cancelReceiver.getState()) === "delayed" ? true : undefined));
-    expect(r.logs.lines()).toContainEqual(expect.objectContaining({ at: "submitter.job", outcome: "delayed", code: "RECEIVER_NOT_EXPIRED" }));
+    const cancelReceiver = await r.add(
+      RECEIVING,
+      TX_JOB.cancelReceiver,
+      { chainId: RECEIVING, txData: receiver, reason: "test" },
+      keyOf(t),
+    );
+    await waitFor("cancel-receiver to be parked", async () =>
+      (await cancelReceiver.getState()) === "delayed" ? true : undefined,
+    );
+    expect(r.logs.lines()).toContainEqual(
+      expect.objectContaining({ at: "submitter.job", outcome: "delayed", code: "RECEIVER_NOT_EXPIRED" }),
+    );
 
     await increaseTime(s, EXPIRY_OFFSET_SEC - DAY + 60);
     await cancelReceiver.promote();
@@ -224,7 +333,9 @@ describe("transfer lifecycle jobs (two chains, in-process submitters)", () => {
     expect(await routerBalance(s.receiving, s.signerAddress)).toBe(liquidity);
 
     // Before the sender's expiry only the router may cancel it; the receiving side is cancelled, so it does.
-    await expect(r.finish(await cancelSenderJob(r, t))).resolves.toMatchObject({ transactionHash: expect.stringMatching(/^0x/) });
+    await expect(r.finish(await cancelSenderJob(r, t))).resolves.toMatchObject({
+      transactionHash: expect.stringMatching(/^0x/),
+    });
     expect(await tokenBalance(s.sending, t.fallback)).toBe(BigInt(t.txData.amount));
   });
 
@@ -232,7 +343,9 @@ describe("transfer lifecycle jobs (two chains, in-process submitters)", () => {
     const r = await start("router-contract");
     const t = await makeTransfer(s, { mode: "router-contract" });
     await increaseTime(s, EXPIRY_OFFSET_SEC + 60);
-    await expect(r.finish(await cancelSenderJob(r, t))).resolves.toMatchObject({ transactionHash: expect.stringMatching(/^0x/) });
+    await expect(r.finish(await cancelSenderJob(r, t))).resolves.toMatchObject({
+      transactionHash: expect.stringMatching(/^0x/),
+    });
     expect(await tokenBalance(s.sending, t.fallback)).toBe(BigInt(t.txData.amount));
   });
 
@@ -241,11 +354,16 @@ describe("transfer lifecycle jobs (two chains, in-process submitters)", () => {
     const t = await makeTransfer(s, { mode: "direct" });
     // A prepare-receiver whose job failed while its transaction was pending: only its record is left.
     const prepareId = txJobId(TX_JOB.prepareReceiver, keyOf(t));
-    await r.redis.hset(txRecordKey(r.prefix, RECEIVING, prepareId), "record", JSON.stringify({ status: "sending", jobId: prepareId }));
+    await r.redis.hset(
+      txRecordKey(r.prefix, RECEIVING, prepareId),
+      "record",
+      JSON.stringify({ status: "sending", jobId: prepareId }),
+    );
     await increaseTime(s, 800);
     const job = await cancelSenderJob(r, t);
     await waitFor("a RECEIVER_BEING_PREPARED retry", async () =>
-      r.logs.lines().some((l) => l.outcome === "retry" && l.code === "RECEIVER_BEING_PREPARED") ? true : undefined);
+      r.logs.lines().some((l) => l.outcome === "retry" && l.code === "RECEIVER_BEING_PREPARED") ? true : undefined,
+    );
     expect(await tokenBalance(s.sending, t.fallback)).toBe(0n);
 
     // Past senderExpiry − 2 d a receiving prepare reverts (#P:013): the stale record no longer blocks the refund.
@@ -277,7 +395,9 @@ describe("transfer lifecycle jobs (two chains, in-process submitters)", () => {
     const job = await cancelSenderJob(r, t);
     await expect(r.finish(job)).rejects.toThrow(/^RECEIVER_FULFILLED: /);
     expect(await failedReason(r, SENDING, job.id ?? "")).toMatch(/cancelling the sender would lose the router's claim/);
-    expect(r.logs.lines()).toContainEqual(expect.objectContaining({ at: "submitter.cancelSender", alert: true, level: "error" }));
+    expect(r.logs.lines()).toContainEqual(
+      expect.objectContaining({ at: "submitter.cancelSender", alert: true, level: "error" }),
+    );
     expect(await tokenBalance(s.sending, t.fallback)).toBe(0n);
   });
 });

@@ -38,7 +38,12 @@ describe("npm run local: detached servers and stopping by pid", () => {
   });
 
   it("starts redis-server in a session of its own, ready and recorded, and stops only the recorded program", async () => {
-    const redis = await startServer(paths, redisSpec(() => undefined), (p) => started.push(p), () => undefined);
+    const redis = await startServer(
+      paths,
+      redisSpec(() => undefined),
+      (p) => started.push(p),
+      () => undefined,
+    );
     expect(started.map((p) => p.pid)).toEqual([redis.pid]);
     expect(await redisAnswers(redis.port as number, 1_000)).toBe(true);
     // detached: a new session, so a terminal hang-up or the starter's exit does not take it down.
@@ -46,7 +51,12 @@ describe("npm run local: detached servers and stopping by pid", () => {
 
     // A recorded pid that now runs another program (pid reuse) must be left alone.
     bystander = spawn("sleep", ["60"], { stdio: "ignore" });
-    const foreign: LocalProcess = { name: "anvil-1", pid: bystander.pid as number, command: redis.command, logFile: redis.logFile };
+    const foreign: LocalProcess = {
+      name: "anvil-1",
+      pid: bystander.pid as number,
+      command: redis.command,
+      logFile: redis.logFile,
+    };
     writeState(paths.stateFile, { ...emptyState(process.pid, Date.now()), processes: [redis, foreign] });
     expect(readState(paths.stateFile)?.processes).toHaveLength(2);
 
@@ -64,7 +74,12 @@ describe("npm run local: detached servers and stopping by pid", () => {
     const forgotten: number[] = [];
     const failing = startServer(
       paths,
-      { name: "broken", command: "/bin/sh", args: () => ["-c", "echo cannot bind: boom >&2; exit 3"], probe: async () => false },
+      {
+        name: "broken",
+        command: "/bin/sh",
+        args: () => ["-c", "echo cannot bind: boom >&2; exit 3"],
+        probe: async () => false,
+      },
       (p) => recorded.push(p),
       (pid) => forgotten.push(pid),
     );
@@ -81,7 +96,11 @@ describe("npm run local: detached servers and stopping by pid", () => {
       throw new LocalServiceError("thing exited", ["/tmp/thing.log"]);
     });
     await expect(failure).rejects.toBeInstanceOf(StepFailedError);
-    await expect(failure).rejects.toMatchObject({ step: "Starting the thing", logFiles: ["/tmp/thing.log"], message: "Starting the thing failed: thing exited" });
+    await expect(failure).rejects.toMatchObject({
+      step: "Starting the thing",
+      logFiles: ["/tmp/thing.log"],
+      message: "Starting the thing failed: thing exited",
+    });
     expect(out).toEqual([expect.stringMatching(/^\[\s+0\.\ds\] ▶ Starting the thing$/)]);
     await expect(steps.run("Second", async () => 7)).resolves.toBe(7);
     expect(out[out.length - 1]).toMatch(/✓ Second \(0\.\d s\)$/);

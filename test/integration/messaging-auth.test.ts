@@ -2,7 +2,12 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Wallet, verifyMessage } from "ethers";
 import type { AuthServer } from "../../services/messaging-auth/app";
-import { AUTH_MESSAGE_PREFIX, MessagingAuthError, fetchMessagingToken, type MessagingAuthSigner } from "../../shared/messaging";
+import {
+  AUTH_MESSAGE_PREFIX,
+  MessagingAuthError,
+  fetchMessagingToken,
+  type MessagingAuthSigner,
+} from "../../shared/messaging";
 import { captureLogs, startAuthServer } from "../harness/auth-server";
 
 function walletSigner(wallet = Wallet.createRandom()): MessagingAuthSigner & { address: string } {
@@ -20,7 +25,9 @@ async function authError(promise: Promise<unknown>): Promise<MessagingAuthError>
 }
 
 /** A throw-away HTTP server answering with `handler`, for the body formats and failures the real server never produces. */
-async function stub(handler: (method: string, url: string, body: string) => { status: number; body: string } | undefined): Promise<{ url: string; server: Server; seen: string[] }> {
+async function stub(
+  handler: (method: string, url: string, body: string) => { status: number; body: string } | undefined,
+): Promise<{ url: string; server: Server; seen: string[] }> {
   const seen: string[] = [];
   const server = createServer((req, res) => {
     let body = "";
@@ -54,7 +61,11 @@ describe("messaging auth: client (shared/messaging/auth-client) against the loca
     const before = auth.stats();
     const token = await fetchMessagingToken({ authUrl: `${auth.url}/`, signer });
     expect(auth.verifyToken(token)).toBe(signer.address);
-    expect(auth.stats()).toEqual({ nonceRequests: before.nonceRequests + 1, tokensIssued: before.tokensIssued + 1, verificationFailures: before.verificationFailures });
+    expect(auth.stats()).toEqual({
+      nonceRequests: before.nonceRequests + 1,
+      tokensIssued: before.tokensIssued + 1,
+      verificationFailures: before.verificationFailures,
+    });
     // The token is a secret: it never lands in the server's logs.
     expect(JSON.stringify(logs.lines())).not.toContain(token);
     expect(logs.find("messaging-auth.token", "token issued").some((l) => l.address === signer.address)).toBe(true);
@@ -85,19 +96,31 @@ describe("messaging auth: client (shared/messaging/auth-client) against the loca
   it("answers 500 'User hasn't requested a nonce yet' to a login without a nonce, and compares addresses case-sensitively", async () => {
     const wallet = Wallet.createRandom();
     const sig = await wallet.signMessage(`${AUTH_MESSAGE_PREFIX}0x00`);
-    const res = await fetch(`${auth.url}/auth`, { method: "POST", body: JSON.stringify({ sig, signerAddress: wallet.address }) });
+    const res = await fetch(`${auth.url}/auth`, {
+      method: "POST",
+      body: JSON.stringify({ sig, signerAddress: wallet.address }),
+    });
     expect(res.status).toBe(500);
     expect(await res.text()).toBe("User hasn't requested a nonce yet");
 
     // A nonce asked for by the checksummed address, then a login as the lowercase address: not the same user.
     const nonce = await (await fetch(`${auth.url}/auth/${wallet.address}`)).text();
     const signature = await wallet.signMessage(AUTH_MESSAGE_PREFIX + nonce);
-    const lower = await fetch(`${auth.url}/auth`, { method: "POST", body: JSON.stringify({ sig: signature, signerAddress: wallet.address.toLowerCase() }) });
+    const lower = await fetch(`${auth.url}/auth`, {
+      method: "POST",
+      body: JSON.stringify({ sig: signature, signerAddress: wallet.address.toLowerCase() }),
+    });
     expect(lower.status).toBe(500);
-    const exact = await fetch(`${auth.url}/auth`, { method: "POST", body: JSON.stringify({ sig: signature, signerAddress: wallet.address }) });
+    const exact = await fetch(`${auth.url}/auth`, {
+      method: "POST",
+      body: JSON.stringify({ sig: signature, signerAddress: wallet.address }),
+    });
     expect(exact.status).toBe(200);
     // Nonces are single-use: replaying the same signature finds no nonce left.
-    const replay = await fetch(`${auth.url}/auth`, { method: "POST", body: JSON.stringify({ sig: signature, signerAddress: wallet.address }) });
+    const replay = await fetch(`${auth.url}/auth`, {
+      method: "POST",
+      body: JSON.stringify({ sig: signature, signerAddress: wallet.address }),
+    });
     expect(replay.status).toBe(500);
     expect(await replay.text()).toBe("User hasn't requested a nonce yet");
   });
@@ -121,7 +144,11 @@ describe("messaging auth: client against other server behaviours", () => {
 
   it("accepts JSON-string bodies for nonce and token (the SDK's axios does too), and sends the checksummed address", async () => {
     const signer = walletSigner();
-    const s = await stub((method) => (method === "GET" ? { status: 200, body: JSON.stringify("0xabc") } : { status: 200, body: JSON.stringify("tok.en.jwt") }));
+    const s = await stub((method) =>
+      method === "GET"
+        ? { status: 200, body: JSON.stringify("0xabc") }
+        : { status: 200, body: JSON.stringify("tok.en.jwt") },
+    );
     servers.push(s.server);
     expect(await fetchMessagingToken({ authUrl: s.url, signer })).toBe("tok.en.jwt");
     expect(s.seen[0]).toBe(`GET /auth/${signer.address} `);

@@ -4,7 +4,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Wallet } from "ethers";
 import type { AuthServer } from "../../services/messaging-auth/app";
-import { connectMessaging, type Messaging, type MessagingAuthSigner, type MessagingResponse } from "../../shared/messaging";
+import {
+  connectMessaging,
+  type Messaging,
+  type MessagingAuthSigner,
+  type MessagingResponse,
+} from "../../shared/messaging";
 import { captureLogs, startAuthServer, waitUntil } from "../harness/auth-server";
 import { spawnManaged, tcpExchange, waitForReady, type ManagedProcess } from "../harness/child-process";
 import { getFreePort } from "../harness/free-port";
@@ -34,7 +39,12 @@ async function natsOnPort(port: number, logFile: string): Promise<ManagedProcess
     args: ["-a", "127.0.0.1", "-p", String(port), "-DV", "-l", logFile],
   });
   await waitForReady(proc, async (timeoutMs) => {
-    const reply = await tcpExchange({ port, send: "CONNECT {}\r\nPING\r\n", done: (r) => r.includes("PONG\r\n") || r.includes("-ERR"), timeoutMs });
+    const reply = await tcpExchange({
+      port,
+      send: "CONNECT {}\r\nPING\r\n",
+      done: (r) => r.includes("PONG\r\n") || r.includes("-ERR"),
+      timeoutMs,
+    });
     return reply.includes("PONG\r\n");
   });
   return proc;
@@ -72,9 +82,17 @@ describe("messaging reconnect", () => {
       reconnectWaitMs: 100,
       name: "reconnect-router",
     });
-    const client = await connectMessaging({ servers: url, authUrl: auth.url, signer: clientSigner, logger: captureLogs().logger, reconnectWaitMs: 100 });
+    const client = await connectMessaging({
+      servers: url,
+      authUrl: auth.url,
+      signer: clientSigner,
+      logger: captureLogs().logger,
+      reconnectWaitMs: 100,
+    });
     open.push(router, client);
-    router.serve("auction", (req) => router.respond(req, { round: (req.data as { round: number }).round }), { queueGroup: "g" });
+    router.serve("auction", (req) => router.respond(req, { round: (req.data as { round: number }).round }), {
+      queueGroup: "g",
+    });
     const responses = new Map<string, MessagingResponse>();
     client.onResponse("auction", (r) => responses.set(r.responseInbox ?? "", r));
     await Promise.all([router.flush(), client.flush()]);

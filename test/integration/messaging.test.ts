@@ -38,8 +38,19 @@ describe("messaging over a real nats-server with the local auth service", () => 
   const open: Messaging[] = [];
   const raw: NatsConnection[] = [];
 
-  const connectAs = async (signer: MessagingAuthSigner, logs: LogCapture, extra: { name?: string; servers?: string } = {}): Promise<Messaging> => {
-    const messaging = await connectMessaging({ servers: extra.servers ?? nats.url, authUrl: auth.url, signer, logger: logs.logger, name: extra.name, reconnectWaitMs: 100 });
+  const connectAs = async (
+    signer: MessagingAuthSigner,
+    logs: LogCapture,
+    extra: { name?: string; servers?: string } = {},
+  ): Promise<Messaging> => {
+    const messaging = await connectMessaging({
+      servers: extra.servers ?? nats.url,
+      authUrl: auth.url,
+      signer,
+      logger: logs.logger,
+      name: extra.name,
+      reconnectWaitMs: 100,
+    });
     open.push(messaging);
     return messaging;
   };
@@ -71,18 +82,24 @@ describe("messaging over a real nats-server with the local auth service", () => 
 
   it("refuses to connect when the login fails, naming the step", async () => {
     const logs = captureLogs();
-    const err = await connectMessaging({ servers: nats.url, authUrl: `http://127.0.0.1:${await getFreePort()}`, signer: walletSigner(), logger: logs.logger }).catch(
-      (e: unknown) => e,
-    );
+    const err = await connectMessaging({
+      servers: nats.url,
+      authUrl: `http://127.0.0.1:${await getFreePort()}`,
+      signer: walletSigner(),
+      logger: logs.logger,
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MessagingAuthError);
     expect((err as MessagingAuthError).step).toBe("nonce");
   });
 
   it("refuses to connect when no nats-server answers, after logging in", async () => {
     const logs = captureLogs();
-    const err = await connectMessaging({ servers: `nats://127.0.0.1:${await getFreePort()}`, authUrl: auth.url, signer: walletSigner(), logger: logs.logger }).catch(
-      (e: unknown) => e,
-    );
+    const err = await connectMessaging({
+      servers: `nats://127.0.0.1:${await getFreePort()}`,
+      authUrl: auth.url,
+      signer: walletSigner(),
+      logger: logs.logger,
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MessagingUnavailableError);
     expect((err as MessagingUnavailableError).code).toBe("MESSAGING_UNAVAILABLE");
   });
@@ -97,7 +114,9 @@ describe("messaging over a real nats-server with the local auth service", () => 
       seen.push(req);
       router.respond(req, { echo: req.data, dryRunSig: undefined });
     });
-    router.serve("status", (req) => router.respondError(req, { message: "nope", type: "StatusUnavailable", context: { why: "test" } }));
+    router.serve("status", (req) =>
+      router.respondError(req, { message: "nope", type: "StatusUnavailable", context: { why: "test" } }),
+    );
     const responses = collect(client, "auction");
     const statusResponses = collect(client, "status");
     await Promise.all([router.flush(), client.flush()]);
@@ -117,11 +136,19 @@ describe("messaging over a real nats-server with the local auth service", () => 
       error: null,
     });
     expect(seen).toHaveLength(1);
-    expect(seen[0]).toMatchObject({ subject: `${clientSigner.address}.${clientSigner.address}.auction.request`, from: clientSigner.address, topic: "auction", responseInbox: auctionInbox });
+    expect(seen[0]).toMatchObject({
+      subject: `${clientSigner.address}.${clientSigner.address}.auction.request`,
+      from: clientSigner.address,
+      topic: "auction",
+      responseInbox: auctionInbox,
+    });
     expect(seen[0]?.sizeBytes).toBeGreaterThan(0);
 
     const failed = await waitUntil("status error response", () => statusResponses.get(statusInbox));
-    expect(failed).toMatchObject({ data: null, error: { message: "nope", type: "StatusUnavailable", context: { why: "test" } } });
+    expect(failed).toMatchObject({
+      data: null,
+      error: { message: "nope", type: "StatusUnavailable", context: { why: "test" } },
+    });
   });
 
   it("queue group: two instances of one router signer share the requests, each answered exactly once", async () => {

@@ -11,25 +11,31 @@ export const ANVIL_MNEMONIC = "test test test test test test test test test test
 const TM_ADDRESS = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
 
 /** A router config file for processes that never reach a chain (providers point at a closed port). */
-export function writeOpsConfig(path: string, p: { redisUrl: string; prefix: string; port: number; metricsPort: number; extra?: Record<string, unknown> }): void {
+export function writeOpsConfig(
+  path: string,
+  p: { redisUrl: string; prefix: string; port: number; metricsPort: number; extra?: Record<string, unknown> },
+): void {
   const dead = "http://127.0.0.1:9";
-  writeFileSync(path, JSON.stringify({
-    adminToken: OPS_ADMIN_TOKEN,
-    mnemonic: ANVIL_MNEMONIC,
-    host: "127.0.0.1",
-    port: p.port,
-    metricsPort: p.metricsPort,
-    logLevel: "info",
-    redisUrl: p.redisUrl,
-    redisPrefix: p.prefix,
-    network: "local",
-    swapPools: [],
-    chainConfig: {
-      "1": { providers: [dead] },
-      "1337": { providers: [dead], transactionManagerAddress: TM_ADDRESS, confirmations: 1 },
-    },
-    ...p.extra,
-  }));
+  writeFileSync(
+    path,
+    JSON.stringify({
+      adminToken: OPS_ADMIN_TOKEN,
+      mnemonic: ANVIL_MNEMONIC,
+      host: "127.0.0.1",
+      port: p.port,
+      metricsPort: p.metricsPort,
+      logLevel: "info",
+      redisUrl: p.redisUrl,
+      redisPrefix: p.prefix,
+      network: "local",
+      swapPools: [],
+      chainConfig: {
+        "1": { providers: [dead] },
+        "1337": { providers: [dead], transactionManagerAddress: TM_ADDRESS, confirmations: 1 },
+      },
+      ...p.extra,
+    }),
+  );
 }
 
 export interface ServiceProcess {
@@ -46,7 +52,10 @@ export function spawnService(main: string, configPath: string, env: Record<strin
   delete childEnv.ROUTER_ADMIN_TOKEN;
   delete childEnv.ROUTER_MNEMONIC;
   delete childEnv.REDIS_URL;
-  const child = spawn(process.execPath, [resolve(DIST, main)], { env: childEnv, stdio: ["ignore", "pipe", "pipe", "ipc"] });
+  const child = spawn(process.execPath, [resolve(DIST, main)], {
+    env: childEnv,
+    stdio: ["ignore", "pipe", "pipe", "ipc"],
+  });
   let out = "";
   const messages: unknown[] = [];
   child.on("message", (m) => messages.push(m));
@@ -75,7 +84,10 @@ export async function startRedisOn(port: number): Promise<ManagedProcess> {
   return proc;
 }
 
-export async function getText(url: string, headers: Record<string, string> = {}): Promise<{ status: number; text: string; headers: Headers }> {
+export async function getText(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; text: string; headers: Headers }> {
   const res = await fetch(url, { headers });
   return { status: res.status, text: await res.text(), headers: res.headers };
 }

@@ -23,7 +23,11 @@ function knownMetricNames(): Set<string> {
   const registry = new Registry();
   defineRouterMetrics(registry);
   const names = new Set(registry.getMetricsAsArray().map((m) => m.name));
-  for (const name of ["router_process_start_time_seconds", "router_nodejs_heap_size_used_bytes", "router_nodejs_eventloop_lag_p99_seconds"]) {
+  for (const name of [
+    "router_process_start_time_seconds",
+    "router_nodejs_heap_size_used_bytes",
+    "router_nodejs_eventloop_lag_p99_seconds",
+  ]) {
     names.add(name);
   }
   return names;
@@ -57,7 +61,16 @@ describe("ops/: alert rules and the Grafana dashboard", () => {
       expect((rule.annotations as Record<string, string>).summary).toEqual(expect.any(String));
     }
     const names = all.map((r) => r.alert);
-    for (const required of ["RouterNotBidding", "RouterSignerGasLow", "RouterTransactionStuck", "RouterJobsFailed", "RouterProviderLagging", "RouterSubgraphLagging", "RouterLiquidityLow", "RouterProcessHeartbeatMissing"]) {
+    for (const required of [
+      "RouterNotBidding",
+      "RouterSignerGasLow",
+      "RouterTransactionStuck",
+      "RouterJobsFailed",
+      "RouterProviderLagging",
+      "RouterSubgraphLagging",
+      "RouterLiquidityLow",
+      "RouterProcessHeartbeatMissing",
+    ]) {
       expect(names).toContain(required);
     }
   });
@@ -67,22 +80,35 @@ describe("ops/: alert rules and the Grafana dashboard", () => {
     const dashboard = readFileSync(resolve(OPS, "grafana/router-dashboard.json"), "utf8");
     const parsed = JSON.parse(dashboard) as { panels: Array<{ targets: Array<{ expr: string }> }> };
     expect(parsed.panels.length).toBeGreaterThanOrEqual(10);
-    const unknown = [...metricNames(rules), ...parsed.panels.flatMap((p) => p.targets.flatMap((t) => metricNames(t.expr)))].filter((n) => !known.has(n));
+    const unknown = [
+      ...metricNames(rules),
+      ...parsed.panels.flatMap((p) => p.targets.flatMap((t) => metricNames(t.expr))),
+    ].filter((n) => !known.has(n));
     expect(unknown).toEqual([]);
   });
 
   it("gives every process of a router its own metrics port", () => {
-    const chain = (): Record<string, unknown> => ({ providers: ["http://127.0.0.1:9"], transactionManagerAddress: "0x5FbDB2315678afecb367f032d93F642f64180aa3" });
-    const { config } = loadConfig({
-      adminToken: "a-long-enough-admin-token", mnemonic: "test test test test test test test test test test test junk", swapPools: [],
-      chainConfig: { "1": { providers: ["http://127.0.0.1:9"] }, "1337": chain(), "42161": chain() },
-    }, {});
+    const chain = (): Record<string, unknown> => ({
+      providers: ["http://127.0.0.1:9"],
+      transactionManagerAddress: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+    });
+    const { config } = loadConfig(
+      {
+        adminToken: "a-long-enough-admin-token",
+        mnemonic: "test test test test test test test test test test test junk",
+        swapPools: [],
+        chainConfig: { "1": { providers: ["http://127.0.0.1:9"] }, "1337": chain(), "42161": chain() },
+      },
+      {},
+    );
     expect(config.metricsPort).toBe(9460);
     expect(config.metricsHost).toBe("127.0.0.1");
     const ports = [
       metricsPortFor(config, "admin", undefined, 0),
       ...[0, 1, 2].map((i) => metricsPortFor(config, "auction", undefined, i)),
-      ...[1, 1337, 42161].flatMap((id) => [0, 1].flatMap((i) => [metricsPortFor(config, "submitter", id, i), metricsPortFor(config, "poller", id, i)])),
+      ...[1, 1337, 42161].flatMap((id) =>
+        [0, 1].flatMap((i) => [metricsPortFor(config, "submitter", id, i), metricsPortFor(config, "poller", id, i)]),
+      ),
     ];
     expect(new Set(ports).size).toBe(ports.length);
     expect(metricsPortFor(config, "auction", undefined, 1)).toBe(9460 + PORTS_PER_SLOT + 1);

@@ -33,8 +33,11 @@ async function startHidingProxy(target: string): Promise<HidingProxy> {
       void (async () => {
         const body = Buffer.concat(chunks).toString("utf8");
         const upstream = await fetch(target, { method: "POST", headers: { "content-type": "application/json" }, body });
-        const parsed = JSON.parse(body) as { id: unknown; method: string; params?: unknown[] } | Array<{ id: unknown; method: string; params?: unknown[] }>;
-        const answer = (await upstream.json()) as { id: unknown; result?: unknown } | Array<{ id: unknown; result?: unknown }>;
+        const parsed = JSON.parse(body) as
+          | { id: unknown; method: string; params?: unknown[] }
+          | Array<{ id: unknown; method: string; params?: unknown[] }>;
+        const answer = (await upstream.json()) as
+          { id: unknown; result?: unknown } | Array<{ id: unknown; result?: unknown }>;
         const requests = Array.isArray(parsed) ? parsed : [parsed];
         const answers = Array.isArray(answer) ? answer : [answer];
         for (const request of requests) {
@@ -99,10 +102,19 @@ describe("a nonce reported taken is proven before a remove-liquidity is rebuilt"
     client = await txQueueClient(s.redisUrl, prefix);
     const logs = captureLogs();
     const { config } = submitterConfig(s, prefix, { providers });
-    submitter = await startSubmitter({ config, logger: logs.logger, chainId: s.chain.chainId, options: { pollIntervalMs: 50, providerOptions: { headRefreshMs: 200 } } });
+    submitter = await startSubmitter({
+      config,
+      logger: logs.logger,
+      chainId: s.chain.chainId,
+      options: { pollIntervalMs: 50, providerOptions: { headRefreshMs: 200 } },
+    });
     await s.chain.anvil.setAutomine(false);
     const recipient = Wallet.createRandom().address;
-    const job = await client.addRemoveLiquidity({ assetId: s.chain.deployment.token, amount: "37", recipientAddress: recipient });
+    const job = await client.addRemoveLiquidity({
+      assetId: s.chain.deployment.token,
+      amount: "37",
+      recipientAddress: recipient,
+    });
     const sent = await waitFor("the broadcast", async () => client?.progress.get(job.id ?? "")?.find(isTxJobProgress));
     // Our transaction is mined, but the (first) provider does not show its receipt: the nonce looks taken.
     proxy.hidden.add(sent.transactionHash.toLowerCase());
@@ -114,25 +126,39 @@ describe("a nonce reported taken is proven before a remove-liquidity is rebuilt"
   it("one provider misreporting: nothing is rebuilt, an alert names the hash, and the job completes once the receipt shows", async () => {
     const { job, sent, recipient, logs } = await run([proxy.url]);
     await waitFor("the unconfirmed-nonce alert", async () =>
-      logs.lines().find((l) => l.alert === true && l.at === "submitter.send" && /not proven/.test(String(l.message))));
-    expect(logs.lines()).toContainEqual(expect.objectContaining({ at: "submitter.job", outcome: "retry", code: "NONCE_TAKEN_UNCONFIRMED" }));
+      logs.lines().find((l) => l.alert === true && l.at === "submitter.send" && /not proven/.test(String(l.message))),
+    );
+    expect(logs.lines()).toContainEqual(
+      expect.objectContaining({ at: "submitter.job", outcome: "retry", code: "NONCE_TAKEN_UNCONFIRMED" }),
+    );
     expect(await tokenBalance(s, recipient)).toBe(37n);
 
     proxy.hidden.clear();
-    const result = await job.waitUntilFinished(client?.events ?? (await Promise.reject(new Error("no client"))), 30_000);
+    const result = await job.waitUntilFinished(
+      client?.events ?? (await Promise.reject(new Error("no client"))),
+      30_000,
+    );
     expect(result.transactionHash).toBe(sent.transactionHash);
     expect(await tokenBalance(s, recipient)).toBe(37n);
-    expect(logs.lines().filter((l) => /sending a new one|rebuilding at the next nonce/.test(String(l.message)))).toEqual([]);
+    expect(
+      logs.lines().filter((l) => /sending a new one|rebuilding at the next nonce/.test(String(l.message))),
+    ).toEqual([]);
   }, 60_000);
 
   it("another provider has the job's receipt: it counts as mined, nothing is rebuilt", async () => {
     const { job, sent, recipient, logs } = await run([proxy.url, s.chain.anvil.url]);
     await waitFor("the own-receipt warning", async () =>
-      logs.lines().find((l) => l.at === "submitter.send" && /own receipt: it is mined/.test(String(l.message))));
+      logs.lines().find((l) => l.at === "submitter.send" && /own receipt: it is mined/.test(String(l.message))),
+    );
     proxy.hidden.clear();
-    const result = await job.waitUntilFinished(client?.events ?? (await Promise.reject(new Error("no client"))), 30_000);
+    const result = await job.waitUntilFinished(
+      client?.events ?? (await Promise.reject(new Error("no client"))),
+      30_000,
+    );
     expect(result.transactionHash).toBe(sent.transactionHash);
     expect(await tokenBalance(s, recipient)).toBe(37n);
-    expect(logs.lines().filter((l) => /sending a new one|rebuilding at the next nonce/.test(String(l.message)))).toEqual([]);
+    expect(
+      logs.lines().filter((l) => /sending a new one|rebuilding at the next nonce/.test(String(l.message))),
+    ).toEqual([]);
   }, 60_000);
 });

@@ -12,10 +12,14 @@ import { captureLogs } from "./submitter-fixture";
 function providersWith(views: ReadonlyArray<Readonly<Record<number, string | undefined>>>): ChainProvider {
   return {
     readEach: async (fn: (rpc: unknown) => Promise<unknown>) =>
-      Promise.all(views.map(async (view, i) => ({
-        label: `p${i}`,
-        value: await fn({ getBlock: async (block: number) => (view[block] === undefined ? null : { hash: view[block] }) }),
-      }))),
+      Promise.all(
+        views.map(async (view, i) => ({
+          label: `p${i}`,
+          value: await fn({
+            getBlock: async (block: number) => (view[block] === undefined ? null : { hash: view[block] }),
+          }),
+        })),
+      ),
   } as unknown as ChainProvider;
 }
 
@@ -23,21 +27,40 @@ describe("agreedBlock", () => {
   const logger = captureLogs().logger;
 
   it("takes the target when every provider reports the same hash", async () => {
-    await expect(agreedBlock(providersWith([{ 10: "0xa" }, { 10: "0xa" }]), { from: 5, target: 10, logger })).resolves.toEqual({ block: 10, hash: "0xa" });
+    await expect(
+      agreedBlock(providersWith([{ 10: "0xa" }, { 10: "0xa" }]), { from: 5, target: 10, logger }),
+    ).resolves.toEqual({ block: 10, hash: "0xa" });
   });
 
   it("steps back below a block the providers disagree on", async () => {
-    const views = [{ 10: "0xa", 9: "0xb", 8: "0xc" }, { 10: "0xz", 9: "0xy", 8: "0xc" }];
-    await expect(agreedBlock(providersWith(views), { from: 5, target: 10, logger })).resolves.toEqual({ block: 8, hash: "0xc" });
+    const views = [
+      { 10: "0xa", 9: "0xb", 8: "0xc" },
+      { 10: "0xz", 9: "0xy", 8: "0xc" },
+    ];
+    await expect(agreedBlock(providersWith(views), { from: 5, target: 10, logger })).resolves.toEqual({
+      block: 8,
+      hash: "0xc",
+    });
   });
 
   it("reads nothing when they disagree down to the range start, or no provider has the block", async () => {
-    await expect(agreedBlock(providersWith([{ 10: "0xa", 9: "0xb" }, { 10: "0xz", 9: "0xy" }]), { from: 9, target: 10, logger })).resolves.toBeUndefined();
+    await expect(
+      agreedBlock(
+        providersWith([
+          { 10: "0xa", 9: "0xb" },
+          { 10: "0xz", 9: "0xy" },
+        ]),
+        { from: 9, target: 10, logger },
+      ),
+    ).resolves.toBeUndefined();
     await expect(agreedBlock(providersWith([{}, {}]), { from: 9, target: 10, logger })).resolves.toBeUndefined();
   });
 
   it("with one provider (or one that has the block), takes its view", async () => {
-    await expect(agreedBlock(providersWith([{ 10: "0xa" }, {}]), { from: 5, target: 10, logger })).resolves.toEqual({ block: 10, hash: "0xa" });
+    await expect(agreedBlock(providersWith([{ 10: "0xa" }, {}]), { from: 5, target: 10, logger })).resolves.toEqual({
+      block: 10,
+      hash: "0xa",
+    });
   });
 });
 
@@ -45,7 +68,10 @@ describe("parseCursor", () => {
   it("reads the bare number of earlier versions and the JSON form", () => {
     expect(parseCursor("42")).toEqual({ block: 42, checkpoints: [{ block: 42 }], updatedAtMs: 0 });
     expect(parseCursor('{"block":7,"hash":"0xh","checkpoints":[{"block":7,"hash":"0xh"}],"updatedAtMs":5}')).toEqual({
-      block: 7, hash: "0xh", checkpoints: [{ block: 7, hash: "0xh" }], updatedAtMs: 5,
+      block: 7,
+      hash: "0xh",
+      checkpoints: [{ block: 7, hash: "0xh" }],
+      updatedAtMs: 5,
     });
     expect(parseCursor(null)).toBeUndefined();
   });
@@ -53,7 +79,8 @@ describe("parseCursor", () => {
 
 describe("variantVerdict", () => {
   const txData = { amount: "100", expiry: 1_000, preparedBlockNumber: 12 } as TransferRecord["txData"];
-  const record = (status: TransferRecord["status"]): TransferRecord => ({ status, chainId: 1, txData } as TransferRecord);
+  const record = (status: TransferRecord["status"]): TransferRecord =>
+    ({ status, chainId: 1, txData }) as TransferRecord;
   const zero = `0x${"0".repeat(64)}`;
 
   it.each([

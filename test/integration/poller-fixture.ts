@@ -1,12 +1,30 @@
 import { Queue, Worker, type Job } from "bullmq";
-import { ContractFactory, HDNodeWallet, Wallet, ZeroAddress, hexlify, keccak256, parseEther, randomBytes, type ContractTransactionReceipt } from "ethers";
+import {
+  ContractFactory,
+  HDNodeWallet,
+  Wallet,
+  ZeroAddress,
+  hexlify,
+  keccak256,
+  parseEther,
+  randomBytes,
+  type ContractTransactionReceipt,
+} from "ethers";
 import { Redis } from "ioredis";
 import { loadConfig } from "../../shared/config";
 import type { RouterConfig } from "../../shared/config/types";
 import { encodeBid, signBid } from "../../shared/protocol/bid";
 import type { AuctionBid, InvariantTransactionData } from "../../shared/protocol/types";
 import { packageArtifact } from "../../scripts/nxtp-package";
-import { chainHeadKey, transferKey, txJobId, txQueueName, type TxJobData, type TxJobName, type TxJobResult } from "../../shared/queues";
+import {
+  chainHeadKey,
+  transferKey,
+  txJobId,
+  txQueueName,
+  type TxJobData,
+  type TxJobName,
+  type TxJobResult,
+} from "../../shared/queues";
 import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
 import type { RouterSigner } from "../../shared/signer/router-signer";
 import { startPoller, type PollerOptions, type RunningPoller } from "../../services/poller/start-poller";
@@ -47,7 +65,13 @@ export async function startPollerStack(): Promise<PollerStack> {
   await receiving.anvil.setBalance(router, parseEther("100"));
   const funder = anvilWallet(3, receiving.provider);
   await mintToken(receiving.deployment, funder.address, AMOUNT * 100n);
-  await fundRouterLiquidity({ deployment: receiving.deployment, funder, router, assetId: receiving.deployment.token, amount: AMOUNT * 100n });
+  await fundRouterLiquidity({
+    deployment: receiving.deployment,
+    funder,
+    router,
+    assetId: receiving.deployment.token,
+    amount: AMOUNT * 100n,
+  });
   // A second TestERC20 the TransactionManager accepts, for the "different sending asset" fraud.
   const { abi, bytecode } = packageArtifact("TestERC20");
   const other = await new ContractFactory(abi, bytecode, anvilWallet(4, sending.provider)).deploy();
@@ -68,7 +92,9 @@ export function pollerConfig(s: PollerStack, prefix: string, p: PollerConfigPara
     providers: [c.anvil.url],
     transactionManagerAddress: c.deployment.transactionManager,
     confirmations: 1,
-    ...(p.subgraph?.[c.chainId] ? { subgraph: [p.subgraph[c.chainId]], subgraphSyncBuffer: p.subgraphSyncBuffer ?? 5 } : {}),
+    ...(p.subgraph?.[c.chainId]
+      ? { subgraph: [p.subgraph[c.chainId]], subgraphSyncBuffer: p.subgraphSyncBuffer ?? 5 }
+      : {}),
   });
   const raw = {
     adminToken: "integration-test-admin-token",
@@ -77,18 +103,39 @@ export function pollerConfig(s: PollerStack, prefix: string, p: PollerConfigPara
     redisUrl: s.redisUrl,
     redisPrefix: prefix,
     diagnosticMode: p.diagnosticMode ?? false,
-    swapPools: [{ assets: [{ chainId: SENDING, assetId: s.sending.deployment.token }, { chainId: RECEIVING, assetId: s.receiving.deployment.token }] }],
+    swapPools: [
+      {
+        assets: [
+          { chainId: SENDING, assetId: s.sending.deployment.token },
+          { chainId: RECEIVING, assetId: s.receiving.deployment.token },
+        ],
+      },
+    ],
     // Chain 1 is required by the config rules; its TransactionManager is the package's mainnet deployment.
-    chainConfig: { "1": { providers: [s.sending.anvil.url] }, [String(SENDING)]: chain(s.sending), [String(RECEIVING)]: chain(s.receiving) },
+    chainConfig: {
+      "1": { providers: [s.sending.anvil.url] },
+      [String(SENDING)]: chain(s.sending),
+      [String(RECEIVING)]: chain(s.receiving),
+    },
   };
   return loadConfig(raw, {}).config;
 }
 
 /** Both chains' pollers, reading from the current heads on (so earlier tests' transfers stay out). */
-export async function startPollers(s: PollerStack, config: RouterConfig, logs: CapturedLogger, options: PollerOptions = {}): Promise<RunningPoller[]> {
+export async function startPollers(
+  s: PollerStack,
+  config: RouterConfig,
+  logs: CapturedLogger,
+  options: PollerOptions = {},
+): Promise<RunningPoller[]> {
   return Promise.all(
     [s.sending, s.receiving].map(async (c) =>
-      startPoller({ config, logger: logs.logger, chainId: c.chainId, options: { ...FAST, startBlock: (await c.provider.getBlockNumber()) + 1, ...options } }),
+      startPoller({
+        config,
+        logger: logs.logger,
+        chainId: c.chainId,
+        options: { ...FAST, startBlock: (await c.provider.getBlockNumber()) + 1, ...options },
+      }),
     ),
   );
 }
@@ -134,41 +181,91 @@ export async function userPrepare(s: PollerStack, p: UserPrepareParams): Promise
   const router = await s.routerSigner.getAddress();
   const transactionId = hexlify(randomBytes(32));
   const bid: AuctionBid = {
-    user: wallet.address, router, initiator: wallet.address, sendingChainId: SENDING, sendingAssetId: s.sending.deployment.token, amount: AMOUNT.toString(),
-    receivingChainId: RECEIVING, receivingAssetId: s.receiving.deployment.token, amountReceived: ((AMOUNT * 9995n) / 10000n).toString(),
-    receivingAddress: wallet.address, transactionId, expiry: latest.timestamp + 3 * 86400 + 3 * 3600, callDataHash: keccak256("0x"),
-    callTo: ZeroAddress, encryptedCallData: "0x", sendingChainTxManagerAddress: s.sending.deployment.transactionManager,
-    receivingChainTxManagerAddress: s.receiving.deployment.transactionManager, bidExpiry: latest.timestamp + 300, ...p.bid,
+    user: wallet.address,
+    router,
+    initiator: wallet.address,
+    sendingChainId: SENDING,
+    sendingAssetId: s.sending.deployment.token,
+    amount: AMOUNT.toString(),
+    receivingChainId: RECEIVING,
+    receivingAssetId: s.receiving.deployment.token,
+    amountReceived: ((AMOUNT * 9995n) / 10000n).toString(),
+    receivingAddress: wallet.address,
+    transactionId,
+    expiry: latest.timestamp + 3 * 86400 + 3 * 3600,
+    callDataHash: keccak256("0x"),
+    callTo: ZeroAddress,
+    encryptedCallData: "0x",
+    sendingChainTxManagerAddress: s.sending.deployment.transactionManager,
+    receivingChainTxManagerAddress: s.receiving.deployment.transactionManager,
+    bidExpiry: latest.timestamp + 300,
+    ...p.bid,
   };
   const encodedBid = encodeBid(bid);
   const bidSignature = await signBid(p.bidSigner ?? s.routerSigner, bid);
   const invariant: InvariantTransactionData = {
-    receivingChainTxManagerAddress: bid.receivingChainTxManagerAddress, user: wallet.address, router, initiator: wallet.address,
-    sendingAssetId: p.tamper?.sendingAssetId ?? bid.sendingAssetId, receivingAssetId: bid.receivingAssetId, sendingChainFallback: wallet.address,
-    callTo: bid.callTo, receivingAddress: p.tamper?.receivingAddress ?? bid.receivingAddress, sendingChainId: SENDING,
-    receivingChainId: p.tamper?.receivingChainId ?? bid.receivingChainId, callDataHash: bid.callDataHash, transactionId,
+    receivingChainTxManagerAddress: bid.receivingChainTxManagerAddress,
+    user: wallet.address,
+    router,
+    initiator: wallet.address,
+    sendingAssetId: p.tamper?.sendingAssetId ?? bid.sendingAssetId,
+    receivingAssetId: bid.receivingAssetId,
+    sendingChainFallback: wallet.address,
+    callTo: bid.callTo,
+    receivingAddress: p.tamper?.receivingAddress ?? bid.receivingAddress,
+    sendingChainId: SENDING,
+    receivingChainId: p.tamper?.receivingChainId ?? bid.receivingChainId,
+    callDataHash: bid.callDataHash,
+    transactionId,
   };
   const lockedAmount = p.tamper?.amount ?? AMOUNT;
   const token = nxtpContractAt("TestERC20", invariant.sendingAssetId, s.sending.deployer);
   await sendTx(token, "mint", [wallet.address, lockedAmount]);
-  await sendTx(nxtpContractAt("ERC20", invariant.sendingAssetId, wallet), "approve", [s.sending.deployment.transactionManager, lockedAmount]);
+  await sendTx(nxtpContractAt("ERC20", invariant.sendingAssetId, wallet), "approve", [
+    s.sending.deployment.transactionManager,
+    lockedAmount,
+  ]);
   const tm = nxtpContractAt("TransactionManager", s.sending.deployment.transactionManager, wallet);
   const receipt = await sendTx(tm, "prepare", [
-    { invariantData: invariant, amount: lockedAmount, expiry: bid.expiry, encryptedCallData: "0x", encodedBid, bidSignature, encodedMeta: "0x" },
+    {
+      invariantData: invariant,
+      amount: lockedAmount,
+      expiry: bid.expiry,
+      encryptedCallData: "0x",
+      encodedBid,
+      bidSignature,
+      encodedMeta: "0x",
+    },
   ]);
   return {
-    transactionId, user: wallet.address, bid, encodedBid, bidSignature, invariant, lockedAmount, receipt, minedAtMs: Date.now(),
+    transactionId,
+    user: wallet.address,
+    bid,
+    encodedBid,
+    bidSignature,
+    invariant,
+    lockedAmount,
+    receipt,
+    minedAtMs: Date.now(),
     transferKey: transferKey(transactionId, wallet.address),
   };
 }
 
 /** The receiving-side prepare as the router's submitter would send it (the colleague's operation, simulated). */
-export async function routerPrepareReceiver(s: PollerStack, prepared: UserPrepared): Promise<ContractTransactionReceipt> {
+export async function routerPrepareReceiver(
+  s: PollerStack,
+  prepared: UserPrepared,
+): Promise<ContractTransactionReceipt> {
   const tm = nxtpContractAt("TransactionManager", s.receiving.deployment.transactionManager, s.routerWallet);
   return sendTx(tm, "prepare", [
     {
-      invariantData: prepared.invariant, amount: BigInt(prepared.bid.amountReceived), expiry: prepared.bid.expiry - 86400, encryptedCallData: "0x",
-      encodedBid: prepared.encodedBid, bidSignature: prepared.bidSignature, encodedMeta: "0x",
+      invariantData: prepared.invariant,
+      amount: BigInt(prepared.bid.amountReceived),
+      expiry: prepared.bid.expiry - 86400,
+      encryptedCallData: "0x",
+      encodedBid: prepared.encodedBid,
+      bidSignature: prepared.bidSignature,
+      encodedMeta: "0x",
     },
   ]);
 }
@@ -185,10 +282,16 @@ export interface Queues {
   close(): Promise<void>;
 }
 
-export function openQueues(redisUrl: string, prefix: string, chainIds: readonly number[] = [1, SENDING, RECEIVING]): Queues {
+export function openQueues(
+  redisUrl: string,
+  prefix: string,
+  chainIds: readonly number[] = [1, SENDING, RECEIVING],
+): Queues {
   const url = new URL(redisUrl);
   const connection = { host: url.hostname, port: Number(url.port), maxRetriesPerRequest: null };
-  const queues = new Map(chainIds.map((id) => [id, new Queue<TxJobData, TxJobResult>(txQueueName(id), { connection, prefix })]));
+  const queues = new Map(
+    chainIds.map((id) => [id, new Queue<TxJobData, TxJobResult>(txQueueName(id), { connection, prefix })]),
+  );
   const queue = (chainId: number): Queue<TxJobData, TxJobResult> => {
     const q = queues.get(chainId);
     if (!q) throw new Error(`no queue for ${chainId}`);
@@ -202,9 +305,13 @@ export function openQueues(redisUrl: string, prefix: string, chainIds: readonly 
       await queue(chainId).add(name, { chainId } as TxJobData, { jobId: txJobId(name, key), attempts: opts.attempts });
     },
     failAll: async (chainId, error) => {
-      const worker = new Worker(txQueueName(chainId), async (job) => Promise.reject(error(job.id ?? "")), { connection, prefix });
+      const worker = new Worker(txQueueName(chainId), async (job) => Promise.reject(error(job.id ?? "")), {
+        connection,
+        prefix,
+      });
       const q = queue(chainId);
-      const pending = async (): Promise<number> => Object.values(await q.getJobCounts("wait", "active", "delayed")).reduce((a, b) => a + b, 0);
+      const pending = async (): Promise<number> =>
+        Object.values(await q.getJobCounts("wait", "active", "delayed")).reduce((a, b) => a + b, 0);
       for (let i = 0; i < 200 && (await pending()) > 0; i += 1) {
         await new Promise((r) => setTimeout(r, 50));
       }

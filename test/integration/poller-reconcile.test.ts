@@ -7,8 +7,20 @@ import { anvilWallet } from "../harness/anvil";
 import { liveChildPids } from "../harness/child-process";
 import { nxtpContractAt, sendTx } from "../harness/deploy";
 import {
-  AMOUNT, FAST, RECEIVING, SENDING, openQueues, pollerConfig, routerPrepareReceiver, startPollerStack, startPollers, syncedPast, userPrepare,
-  type PollerStack, type Queues, type UserPrepared,
+  AMOUNT,
+  FAST,
+  RECEIVING,
+  SENDING,
+  openQueues,
+  pollerConfig,
+  routerPrepareReceiver,
+  startPollerStack,
+  startPollers,
+  syncedPast,
+  userPrepare,
+  type PollerStack,
+  type Queues,
+  type UserPrepared,
 } from "./poller-fixture";
 import { captureLogs, uniquePrefix, waitFor, type CapturedLogger } from "./submitter-fixture";
 
@@ -32,23 +44,48 @@ describe("poller reconcile (missed receiving fulfill, anvil 1337 → 1338, redis
     running.push(poller);
     return poller;
   };
-  const fulfillJob = (p: UserPrepared) => waitFor("fulfill-sender job", () => queues.job(SENDING, TX_JOB.fulfillSender, p.transferKey), 15_000);
+  const fulfillJob = (p: UserPrepared) =>
+    waitFor("fulfill-sender job", () => queues.job(SENDING, TX_JOB.fulfillSender, p.transferKey), 15_000);
 
   /** The user's fulfill of the receiving side the router prepared, with the signature the claim needs. */
-  async function userFulfill(p: UserPrepared, receiverPrepare: ContractTransactionReceipt): Promise<{ signature: string; receipt: ContractTransactionReceipt }> {
+  async function userFulfill(
+    p: UserPrepared,
+    receiverPrepare: ContractTransactionReceipt,
+  ): Promise<{ signature: string; receipt: ContractTransactionReceipt }> {
     const user = anvilWallet(USER, s.receiving.provider);
-    const payload = { transactionId: p.transactionId, relayerFee: "0", receivingChainId: RECEIVING, receivingChainTxManagerAddress: s.receiving.deployment.transactionManager };
+    const payload = {
+      transactionId: p.transactionId,
+      relayerFee: "0",
+      receivingChainId: RECEIVING,
+      receivingChainTxManagerAddress: s.receiving.deployment.transactionManager,
+    };
     const signature = await user.signMessage(getBytes(fulfillPayloadHash(payload)));
-    const txData = { ...p.invariant, amount: p.bid.amountReceived, expiry: p.bid.expiry - 86400, preparedBlockNumber: receiverPrepare.blockNumber };
+    const txData = {
+      ...p.invariant,
+      amount: p.bid.amountReceived,
+      expiry: p.bid.expiry - 86400,
+      preparedBlockNumber: receiverPrepare.blockNumber,
+    };
     const tm = nxtpContractAt("TransactionManager", s.receiving.deployment.transactionManager, user);
-    const receipt = await sendTx(tm, "fulfill", [{ txData, relayerFee: 0, signature, callData: "0x", encodedMeta: "0x" }]);
+    const receipt = await sendTx(tm, "fulfill", [
+      { txData, relayerFee: 0, signature, callData: "0x", encodedMeta: "0x" },
+    ]);
     return { signature, receipt };
   }
 
-  function expectClaim(job: Awaited<ReturnType<typeof fulfillJob>>, p: UserPrepared, fulfill: { signature: string; receipt: ContractTransactionReceipt }): void {
+  function expectClaim(
+    job: Awaited<ReturnType<typeof fulfillJob>>,
+    p: UserPrepared,
+    fulfill: { signature: string; receipt: ContractTransactionReceipt },
+  ): void {
     expect(job.data).toEqual({
       chainId: SENDING,
-      txData: { ...p.invariant, amount: AMOUNT.toString(), expiry: p.bid.expiry, preparedBlockNumber: p.receipt.blockNumber },
+      txData: {
+        ...p.invariant,
+        amount: AMOUNT.toString(),
+        expiry: p.bid.expiry,
+        preparedBlockNumber: p.receipt.blockNumber,
+      },
       signature: fulfill.signature.toLowerCase(),
       relayerFee: "0",
       callData: "0x",
@@ -87,7 +124,12 @@ describe("poller reconcile (missed receiving fulfill, anvil 1337 → 1338, redis
     // Reconciled before its first decision: the receiving side was never re-prepared, nor the sending side cancelled.
     expect(await queues.job(RECEIVING, TX_JOB.prepareReceiver, prepared.transferKey)).toBeUndefined();
     expect(await queues.job(SENDING, TX_JOB.cancelSender, prepared.transferKey)).toBeUndefined();
-    expect(logs.lines().filter((l) => l.at === "poller.reconcile" && l.transferKey === prepared.transferKey).map((l) => l.level)).toEqual(["warn"]);
+    expect(
+      logs
+        .lines()
+        .filter((l) => l.at === "poller.reconcile" && l.transferKey === prepared.transferKey)
+        .map((l) => l.level),
+    ).toEqual(["warn"]);
   });
 
   it("claims the sending side when the receiving poller's log read skipped the fulfill (record stuck at Prepared)", async () => {
@@ -120,8 +162,16 @@ describe("poller reconcile (missed receiving fulfill, anvil 1337 → 1338, redis
     await startOne(config, RECEIVING, { startBlock: (await s.receiving.provider.getBlockNumber()) + 1 });
 
     const alert = await waitFor("reconcile alert", async () =>
-      logs.lines().find((l) => l.at === "poller.reconcile" && l.transferKey === prepared.transferKey && l.level === "error"));
-    expect(alert).toMatchObject({ side: "receiving", sideChainId: RECEIVING, verdict: "store-behind", storedStatus: null });
+      logs
+        .lines()
+        .find((l) => l.at === "poller.reconcile" && l.transferKey === prepared.transferKey && l.level === "error"),
+    );
+    expect(alert).toMatchObject({
+      side: "receiving",
+      sideChainId: RECEIVING,
+      verdict: "store-behind",
+      storedStatus: null,
+    });
     expect(await queues.job(RECEIVING, TX_JOB.prepareReceiver, prepared.transferKey)).toBeUndefined();
     expect(await queues.job(SENDING, TX_JOB.cancelSender, prepared.transferKey)).toBeUndefined();
   });

@@ -5,7 +5,17 @@ import { createTransferStore } from "../../shared/transfers/transfer-store";
 import type { RunningPoller } from "../../services/poller/start-poller";
 import { liveChildPids } from "../harness/child-process";
 import {
-  AMOUNT, RECEIVING, SENDING, openQueues, pollerConfig, startPollerStack, startPollers, syncedPast, userPrepare, type PollerStack, type Queues,
+  AMOUNT,
+  RECEIVING,
+  SENDING,
+  openQueues,
+  pollerConfig,
+  startPollerStack,
+  startPollers,
+  syncedPast,
+  userPrepare,
+  type PollerStack,
+  type Queues,
   type UserPrepared,
 } from "./poller-fixture";
 import { captureLogs, uniquePrefix, waitFor, type CapturedLogger } from "./submitter-fixture";
@@ -24,7 +34,8 @@ describe("poller log cursor (re-org, chain reset; anvil 1337 → 1338, redis)", 
   let logs: CapturedLogger;
   let prefix: string;
   const running: RunningPoller[] = [];
-  const prepareJob = (p: UserPrepared) => waitFor("prepare-receiver job", () => queues.job(RECEIVING, TX_JOB.prepareReceiver, p.transferKey), 15_000);
+  const prepareJob = (p: UserPrepared) =>
+    waitFor("prepare-receiver job", () => queues.job(RECEIVING, TX_JOB.prepareReceiver, p.transferKey), 15_000);
 
   beforeAll(async () => {
     s = await startPollerStack();
@@ -51,7 +62,10 @@ describe("poller log cursor (re-org, chain reset; anvil 1337 → 1338, redis)", 
     const snapshot = await s.sending.anvil.rpc<string>("evm_snapshot");
     const orphan = await userPrepare(s, { user: USER });
     await syncedPast(queues, prefix, SENDING, orphan.receipt.blockNumber);
-    const cursorBefore = JSON.parse((await queues.redis.get(pollerCursorKey(prefix, SENDING))) ?? "null") as { block: number; hash: string };
+    const cursorBefore = JSON.parse((await queues.redis.get(pollerCursorKey(prefix, SENDING))) ?? "null") as {
+      block: number;
+      hash: string;
+    };
     expect(cursorBefore).toMatchObject({ block: orphan.receipt.blockNumber, hash: orphan.receipt.blockHash });
 
     // The re-org: the orphan's blocks are replaced by as many blocks holding another transfer.
@@ -60,15 +74,39 @@ describe("poller log cursor (re-org, chain reset; anvil 1337 → 1338, redis)", 
     expect(replacement.receipt.blockNumber).toBe(orphan.receipt.blockNumber);
 
     const job = await prepareJob(replacement);
-    expect(job.data).toMatchObject({ sender: { txData: { transactionId: replacement.transactionId.toLowerCase(), preparedBlockNumber: replacement.receipt.blockNumber } } });
-    const rewind = logs.lines().find((l) => l.at === "poller.logs" && l.message === "re-org below the log cursor: rewinding and reading those blocks again");
-    expect(rewind).toMatchObject({ level: "warn", chainId: SENDING, storedCursor: orphan.receipt.blockNumber, checkpointMatched: true });
+    expect(job.data).toMatchObject({
+      sender: {
+        txData: {
+          transactionId: replacement.transactionId.toLowerCase(),
+          preparedBlockNumber: replacement.receipt.blockNumber,
+        },
+      },
+    });
+    const rewind = logs
+      .lines()
+      .find(
+        (l) =>
+          l.at === "poller.logs" &&
+          l.message === "re-org below the log cursor: rewinding and reading those blocks again",
+      );
+    expect(rewind).toMatchObject({
+      level: "warn",
+      chainId: SENDING,
+      storedCursor: orphan.receipt.blockNumber,
+      checkpointMatched: true,
+    });
     expect(rewind?.rewoundTo).toBeLessThan(orphan.receipt.blockNumber - 2); // before the orphan's mint and approve too
     // The orphan's record is still Prepared in the store but no longer on chain: held and reported, not acted on again.
     const held = await waitFor("orphan reported", async () =>
-      logs.lines().find((l) => l.at === "poller.reconcile" && l.transferKey === orphan.transferKey && l.level === "error"));
+      logs
+        .lines()
+        .find((l) => l.at === "poller.reconcile" && l.transferKey === orphan.transferKey && l.level === "error"),
+    );
     expect(held).toMatchObject({ side: "sending", verdict: "store-ahead", storedStatus: "Prepared" });
-    const cursorAfter = JSON.parse((await queues.redis.get(pollerCursorKey(prefix, SENDING))) ?? "null") as { block: number; hash: string };
+    const cursorAfter = JSON.parse((await queues.redis.get(pollerCursorKey(prefix, SENDING))) ?? "null") as {
+      block: number;
+      hash: string;
+    };
     expect(cursorAfter.hash).toBe((await s.sending.provider.getBlock(cursorAfter.block))?.hash);
   });
 
@@ -79,9 +117,19 @@ describe("poller log cursor (re-org, chain reset; anvil 1337 → 1338, redis)", 
     const store = createTransferStore(queues.redis, prefix);
     const stale = await userPrepare(s, { user: USER });
     const staleRecord: PreparedTransferRecord = {
-      status: "Prepared", chainId: SENDING,
-      txData: { ...stale.invariant, transactionId: hexlify(randomBytes(32)), amount: AMOUNT.toString(), expiry: stale.bid.expiry, preparedBlockNumber: stale.receipt.blockNumber },
-      encryptedCallData: "0x", encodedBid: stale.encodedBid, bidSignature: stale.bidSignature, prepareTransactionHash: stale.receipt.hash,
+      status: "Prepared",
+      chainId: SENDING,
+      txData: {
+        ...stale.invariant,
+        transactionId: hexlify(randomBytes(32)),
+        amount: AMOUNT.toString(),
+        expiry: stale.bid.expiry,
+        preparedBlockNumber: stale.receipt.blockNumber,
+      },
+      encryptedCallData: "0x",
+      encodedBid: stale.encodedBid,
+      bidSignature: stale.bidSignature,
+      prepareTransactionHash: stale.receipt.hash,
       preparedTimestamp: 1,
     };
     await store.put(staleRecord);
@@ -93,7 +141,10 @@ describe("poller log cursor (re-org, chain reset; anvil 1337 → 1338, redis)", 
 
     const reset = logs.lines().filter((l) => l.at === "poller.logs" && l.level === "error");
     expect(reset).toEqual([expect.objectContaining({ chainId: SENDING, storedCursor: head + 1_000 })]);
-    expect(logs.lines().find((l) => l.at === "poller.reconcile" && l.transferKey === staleKey)).toMatchObject({ level: "error", verdict: "store-ahead" });
+    expect(logs.lines().find((l) => l.at === "poller.reconcile" && l.transferKey === staleKey)).toMatchObject({
+      level: "error",
+      verdict: "store-ahead",
+    });
     expect(await queues.job(RECEIVING, TX_JOB.prepareReceiver, staleKey)).toBeUndefined();
     expect(await queues.job(SENDING, TX_JOB.cancelSender, staleKey)).toBeUndefined();
   });

@@ -6,7 +6,16 @@ import { createTransferStore } from "../../shared/transfers/transfer-store";
 import { startPoller, type RunningPoller } from "../../services/poller/start-poller";
 import { liveChildPids, spawnManaged, waitForReady, type ManagedProcess } from "../harness/child-process";
 import {
-  FAST, RECEIVING, SENDING, openQueues, pollerConfig, startPollerStack, userPrepare, type PollerStack, type Queues, type UserPrepared,
+  FAST,
+  RECEIVING,
+  SENDING,
+  openQueues,
+  pollerConfig,
+  startPollerStack,
+  userPrepare,
+  type PollerStack,
+  type Queues,
+  type UserPrepared,
 } from "./poller-fixture";
 import { captureLogs, uniquePrefix, waitFor, type CapturedLogger } from "./submitter-fixture";
 
@@ -43,12 +52,29 @@ describe("poller readiness and resume (anvil 1337 → 1338, redis)", () => {
   /** The config file the child reads: what pollerConfig loads, as raw JSON. */
   function writeConfigFile(): string {
     const entry = (c: PollerStack["sending"]): Record<string, unknown> => ({
-      providers: [c.anvil.url], transactionManagerAddress: c.deployment.transactionManager, confirmations: 1,
+      providers: [c.anvil.url],
+      transactionManagerAddress: c.deployment.transactionManager,
+      confirmations: 1,
     });
     const raw = {
-      adminToken: "integration-test-admin-token", mnemonic: s.mnemonic, logLevel: "info", redisUrl: s.redisUrl, redisPrefix: prefix,
-      swapPools: [{ assets: [{ chainId: SENDING, assetId: s.sending.deployment.token }, { chainId: RECEIVING, assetId: s.receiving.deployment.token }] }],
-      chainConfig: { "1": { providers: [s.sending.anvil.url] }, [String(SENDING)]: entry(s.sending), [String(RECEIVING)]: entry(s.receiving) },
+      adminToken: "integration-test-admin-token",
+      mnemonic: s.mnemonic,
+      logLevel: "info",
+      redisUrl: s.redisUrl,
+      redisPrefix: prefix,
+      swapPools: [
+        {
+          assets: [
+            { chainId: SENDING, assetId: s.sending.deployment.token },
+            { chainId: RECEIVING, assetId: s.receiving.deployment.token },
+          ],
+        },
+      ],
+      chainConfig: {
+        "1": { providers: [s.sending.anvil.url] },
+        [String(SENDING)]: entry(s.sending),
+        [String(RECEIVING)]: entry(s.receiving),
+      },
     };
     const file = join(dir, `${prefix}.json`);
     writeFileSync(file, JSON.stringify(raw));
@@ -60,8 +86,18 @@ describe("poller readiness and resume (anvil 1337 → 1338, redis)", () => {
       name: "poller-1337",
       command: "/usr/bin/env",
       args: [
-        "-u", "ROUTER_ADMIN_TOKEN", "-u", "ROUTER_MNEMONIC", "-u", "REDIS_URL", `ROUTER_CONFIG_FILE=${configFile}`, `CHAIN_ID=${SENDING}`,
-        "POLLER_INTERVAL_MS=100", `POLLER_START_BLOCK=${startBlock}`, process.execPath, DIST_MAIN,
+        "-u",
+        "ROUTER_ADMIN_TOKEN",
+        "-u",
+        "ROUTER_MNEMONIC",
+        "-u",
+        "REDIS_URL",
+        `ROUTER_CONFIG_FILE=${configFile}`,
+        `CHAIN_ID=${SENDING}`,
+        "POLLER_INTERVAL_MS=100",
+        `POLLER_START_BLOCK=${startBlock}`,
+        process.execPath,
+        DIST_MAIN,
       ],
     });
     children.push(proc);
@@ -92,7 +128,12 @@ describe("poller readiness and resume (anvil 1337 → 1338, redis)", () => {
 
   it("resolves start only after the cursor is stored and a first tick stored the head", async () => {
     const startedAtMs = Date.now();
-    const poller = await startPoller({ config: pollerConfig(s, prefix), logger: logs.logger, chainId: SENDING, options: { ...FAST, startBlock: 1 } });
+    const poller = await startPoller({
+      config: pollerConfig(s, prefix),
+      logger: logs.logger,
+      chainId: SENDING,
+      options: { ...FAST, startBlock: 1 },
+    });
     running.push(poller);
     const head = await createTransferStore(queues.redis, prefix).getHead(SENDING);
     expect(head?.updatedAtMs).toBeGreaterThanOrEqual(startedAtMs);
@@ -117,10 +158,16 @@ describe("poller readiness and resume (anvil 1337 → 1338, redis)", () => {
     child = spawnSendingPoller(configFile, 10 ** 9); // PM2-like: at once; the stored cursor, not the start block, decides
     const down = await userPrepare(s, { user: 6 }); // mined while the new process boots
 
-    const resumed = await waitFor("the next stored cursor", async () => {
-      const cursor = await cursorOf(SENDING);
-      return cursor !== undefined && cursor.updatedAtMs > killedAtMs && cursor.block >= down.receipt.blockNumber ? cursor : undefined;
-    }, 15_000);
+    const resumed = await waitFor(
+      "the next stored cursor",
+      async () => {
+        const cursor = await cursorOf(SENDING);
+        return cursor !== undefined && cursor.updatedAtMs > killedAtMs && cursor.block >= down.receipt.blockNumber
+          ? cursor
+          : undefined;
+      },
+      15_000,
+    );
     const resumeMs = resumed.updatedAtMs - killedAtMs;
     console.log(`poller resume: kill → next stored cursor ${resumeMs} ms`);
     expect(resumeMs).toBeLessThanOrEqual(RESUME_BOUND_MS);

@@ -7,8 +7,19 @@ import { liveChildPids } from "../harness/child-process";
 import { nxtpContractAt, sendTx } from "../harness/deploy";
 import { startSubgraphServer, type SubgraphServer } from "../harness/subgraph-server";
 import {
-  AMOUNT, RECEIVING, SENDING, enqueueLines, openQueues, pollerConfig, routerPrepareReceiver, startPollerStack, startPollers,
-  userPrepare, type PollerStack, type Queues, type UserPrepared,
+  AMOUNT,
+  RECEIVING,
+  SENDING,
+  enqueueLines,
+  openQueues,
+  pollerConfig,
+  routerPrepareReceiver,
+  startPollerStack,
+  startPollers,
+  userPrepare,
+  type PollerStack,
+  type Queues,
+  type UserPrepared,
 } from "./poller-fixture";
 import { captureLogs, uniquePrefix, waitFor, type CapturedLogger } from "./submitter-fixture";
 
@@ -26,13 +37,24 @@ describe("poller with subgraphs (test GraphQL server over anvil logs)", () => {
   const running: RunningPoller[] = [];
 
   const switches = (chainId: number): unknown[] =>
-    logs.lines().filter((l) => l.at === "poller.source" && l.chainId === chainId).map((l) => l.source);
+    logs
+      .lines()
+      .filter((l) => l.at === "poller.source" && l.chainId === chainId)
+      .map((l) => l.source);
 
   beforeAll(async () => {
     s = await startPollerStack();
     servers = {
-      [SENDING]: await startSubgraphServer({ rpcUrl: s.sending.anvil.url, chainId: SENDING, transactionManager: s.sending.deployment.transactionManager }),
-      [RECEIVING]: await startSubgraphServer({ rpcUrl: s.receiving.anvil.url, chainId: RECEIVING, transactionManager: s.receiving.deployment.transactionManager }),
+      [SENDING]: await startSubgraphServer({
+        rpcUrl: s.sending.anvil.url,
+        chainId: SENDING,
+        transactionManager: s.sending.deployment.transactionManager,
+      }),
+      [RECEIVING]: await startSubgraphServer({
+        rpcUrl: s.receiving.anvil.url,
+        chainId: RECEIVING,
+        transactionManager: s.receiving.deployment.transactionManager,
+      }),
     };
   }, 120_000);
 
@@ -40,7 +62,10 @@ describe("poller with subgraphs (test GraphQL server over anvil logs)", () => {
     prefix = uniquePrefix();
     queues = openQueues(s.redisUrl, prefix);
     logs = captureLogs();
-    const config = pollerConfig(s, prefix, { subgraph: { [SENDING]: servers[SENDING].url, [RECEIVING]: servers[RECEIVING].url }, subgraphSyncBuffer: SYNC_BUFFER });
+    const config = pollerConfig(s, prefix, {
+      subgraph: { [SENDING]: servers[SENDING].url, [RECEIVING]: servers[RECEIVING].url },
+      subgraphSyncBuffer: SYNC_BUFFER,
+    });
     running.push(...(await startPollers(s, config, logs)));
   });
 
@@ -70,13 +95,25 @@ describe("poller with subgraphs (test GraphQL server over anvil logs)", () => {
       chainId: RECEIVING,
       sender: {
         chainId: SENDING,
-        txData: { ...viaSubgraph.invariant, amount: AMOUNT.toString(), expiry: viaSubgraph.bid.expiry, preparedBlockNumber: viaSubgraph.receipt.blockNumber },
-        encryptedCallData: "0x", encodedBid: viaSubgraph.encodedBid, bidSignature: viaSubgraph.bidSignature.toLowerCase(),
-        prepareTransactionHash: viaSubgraph.receipt.hash, preparedTimestamp: block?.timestamp,
+        txData: {
+          ...viaSubgraph.invariant,
+          amount: AMOUNT.toString(),
+          expiry: viaSubgraph.bid.expiry,
+          preparedBlockNumber: viaSubgraph.receipt.blockNumber,
+        },
+        encryptedCallData: "0x",
+        encodedBid: viaSubgraph.encodedBid,
+        bidSignature: viaSubgraph.bidSignature.toLowerCase(),
+        prepareTransactionHash: viaSubgraph.receipt.hash,
+        preparedTimestamp: block?.timestamp,
       },
     });
-    expect(enqueueLines(logs, viaSubgraph.transferKey)).toEqual([expect.objectContaining({ source: "subgraph", action: "prepare-receiver" })]);
-    expect(servers[SENDING].operations()).toEqual(expect.arrayContaining(["GetBlockNumber", "GetSenderTransactions", "GetReceiverTransactions"]));
+    expect(enqueueLines(logs, viaSubgraph.transferKey)).toEqual([
+      expect.objectContaining({ source: "subgraph", action: "prepare-receiver" }),
+    ]);
+    expect(servers[SENDING].operations()).toEqual(
+      expect.arrayContaining(["GetBlockNumber", "GetSenderTransactions", "GetReceiverTransactions"]),
+    );
 
     // The subgraph lags beyond the buffer: the chain's own logs take over, and the transfer is still seen.
     servers[SENDING].setLag(SYNC_BUFFER + 10);
@@ -87,7 +124,11 @@ describe("poller with subgraphs (test GraphQL server over anvil logs)", () => {
 
     servers[SENDING].setLag(0);
     await s.sending.anvil.mine(1);
-    await waitFor("switch back to the subgraph", async () => (switches(SENDING).length === 3 ? true : undefined), 10_000);
+    await waitFor(
+      "switch back to the subgraph",
+      async () => (switches(SENDING).length === 3 ? true : undefined),
+      10_000,
+    );
     await s.sending.anvil.mine(3);
     await new Promise((r) => setTimeout(r, 500));
     expect(switches(SENDING)).toEqual(["subgraph", "logs", "subgraph"]);
@@ -103,19 +144,42 @@ describe("poller with subgraphs (test GraphQL server over anvil logs)", () => {
     servers[SENDING].setFailing(false);
 
     const receiverPrepare = await routerPrepareReceiver(s, prepared);
-    const txData = { ...prepared.invariant, amount: prepared.bid.amountReceived, expiry: prepared.bid.expiry - 86400, preparedBlockNumber: receiverPrepare.blockNumber };
+    const txData = {
+      ...prepared.invariant,
+      amount: prepared.bid.amountReceived,
+      expiry: prepared.bid.expiry - 86400,
+      preparedBlockNumber: receiverPrepare.blockNumber,
+    };
     // The receiving side must be stored as Prepared before it is fulfilled, so its fulfill is a change the
     // subgraph source has to look up by id (it drops out of the open list).
-    await waitFor("receiving side stored", async () => ((await queues.redis.keys(`${prefix}:router:transfer:${RECEIVING}:*`)).length > 0 ? true : undefined));
+    await waitFor("receiving side stored", async () =>
+      (await queues.redis.keys(`${prefix}:router:transfer:${RECEIVING}:*`)).length > 0 ? true : undefined,
+    );
     const user = anvilWallet(USER, s.receiving.provider);
-    const payload = { transactionId: prepared.transactionId, relayerFee: "0", receivingChainId: RECEIVING, receivingChainTxManagerAddress: s.receiving.deployment.transactionManager };
+    const payload = {
+      transactionId: prepared.transactionId,
+      relayerFee: "0",
+      receivingChainId: RECEIVING,
+      receivingChainTxManagerAddress: s.receiving.deployment.transactionManager,
+    };
     const signature = await user.signMessage(getBytes(fulfillPayloadHash(payload)));
-    const fulfill = await sendTx(nxtpContractAt("TransactionManager", s.receiving.deployment.transactionManager, user), "fulfill", [
-      { txData, relayerFee: 0, signature, callData: "0x", encodedMeta: "0x" },
-    ]);
+    const fulfill = await sendTx(
+      nxtpContractAt("TransactionManager", s.receiving.deployment.transactionManager, user),
+      "fulfill",
+      [{ txData, relayerFee: 0, signature, callData: "0x", encodedMeta: "0x" }],
+    );
 
-    const job = await waitFor("fulfill-sender", () => queues.job(SENDING, TX_JOB.fulfillSender, prepared.transferKey), 10_000);
-    expect(job.data).toMatchObject({ chainId: SENDING, signature: signature.toLowerCase(), relayerFee: "0", receiverFulfillTransactionHash: fulfill.hash });
+    const job = await waitFor(
+      "fulfill-sender",
+      () => queues.job(SENDING, TX_JOB.fulfillSender, prepared.transferKey),
+      10_000,
+    );
+    expect(job.data).toMatchObject({
+      chainId: SENDING,
+      signature: signature.toLowerCase(),
+      relayerFee: "0",
+      receiverFulfillTransactionHash: fulfill.hash,
+    });
     expect(servers[RECEIVING].operations()).toContain("GetTransactionsWithRouter");
   });
 });

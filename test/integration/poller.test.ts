@@ -10,8 +10,22 @@ import { ANVIL_MNEMONIC, anvilWallet } from "../harness/anvil";
 import { liveChildPids } from "../harness/child-process";
 import { nxtpContractAt, readBigInt, sendTx } from "../harness/deploy";
 import {
-  AMOUNT, FAST, RECEIVING, SENDING, enqueueLines, openQueues, pollerConfig, routerPrepareReceiver, startPollerStack, startPollers, syncedPast,
-  userPrepare, type PollerStack, type Queues, type UserPrepareParams, type UserPrepared,
+  AMOUNT,
+  FAST,
+  RECEIVING,
+  SENDING,
+  enqueueLines,
+  openQueues,
+  pollerConfig,
+  routerPrepareReceiver,
+  startPollerStack,
+  startPollers,
+  syncedPast,
+  userPrepare,
+  type PollerStack,
+  type Queues,
+  type UserPrepareParams,
+  type UserPrepared,
 } from "./poller-fixture";
 import { captureLogs, uniquePrefix, waitFor, type CapturedLogger } from "./submitter-fixture";
 import { sleep } from "../../shared/process/timing";
@@ -38,7 +52,12 @@ describe("poller (in-process, anvil 1337 → 1338, redis)", () => {
     return started;
   };
   const restartSending = async (config: RouterConfig, options: PollerOptions): Promise<RunningPoller> => {
-    const poller = await startPoller({ config, logger: logs.logger, chainId: SENDING, options: { ...FAST, ...options } });
+    const poller = await startPoller({
+      config,
+      logger: logs.logger,
+      chainId: SENDING,
+      options: { ...FAST, ...options },
+    });
     running.push(poller);
     return poller;
   };
@@ -77,7 +96,12 @@ describe("poller (in-process, anvil 1337 → 1338, redis)", () => {
       chainId: RECEIVING,
       sender: {
         chainId: SENDING,
-        txData: { ...prepared.invariant, amount: AMOUNT.toString(), expiry: prepared.bid.expiry, preparedBlockNumber: prepared.receipt.blockNumber },
+        txData: {
+          ...prepared.invariant,
+          amount: AMOUNT.toString(),
+          expiry: prepared.bid.expiry,
+          preparedBlockNumber: prepared.receipt.blockNumber,
+        },
         encryptedCallData: "0x",
         encodedBid: prepared.encodedBid,
         bidSignature: prepared.bidSignature.toLowerCase(),
@@ -86,14 +110,27 @@ describe("poller (in-process, anvil 1337 → 1338, redis)", () => {
       },
     });
     expect(enqueueLines(logs, prepared.transferKey)).toEqual([
-      expect.objectContaining({ action: "prepare-receiver", chain: RECEIVING, jobId: job.id, source: "logs", chainId: SENDING }),
+      expect.objectContaining({
+        action: "prepare-receiver",
+        chain: RECEIVING,
+        jobId: job.id,
+        source: "logs",
+        chainId: SENDING,
+      }),
     ]);
     // The balances the auction will read: the router's liquidity on 1338 and the signer's gas, both from chain.
     const balances = createBalanceStore(queues.redis, prefix);
     const router = await s.routerSigner.getAddress();
-    const onChain = await readBigInt(s.receiving.deployment.contracts.transactionManager, "routerBalances", [router, s.receiving.deployment.token]);
-    await expect(balances.getRouterBalance(RECEIVING, s.receiving.deployment.token)).resolves.toMatchObject({ amount: onChain });
-    await expect(balances.getGasBalance(RECEIVING)).resolves.toMatchObject({ amount: await s.receiving.provider.getBalance(router) });
+    const onChain = await readBigInt(s.receiving.deployment.contracts.transactionManager, "routerBalances", [
+      router,
+      s.receiving.deployment.token,
+    ]);
+    await expect(balances.getRouterBalance(RECEIVING, s.receiving.deployment.token)).resolves.toMatchObject({
+      amount: onChain,
+    });
+    await expect(balances.getGasBalance(RECEIVING)).resolves.toMatchObject({
+      amount: await s.receiving.provider.getBalance(router),
+    });
   });
 
   it("(b) re-reading the same blocks after a restart does not create a second job", async () => {
@@ -112,7 +149,9 @@ describe("poller (in-process, anvil 1337 → 1338, redis)", () => {
     expect((await prepareJob(prepared))?.timestamp).toBe(job.timestamp);
     expect(await queues.count(RECEIVING)).toBe(1);
     expect(enqueueLines(logs)).toHaveLength(1);
-    expect(logs.lines().filter((l) => l.at === "poller.logs" && l.chainId === SENDING && l.startBlock !== undefined)).toHaveLength(2);
+    expect(
+      logs.lines().filter((l) => l.at === "poller.logs" && l.chainId === SENDING && l.startBlock !== undefined),
+    ).toHaveLength(2);
   });
 
   it("(d) picks up, once, the transfers prepared while it was stopped (the cursor survives the restart)", async () => {
@@ -141,15 +180,29 @@ describe("poller (in-process, anvil 1337 → 1338, redis)", () => {
     const receiverPrepare = await routerPrepareReceiver(s, prepared);
     const txData = receiverTxData(s, prepared, receiverPrepare.blockNumber);
     const user = anvilWallet(USER, s.receiving.provider);
-    const payload = { transactionId: prepared.transactionId, relayerFee: "0", receivingChainId: RECEIVING, receivingChainTxManagerAddress: s.receiving.deployment.transactionManager };
+    const payload = {
+      transactionId: prepared.transactionId,
+      relayerFee: "0",
+      receivingChainId: RECEIVING,
+      receivingChainTxManagerAddress: s.receiving.deployment.transactionManager,
+    };
     const signature = await user.signMessage(getBytes(fulfillPayloadHash(payload)));
     const tm = nxtpContractAt("TransactionManager", s.receiving.deployment.transactionManager, user);
-    const fulfill = await sendTx(tm, "fulfill", [{ txData, relayerFee: 0, signature, callData: "0x", encodedMeta: "0x" }]);
+    const fulfill = await sendTx(tm, "fulfill", [
+      { txData, relayerFee: 0, signature, callData: "0x", encodedMeta: "0x" },
+    ]);
 
-    const job = await waitForJob("fulfill-sender job", () => queues.job(SENDING, TX_JOB.fulfillSender, prepared.transferKey));
+    const job = await waitForJob("fulfill-sender job", () =>
+      queues.job(SENDING, TX_JOB.fulfillSender, prepared.transferKey),
+    );
     expect(job.data).toEqual({
       chainId: SENDING,
-      txData: { ...prepared.invariant, amount: AMOUNT.toString(), expiry: prepared.bid.expiry, preparedBlockNumber: prepared.receipt.blockNumber },
+      txData: {
+        ...prepared.invariant,
+        amount: AMOUNT.toString(),
+        expiry: prepared.bid.expiry,
+        preparedBlockNumber: prepared.receipt.blockNumber,
+      },
       signature: signature.toLowerCase(),
       relayerFee: "0",
       callData: "0x",
@@ -169,9 +222,18 @@ describe("poller (in-process, anvil 1337 → 1338, redis)", () => {
 
     await s.receiving.anvil.increaseTime(3 * 86400);
     await s.receiving.anvil.mine(1);
-    const job = await waitForJob("cancel-receiver job", () => queues.job(RECEIVING, TX_JOB.cancelReceiver, prepared.transferKey));
-    expect(job.data).toEqual({ chainId: RECEIVING, txData: receiverTxData(s, prepared, receiverPrepare.blockNumber), reason: "receiver-expired" });
-    expect(enqueueLines(logs, prepared.transferKey).map((l) => l.action)).toEqual(["prepare-receiver", "cancel-receiver"]);
+    const job = await waitForJob("cancel-receiver job", () =>
+      queues.job(RECEIVING, TX_JOB.cancelReceiver, prepared.transferKey),
+    );
+    expect(job.data).toEqual({
+      chainId: RECEIVING,
+      txData: receiverTxData(s, prepared, receiverPrepare.blockNumber),
+      reason: "receiver-expired",
+    });
+    expect(enqueueLines(logs, prepared.transferKey).map((l) => l.action)).toEqual([
+      "prepare-receiver",
+      "cancel-receiver",
+    ]);
     expect(await queues.job(SENDING, TX_JOB.cancelSender, prepared.transferKey)).toBeUndefined();
   });
 
@@ -182,7 +244,11 @@ describe("poller (in-process, anvil 1337 → 1338, redis)", () => {
       ["a different sending asset", { tamper: { sendingAssetId: s.otherToken } }, "sendingAssetId-mismatch"],
       ["a different receiving chain", { tamper: { receivingChainId: 1 } }, "receivingChainId-mismatch"],
       ["an unconfigured receiving chain", { tamper: { receivingChainId: 1339 } }, "receiver-not-configured"],
-      ["a different receiving address", { tamper: { receivingAddress: Wallet.createRandom().address } }, "receivingAddress-mismatch"],
+      [
+        "a different receiving address",
+        { tamper: { receivingAddress: Wallet.createRandom().address } },
+        "receivingAddress-mismatch",
+      ],
       ["less than the bid beyond tolerance", { tamper: { amount: (AMOUNT * 80n) / 100n } }, "amount-outside-tolerance"],
       ["an expired bid", { bid: { bidExpiry: (latest?.timestamp ?? 0) - 1 } }, "bid-expired"],
       ["a bid signed by another key", { bidSigner: createMnemonicSigner(ANVIL_MNEMONIC) }, "bid-signer-mismatch"],
@@ -203,15 +269,24 @@ describe("poller (in-process, anvil 1337 → 1338, redis)", () => {
     await s.sending.anvil.increaseTime(800);
     await s.sending.anvil.mine(1);
     for (const [i, [what, , reason]] of cases.entries()) {
-      const job = await waitForJob(`cancel-sender for ${what}`, () => queues.job(SENDING, TX_JOB.cancelSender, prepared[i].transferKey));
+      const job = await waitForJob(`cancel-sender for ${what}`, () =>
+        queues.job(SENDING, TX_JOB.cancelSender, prepared[i].transferKey),
+      );
       const data = job.data as TxJobData & { reason: string; force: boolean; txData: { transactionId: string } };
       expect({ what, reason: data.reason, force: data.force, txId: data.txData.transactionId }).toEqual({
-        what, reason, force: false, txId: prepared[i].transactionId.toLowerCase(),
+        what,
+        reason,
+        force: false,
+        txId: prepared[i].transactionId.toLowerCase(),
       });
     }
     await sleep(300);
     expect(await queues.job(SENDING, TX_JOB.cancelSender, guarded.transferKey)).toBeUndefined();
-    expect(logs.lines().filter((l) => l.transferKey === guarded.transferKey && l.at === "poller.decide" && l.level === "warn")).toHaveLength(1);
+    expect(
+      logs
+        .lines()
+        .filter((l) => l.transferKey === guarded.transferKey && l.at === "poller.decide" && l.level === "warn"),
+    ).toHaveLength(1);
     expect(await queues.count(RECEIVING)).toBe(1); // only the one added by the test
     expect(await queues.count(1)).toBe(0);
     expect(enqueueLines(logs).map((l) => l.action)).toEqual(cases.map(() => "cancel-sender"));
@@ -219,15 +294,24 @@ describe("poller (in-process, anvil 1337 → 1338, redis)", () => {
 
   it("(i) retries a job failed by retriable errors once its attempts ran out, and alerts once about an unrecoverable one", async () => {
     const config = pollerConfig(s, prefix);
-    const startBlocks = [(await s.sending.provider.getBlockNumber()) + 1, (await s.receiving.provider.getBlockNumber()) + 1];
+    const startBlocks = [
+      (await s.sending.provider.getBlockNumber()) + 1,
+      (await s.receiving.provider.getBlockNumber()) + 1,
+    ];
     const exhausted = await userPrepare(s, { user: USER });
     const unrecoverable = await userPrepare(s, { user: USER });
     await queues.add(RECEIVING, TX_JOB.prepareReceiver, exhausted.transferKey, { attempts: 1 });
     await queues.add(RECEIVING, TX_JOB.prepareReceiver, unrecoverable.transferKey, { attempts: 8 });
-    await queues.failAll(RECEIVING, (jobId) => (jobId.includes(exhausted.transactionId.toLowerCase()) ? new Error("RPC_UNAVAILABLE: down") : new UnrecoverableError("REVERTED")));
+    await queues.failAll(RECEIVING, (jobId) =>
+      jobId.includes(exhausted.transactionId.toLowerCase())
+        ? new Error("RPC_UNAVAILABLE: down")
+        : new UnrecoverableError("REVERTED"),
+    );
 
     for (const [i, chainId] of [SENDING, RECEIVING].entries()) {
-      running.push(await startPoller({ config, logger: logs.logger, chainId, options: { ...FAST, startBlock: startBlocks[i] } }));
+      running.push(
+        await startPoller({ config, logger: logs.logger, chainId, options: { ...FAST, startBlock: startBlocks[i] } }),
+      );
     }
     await waitFor("retry", async () => (logs.lines().some((l) => l.at === "poller.retry") ? true : undefined), 10_000);
     await s.sending.anvil.mine(3);
@@ -236,8 +320,18 @@ describe("poller (in-process, anvil 1337 → 1338, redis)", () => {
     const retried = await prepareJob(exhausted);
     expect([await retried?.getState(), retried?.attemptsMade]).toEqual(["waiting", 0]);
     expect(await (await prepareJob(unrecoverable))?.getState()).toBe("failed");
-    expect(logs.lines().filter((l) => l.at === "poller.retry").map((l) => l.transferKey)).toEqual([exhausted.transferKey]);
-    expect(logs.lines().filter((l) => l.at === "poller.job-failed").map((l) => [l.transferKey, l.level])).toEqual([[unrecoverable.transferKey, "error"]]);
+    expect(
+      logs
+        .lines()
+        .filter((l) => l.at === "poller.retry")
+        .map((l) => l.transferKey),
+    ).toEqual([exhausted.transferKey]);
+    expect(
+      logs
+        .lines()
+        .filter((l) => l.at === "poller.job-failed")
+        .map((l) => [l.transferKey, l.level]),
+    ).toEqual([[unrecoverable.transferKey, "error"]]);
     expect(enqueueLines(logs)).toEqual([]);
   });
 

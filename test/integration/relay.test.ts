@@ -12,7 +12,15 @@ import { createTransferStore } from "../../shared/transfers/transfer-store";
 import { startAuthServer } from "../harness/auth-server";
 import { nxtpContractAt, sendTx } from "../harness/deploy";
 import { startNats, type NatsServer } from "../harness/nats";
-import { RECEIVING, routerConfigJson, startE2eStack, startRouter, stopE2eStack, type E2eStack, type Router } from "../e2e/e2e-fixture";
+import {
+  RECEIVING,
+  routerConfigJson,
+  startE2eStack,
+  startRouter,
+  stopE2eStack,
+  type E2eStack,
+  type Router,
+} from "../e2e/e2e-fixture";
 import { senderOf, tokenBalance, transferEvents, userPrepare, waitForEvent, type UserTransfer } from "../e2e/e2e-user";
 import { captureLogs, waitFor } from "./submitter-fixture";
 
@@ -28,7 +36,8 @@ interface Reply {
   readonly error: { type: string; message: string; context: Record<string, unknown> } | null;
 }
 
-const RELAY_JOB = (t: UserTransfer): string => txJobId(TX_JOB.relayFulfill, transferKey(t.transactionId, t.txData.user));
+const RELAY_JOB = (t: UserTransfer): string =>
+  txJobId(TX_JOB.relayFulfill, transferKey(t.transactionId, t.txData.user));
 
 describe("relayed fulfill: the SDK's metatx.request → receiving fulfill → the router's claim", () => {
   let s: E2eStack;
@@ -43,35 +52,61 @@ describe("relayed fulfill: the SDK's metatx.request → receiving fulfill → th
   const replies = new Map<string, Reply>();
   const auctionLogs = captureLogs();
 
-  const startRelayAuction = async (allowRelay: boolean, topLevel: Record<string, unknown> = {}): Promise<RunningAuction> => {
-    const raw = routerConfigJson(s, r.prefix, {}) as { chainConfig: Record<string, Record<string, unknown>> } & Record<string, unknown>;
+  const startRelayAuction = async (
+    allowRelay: boolean,
+    topLevel: Record<string, unknown> = {},
+  ): Promise<RunningAuction> => {
+    const raw = routerConfigJson(s, r.prefix, {}) as { chainConfig: Record<string, Record<string, unknown>> } & Record<
+      string,
+      unknown
+    >;
     raw.chainConfig[String(RECEIVING)] = {
-      ...raw.chainConfig[String(RECEIVING)], allowRelay, relayerFeeThreshold: 10, priceOracleAddress: s.receiving.deployment.priceOracle,
+      ...raw.chainConfig[String(RECEIVING)],
+      allowRelay,
+      relayerFeeThreshold: 10,
+      priceOracleAddress: s.receiving.deployment.priceOracle,
     };
-    const config = loadConfig({ ...raw, messagingUrl: nats.url, authUrl: auth.url, network: "local", ...topLevel }, {}).config;
+    const config = loadConfig(
+      { ...raw, messagingUrl: nats.url, authUrl: auth.url, network: "local", ...topLevel },
+      {},
+    ).config;
     return startAuction({ config, logger: auctionLogs.logger, options: { warmupTimeoutMs: 10_000 } });
   };
 
   /** Publishes like the SDK (envelope with responseInbox, version 0.0.1, error null) and waits for the answer. */
   const ask = async (payload: unknown): Promise<Reply> => {
     const inbox = `_INBOX.${randomUUID()}`;
-    client.publish(`${messagingAddress}.${messagingAddress}.metatx.request`, JSON.stringify({ responseInbox: inbox, data: payload, version: "0.0.1", error: null }));
+    client.publish(
+      `${messagingAddress}.${messagingAddress}.metatx.request`,
+      JSON.stringify({ responseInbox: inbox, data: payload, version: "0.0.1", error: null }),
+    );
     return waitFor(`metatx reply on ${inbox}`, async () => replies.get(inbox), 45_000);
   };
 
   /** The request the SDK's fulfillTransfer(…, useRelayers=true) publishes, signed by `signer` (the user by default). */
-  const sdkRequest = async (txData: TransactionData, relayerFee: string, signer: Pick<Wallet, "signMessage"> = s.user): Promise<Record<string, unknown>> => {
+  const sdkRequest = async (
+    txData: TransactionData,
+    relayerFee: string,
+    signer: Pick<Wallet, "signMessage"> = s.user,
+  ): Promise<Record<string, unknown>> => {
     const hash = fulfillPayloadHash({
-      transactionId: txData.transactionId, relayerFee, receivingChainId: txData.receivingChainId, receivingChainTxManagerAddress: txData.receivingChainTxManagerAddress,
+      transactionId: txData.transactionId,
+      relayerFee,
+      receivingChainId: txData.receivingChainId,
+      receivingChainTxManagerAddress: txData.receivingChainTxManagerAddress,
     });
     const signature = await signer.signMessage(getBytes(hash));
     return {
-      type: "Fulfill", relayerFee, to: s.receiving.deployment.transactionManager, chainId: txData.receivingChainId,
+      type: "Fulfill",
+      relayerFee,
+      to: s.receiving.deployment.transactionManager,
+      chainId: txData.receivingChainId,
       data: { relayerFee, signature, txData, callData: "0x" },
     };
   };
 
-  const relayJobs = async (): Promise<string[]> => (await r.jobIds(RECEIVING)).filter((id) => id.startsWith(`${TX_JOB.relayFulfill}-`));
+  const relayJobs = async (): Promise<string[]> =>
+    (await r.jobIds(RECEIVING)).filter((id) => id.startsWith(`${TX_JOB.relayFulfill}-`));
 
   beforeAll(async () => {
     s = await startE2eStack();
@@ -85,7 +120,11 @@ describe("relayed fulfill: the SDK's metatx.request → receiving fulfill → th
     client.subscribe(`${messagingAddress}.*.metatx.response`, {
       callback: (err, msg) => {
         if (err) return;
-        const envelope = JSON.parse(new TextDecoder().decode(msg.data)) as { responseInbox: string; data: Reply["data"]; error: Reply["error"] };
+        const envelope = JSON.parse(new TextDecoder().decode(msg.data)) as {
+          responseInbox: string;
+          data: Reply["data"];
+          error: Reply["error"];
+        };
         replies.set(envelope.responseInbox, { subject: msg.subject, data: envelope.data, error: envelope.error });
       },
     });
@@ -93,7 +132,11 @@ describe("relayed fulfill: the SDK's metatx.request → receiving fulfill → th
     transfer = await userPrepare(s);
     receiver = (await waitForEvent(s.receiving, "prepared", transfer.transactionId, 30_000)).txData;
     const store = createTransferStore(r.redis, r.prefix);
-    await waitFor("receiving record", async () => ((await store.get(RECEIVING, transfer.transactionId, transfer.txData.user))?.status === "Prepared" ? true : undefined));
+    await waitFor("receiving record", async () =>
+      (await store.get(RECEIVING, transfer.transactionId, transfer.txData.user))?.status === "Prepared"
+        ? true
+        : undefined,
+    );
   }, 180_000);
 
   afterEach(async () => {
@@ -114,7 +157,10 @@ describe("relayed fulfill: the SDK's metatx.request → receiving fulfill → th
     const reply = await ask(await sdkRequest(receiver, "0"));
     expect(reply.subject).toBe(`${messagingAddress}.${auction.signerAddress}.metatx.response`);
     expect(reply.data).toBeNull();
-    expect(reply.error).toMatchObject({ type: "NotAllowedFulfillRelayError", context: { code: "NOT_ALLOWED_FULFILL_RELAY", transactionId: receiver.transactionId } });
+    expect(reply.error).toMatchObject({
+      type: "NotAllowedFulfillRelayError",
+      context: { code: "NOT_ALLOWED_FULFILL_RELAY", transactionId: receiver.transactionId },
+    });
     expect(await relayJobs()).toEqual([]);
   }, 60_000);
 
@@ -122,7 +168,10 @@ describe("relayed fulfill: the SDK's metatx.request → receiving fulfill → th
     auction = await startRelayAuction(true);
 
     const lowFee = await ask(await sdkRequest(receiver, "1"));
-    expect(lowFee.error).toMatchObject({ type: "NotEnoughRelayerFeeError", context: { relayerFee: "1", relayerFeeThreshold: 10 } });
+    expect(lowFee.error).toMatchObject({
+      type: "NotEnoughRelayerFeeError",
+      context: { relayerFee: "1", relayerFeeThreshold: 10 },
+    });
     const expectedFee = BigInt(lowFee.error?.context.expectedFee as string);
     expect(expectedFee).toBeGreaterThan(1n);
     expect(BigInt(lowFee.error?.context.lowerBound as string)).toBe((expectedFee * 90n) / 100n);
@@ -134,15 +183,33 @@ describe("relayed fulfill: the SDK's metatx.request → receiving fulfill → th
     const unknown = { ...receiver, transactionId: hexlify(randomBytes(32)) };
     expect((await ask(await sdkRequest(unknown, relayerFee))).error?.type).toBe("UnknownTransferError");
 
-    const tampered = await ask(await sdkRequest({ ...receiver, amount: (BigInt(receiver.amount) + 1n).toString() }, relayerFee));
+    const tampered = await ask(
+      await sdkRequest({ ...receiver, amount: (BigInt(receiver.amount) + 1n).toString() }, relayerFee),
+    );
     expect(tampered.error).toMatchObject({ type: "TransferMismatchError", context: { fields: ["amount"] } });
 
-    const garbage = await ask({ type: "RouterContractFulfill", to: receiver.receivingChainTxManagerAddress, chainId: RECEIVING, data: { params: {} } });
+    const garbage = await ask({
+      type: "RouterContractFulfill",
+      to: receiver.receivingChainTxManagerAddress,
+      chainId: RECEIVING,
+      data: { params: {} },
+    });
     expect(garbage.error?.type).toBe("InvalidMetaTxTypeError");
 
     expect(await relayJobs()).toEqual([]);
-    const refused = auctionLogs.lines().filter((l) => l.at === "auction.metatx" && l.outcome === "refused").map((l) => l.code);
-    expect(refused).toEqual(expect.arrayContaining(["NOT_ENOUGH_RELAYER_FEE", "INVALID_FULFILL_SIGNATURE", "UNKNOWN_TRANSFER", "TRANSFER_MISMATCH", "INVALID_METATX_TYPE"]));
+    const refused = auctionLogs
+      .lines()
+      .filter((l) => l.at === "auction.metatx" && l.outcome === "refused")
+      .map((l) => l.code);
+    expect(refused).toEqual(
+      expect.arrayContaining([
+        "NOT_ENOUGH_RELAYER_FEE",
+        "INVALID_FULFILL_SIGNATURE",
+        "UNKNOWN_TRANSFER",
+        "TRANSFER_MISMATCH",
+        "INVALID_METATX_TYPE",
+      ]),
+    );
   }, 90_000);
 
   it("refuses in diagnosticMode, drops a request without data, answers garbage with an error and stays up", async () => {
@@ -198,17 +265,35 @@ describe("relayed fulfill: the SDK's metatx.request → receiving fulfill → th
 
   it("the submitter re-checks a relay job itself: a signature not the user's fails for good, a completed side is a no-op", async () => {
     const url = new URL(s.redisUrl);
-    const queue = new Queue(txQueueName(RECEIVING), { connection: { host: url.hostname, port: Number(url.port), maxRetriesPerRequest: null }, prefix: r.prefix });
+    const queue = new Queue(txQueueName(RECEIVING), {
+      connection: { host: url.hostname, port: Number(url.port), maxRetriesPerRequest: null },
+      prefix: r.prefix,
+    });
     try {
       const signed = (await sdkRequest(receiver, "0")) as { data: { signature: string } };
       const stranger = (await sdkRequest(receiver, "0", Wallet.createRandom())) as { data: { signature: string } };
-      const job = (signature: string): RelayFulfillJobData => ({ chainId: RECEIVING, txData: receiver, relayerFee: "0", signature, callData: "0x" });
-      await queue.add(TX_JOB.relayFulfill, job(stranger.data.signature), { jobId: "relay-check-stranger", attempts: 3 });
+      const job = (signature: string): RelayFulfillJobData => ({
+        chainId: RECEIVING,
+        txData: receiver,
+        relayerFee: "0",
+        signature,
+        callData: "0x",
+      });
+      await queue.add(TX_JOB.relayFulfill, job(stranger.data.signature), {
+        jobId: "relay-check-stranger",
+        attempts: 3,
+      });
       await queue.add(TX_JOB.relayFulfill, job(signed.data.signature), { jobId: "relay-check-completed", attempts: 3 });
-      const failed = await waitFor("stranger job failed", async () => (await queue.getJob("relay-check-stranger"))?.failedReason || undefined);
+      const failed = await waitFor(
+        "stranger job failed",
+        async () => (await queue.getJob("relay-check-stranger"))?.failedReason || undefined,
+      );
       expect(failed).toMatch(/^INVALID_USER_SIGNATURE/);
       expect((await queue.getJob("relay-check-stranger"))?.attemptsMade).toBe(1);
-      const done = await waitFor("completed job", async () => (await queue.getJob("relay-check-completed"))?.returnvalue ?? undefined);
+      const done = await waitFor(
+        "completed job",
+        async () => (await queue.getJob("relay-check-completed"))?.returnvalue ?? undefined,
+      );
       expect(done).toMatchObject({ noop: true });
       expect(await transferEvents(s.receiving, "fulfilled", transfer.transactionId)).toHaveLength(1);
     } finally {
@@ -216,4 +301,3 @@ describe("relayed fulfill: the SDK's metatx.request → receiving fulfill → th
     }
   }, 60_000);
 });
-

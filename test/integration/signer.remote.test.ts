@@ -1,6 +1,10 @@
 import { HDNodeWallet, SigningKey, getBytes } from "ethers";
 import { RouterError } from "../../shared/errors";
-import { RemoteSignerBadResponseError, RemoteSignerUnavailableError, SignerConfigError } from "../../shared/signer/errors";
+import {
+  RemoteSignerBadResponseError,
+  RemoteSignerUnavailableError,
+  SignerConfigError,
+} from "../../shared/signer/errors";
 import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
 import { createRemoteSigner } from "../../shared/signer/remote-signer";
 import { RouterSigner, UnsignedTransaction } from "../../shared/signer/router-signer";

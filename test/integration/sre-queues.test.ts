@@ -34,7 +34,11 @@ describe("SRE queue command line", () => {
     delete env.ROUTER_ADMIN_TOKEN;
     delete env.ROUTER_MNEMONIC;
     delete env.REDIS_URL;
-    const r = spawnSync(process.execPath, [join(DIST, "scripts/queues.js"), ...args], { env, encoding: "utf8", timeout: 20_000 });
+    const r = spawnSync(process.execPath, [join(DIST, "scripts/queues.js"), ...args], {
+      env,
+      encoding: "utf8",
+      timeout: 20_000,
+    });
     return { status: r.status, stdout: r.stdout, stderr: r.stderr };
   };
 
@@ -51,10 +55,14 @@ describe("SRE queue command line", () => {
       { connection: { host: "127.0.0.1", port: redisServer.port, maxRetriesPerRequest: null }, prefix },
     );
     try {
-      await Promise.all(ids.map((id) => waitFor(`job ${id} finished`, async () => {
-        const state = await (await queue.getJob(id))?.getState();
-        return state === "completed" || state === "failed" ? true : undefined;
-      })));
+      await Promise.all(
+        ids.map((id) =>
+          waitFor(`job ${id} finished`, async () => {
+            const state = await (await queue.getJob(id))?.getState();
+            return state === "completed" || state === "failed" ? true : undefined;
+          }),
+        ),
+      );
     } finally {
       await worker.close();
     }
@@ -65,30 +73,69 @@ describe("SRE queue command line", () => {
     dir = mkdtempSync(join(tmpdir(), "sre-queues-"));
     configPath = join(dir, "config.json");
     prefix = uniquePrefix();
-    writeOpsConfig(configPath, { redisUrl: redisServer.url, prefix, port: await getFreePort(), metricsPort: await getFreePort() });
+    writeOpsConfig(configPath, {
+      redisUrl: redisServer.url,
+      prefix,
+      port: await getFreePort(),
+      metricsPort: await getFreePort(),
+    });
     const connection = { host: "127.0.0.1", port: redisServer.port, maxRetriesPerRequest: null };
     queue = new Queue(txQueueName(CHAIN), { connection, prefix });
     events = new QueueEvents(txQueueName(CHAIN), { connection, prefix });
     redis = new Redis(connection);
 
-    const removal = { chainId: CHAIN, assetId: "0x0000000000000000000000000000000000000000", amount: "5", recipientAddress: USER };
+    const removal = {
+      chainId: CHAIN,
+      assetId: "0x0000000000000000000000000000000000000000",
+      amount: "5",
+      recipientAddress: USER,
+    };
     await queue.add(TX_JOB.removeLiquidity, { ...removal, requestId: "req-ok" }, { jobId: "rl-ok", attempts: 3 });
     await queue.add(TX_JOB.removeLiquidity, { ...removal, requestId: "req-fail" }, { jobId: "rl-fail", attempts: 3 });
     const txData = { transactionId: TX_ID, user: USER, sendingChainId: 1, receivingChainId: CHAIN, amount: "100" };
-    await queue.add(TX_JOB.prepareReceiver, { chainId: CHAIN, sender: { chainId: 1, txData } }, { jobId: "prep-done", attempts: 3 });
+    await queue.add(
+      TX_JOB.prepareReceiver,
+      { chainId: CHAIN, sender: { chainId: 1, txData } },
+      { jobId: "prep-done", attempts: 3 },
+    );
     await work(["rl-ok", "rl-fail", "prep-done"]);
     // rl-fail sent a transaction before failing: its send record, as the submitter writes it.
     const record = {
-      version: 2, jobId: "rl-fail", jobName: TX_JOB.removeLiquidity, chainId: CHAIN, nonce: 4, status: "sending", bumps: 1,
+      version: 2,
+      jobId: "rl-fail",
+      jobName: TX_JOB.removeLiquidity,
+      chainId: CHAIN,
+      nonce: 4,
+      status: "sending",
+      bumps: 1,
       attempts: [
-        { hash: `0x${"11".repeat(32)}`, raw: "0xf86c-signed-bytes", nonce: 4, fee: { gasPrice: "1000000000" }, gasLimit: "100000", sentAtMs: Date.now() - 60_000 },
-        { hash: `0x${"22".repeat(32)}`, raw: "0xf86c-signed-bytes-2", nonce: 4, fee: { gasPrice: "1200000000" }, gasLimit: "100000", sentAtMs: Date.now() - 30_000 },
+        {
+          hash: `0x${"11".repeat(32)}`,
+          raw: "0xf86c-signed-bytes",
+          nonce: 4,
+          fee: { gasPrice: "1000000000" },
+          gasLimit: "100000",
+          sentAtMs: Date.now() - 60_000,
+        },
+        {
+          hash: `0x${"22".repeat(32)}`,
+          raw: "0xf86c-signed-bytes-2",
+          nonce: 4,
+          fee: { gasPrice: "1200000000" },
+          gasLimit: "100000",
+          sentAtMs: Date.now() - 30_000,
+        },
       ],
-      lastError: { code: "TRANSACTION_REVERTED", message: "execution reverted", atMs: Date.now() }, createdAtMs: Date.now() - 60_000, updatedAtMs: Date.now(),
+      lastError: { code: "TRANSACTION_REVERTED", message: "execution reverted", atMs: Date.now() },
+      createdAtMs: Date.now() - 60_000,
+      updatedAtMs: Date.now(),
     };
     await redis.hset(txRecordKey(prefix, CHAIN, "rl-fail"), { version: "2", record: JSON.stringify(record) });
     // prep-done failed, but the receiving side is on chain already (prepared by an earlier run).
-    await redis.set(transferRecordKey(prefix, CHAIN, transferKey(TX_ID, USER)), JSON.stringify({ chainId: CHAIN, status: "Prepared", txData }));
+    await redis.set(
+      transferRecordKey(prefix, CHAIN, transferKey(TX_ID, USER)),
+      JSON.stringify({ chainId: CHAIN, status: "Prepared", txData }),
+    );
   }, 60_000);
 
   afterAll(async () => {
@@ -103,9 +150,13 @@ describe("SRE queue command line", () => {
     const r = cli("list");
     expect(r.status).toBe(0);
     const lines = r.stdout.trim().split("\n");
-    expect(lines[0]).toMatch(/^queue\s+waiting\s+active\s+delayed\s+prioritized\s+waiting-children\s+completed\s+failed\s+paused$/);
+    expect(lines[0]).toMatch(
+      /^queue\s+waiting\s+active\s+delayed\s+prioritized\s+waiting-children\s+completed\s+failed\s+paused$/,
+    );
     expect(lines).toEqual(expect.arrayContaining([expect.stringMatching(/^tx-1\s+0\s+0\s+0\s+0\s+0\s+0\s+0\s+no$/)]));
-    expect(lines).toEqual(expect.arrayContaining([expect.stringMatching(/^tx-1337\s+0\s+0\s+0\s+0\s+0\s+1\s+2\s+no$/)]));
+    expect(lines).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^tx-1337\s+0\s+0\s+0\s+0\s+0\s+1\s+2\s+no$/)]),
+    );
   });
 
   it("show: data, attempts, last error, transactions and transfer state, and never a secret", () => {
@@ -113,7 +164,10 @@ describe("SRE queue command line", () => {
     expect(r.status).toBe(0);
     const view = JSON.parse(r.stdout) as Record<string, unknown>;
     expect(view).toMatchObject({
-      id: "rl-fail", queue: "tx-1337", name: TX_JOB.removeLiquidity, state: "failed",
+      id: "rl-fail",
+      queue: "tx-1337",
+      name: TX_JOB.removeLiquidity,
+      state: "failed",
       attempts: { made: 1, max: 3 },
       data: { requestId: "req-fail", amount: "5" },
       transactions: [
@@ -125,7 +179,11 @@ describe("SRE queue command line", () => {
     expect(r.stdout).not.toContain(OPS_ADMIN_TOKEN);
     expect(r.stdout).not.toContain("signed-bytes");
     const prep = JSON.parse(cli("show", "prep-done").stdout) as { transfer: unknown };
-    expect(prep.transfer).toEqual({ transactionId: TX_ID, sending: { chainId: 1 }, receiving: { chainId: CHAIN, status: "Prepared" } });
+    expect(prep.transfer).toEqual({
+      transactionId: TX_ID,
+      sending: { chainId: 1 },
+      receiving: { chainId: CHAIN, status: "Prepared" },
+    });
     expect(cli("show", "no-such-job")).toMatchObject({ status: 1, stderr: expect.stringContaining("no job") });
   });
 
@@ -164,7 +222,10 @@ describe("SRE queue command line", () => {
     expect(cli("list").stdout).toMatch(/^tx-1337\s.*\syes$/m);
     expect(cli("resume", "tx-1337").status).toBe(0);
     expect(await queue.isPaused()).toBe(false);
-    expect(cli("clean", "tx-1337", "completed", "1h")).toMatchObject({ status: 0, stdout: expect.stringContaining("removed 0 completed") });
+    expect(cli("clean", "tx-1337", "completed", "1h")).toMatchObject({
+      status: 0,
+      stdout: expect.stringContaining("removed 0 completed"),
+    });
     const cleaned = cli("clean", "tx-1337", "completed", "0s");
     expect(cleaned.stdout).toContain("removed 2 completed job(s)");
     expect(await queue.getJob("rl-ok")).toBeUndefined();

@@ -28,7 +28,8 @@ const TOKEN_B = getAddress(hexlify(randomBytes(20)));
 const TOKEN_C = getAddress(hexlify(randomBytes(20)));
 const TM = getAddress(hexlify(randomBytes(20)));
 const ROUTER_CONTRACT = getAddress(hexlify(randomBytes(20)));
-const VERSION = (JSON.parse(readFileSync(join(__dirname, "../../package.json"), "utf8")) as { version: string }).version;
+const VERSION = (JSON.parse(readFileSync(join(__dirname, "../../package.json"), "utf8")) as { version: string })
+  .version;
 
 describe("status.request answered by the auction process", () => {
   let redisServer: RedisServer;
@@ -43,32 +44,76 @@ describe("status.request answered by the auction process", () => {
   const replies = new Map<string, { subject: string; data: Record<string, unknown> | null }>();
 
   const start = async (prefix: string, topLevel: Record<string, unknown>): Promise<RunningAuction> => {
-    const chain = (chainId: number): Record<string, unknown> => ({ providers: [`${deadRpc}/${chainId}`], transactionManagerAddress: TM });
+    const chain = (chainId: number): Record<string, unknown> => ({
+      providers: [`${deadRpc}/${chainId}`],
+      transactionManagerAddress: TM,
+    });
     const raw = {
-      adminToken: "status-test-admin-token", mnemonic: MNEMONIC, redisUrl: redisServer.url, redisPrefix: prefix, network: "local",
-      messagingUrl: nats.url, authUrl: auth.url,
+      adminToken: "status-test-admin-token",
+      mnemonic: MNEMONIC,
+      redisUrl: redisServer.url,
+      redisPrefix: prefix,
+      network: "local",
+      messagingUrl: nats.url,
+      authUrl: auth.url,
       chainConfig: { "1": chain(1), "1337": chain(1337), "1338": chain(1338) },
       swapPools: [
-        { name: "A", assets: [{ chainId: 1337, assetId: TOKEN_A }, { chainId: 1338, assetId: TOKEN_B }] },
-        { name: "B", assets: [{ chainId: 1338, assetId: TOKEN_C }, { chainId: 1337, assetId: TOKEN_A }] },
+        {
+          name: "A",
+          assets: [
+            { chainId: 1337, assetId: TOKEN_A },
+            { chainId: 1338, assetId: TOKEN_B },
+          ],
+        },
+        {
+          name: "B",
+          assets: [
+            { chainId: 1338, assetId: TOKEN_C },
+            { chainId: 1337, assetId: TOKEN_A },
+          ],
+        },
       ],
       ...topLevel,
     };
-    return startAuction({ config: loadConfig(raw, {}).config, logger: captureLogs().logger, options: { warmupTimeoutMs: 200 } });
+    return startAuction({
+      config: loadConfig(raw, {}).config,
+      logger: captureLogs().logger,
+      options: { warmupTimeoutMs: 200 },
+    });
   };
 
   const askStatus = async (): Promise<{ subject: string; data: Record<string, unknown> | null }> => {
     const inbox = `_INBOX.${randomUUID()}`;
-    client.publish(`${requester}.${requester}.status.request`, JSON.stringify({ responseInbox: inbox, data: { requestee: requester }, version: "0.0.1", error: null }));
+    client.publish(
+      `${requester}.${requester}.status.request`,
+      JSON.stringify({ responseInbox: inbox, data: { requestee: requester }, version: "0.0.1", error: null }),
+    );
     return waitFor(`status reply on ${inbox}`, async () => replies.get(inbox), 10_000);
   };
 
   const openRecord = (chainId: number): PreparedTransferRecord => ({
-    status: "Prepared", chainId, encryptedCallData: "0x", encodedBid: "0x", bidSignature: "0x", prepareTransactionHash: ZeroHash,
+    status: "Prepared",
+    chainId,
+    encryptedCallData: "0x",
+    encodedBid: "0x",
+    bidSignature: "0x",
+    prepareTransactionHash: ZeroHash,
     txData: {
-      receivingChainTxManagerAddress: TM, user: Wallet.createRandom().address, router: SIGNER, initiator: SIGNER, sendingAssetId: TOKEN_A,
-      receivingAssetId: TOKEN_B, sendingChainFallback: SIGNER, callTo: getAddress("0x" + "00".repeat(20)), receivingAddress: SIGNER,
-      sendingChainId: 1337, receivingChainId: 1338, callDataHash: ZeroHash, transactionId: hexlify(randomBytes(32)), amount: "1", expiry: 2_000_000_000,
+      receivingChainTxManagerAddress: TM,
+      user: Wallet.createRandom().address,
+      router: SIGNER,
+      initiator: SIGNER,
+      sendingAssetId: TOKEN_A,
+      receivingAssetId: TOKEN_B,
+      sendingChainFallback: SIGNER,
+      callTo: getAddress("0x" + "00".repeat(20)),
+      receivingAddress: SIGNER,
+      sendingChainId: 1337,
+      receivingChainId: 1338,
+      callDataHash: ZeroHash,
+      transactionId: hexlify(randomBytes(32)),
+      amount: "1",
+      expiry: 2_000_000_000,
       preparedBlockNumber: 1,
     },
   });
@@ -81,7 +126,10 @@ describe("status.request answered by the auction process", () => {
     client.subscribe(`${requester}.*.status.response`, {
       callback: (err, msg) => {
         if (err) return;
-        const envelope = JSON.parse(new TextDecoder().decode(msg.data)) as { responseInbox: string; data: Record<string, unknown> | null };
+        const envelope = JSON.parse(new TextDecoder().decode(msg.data)) as {
+          responseInbox: string;
+          data: Record<string, unknown> | null;
+        };
         replies.set(envelope.responseInbox, { subject: msg.subject, data: envelope.data });
       },
     });
@@ -102,7 +150,10 @@ describe("status.request answered by the auction process", () => {
   it("answers with the StatusResponse fields, counting queued jobs and open transfer sides from Redis", async () => {
     const prefix = uniquePrefix();
     const connection = { host: redisServer.host, port: redisServer.port, maxRetriesPerRequest: null };
-    const [q1337, q1338] = [new Queue(txQueueName(1337), { connection, prefix }), new Queue(txQueueName(1338), { connection, prefix })];
+    const [q1337, q1338] = [
+      new Queue(txQueueName(1337), { connection, prefix }),
+      new Queue(txQueueName(1338), { connection, prefix }),
+    ];
     queues.push(q1337, q1338);
     // No submitter runs: a waiting job and a delayed one are what the tracker counts.
     await q1337.add(TX_JOB.removeLiquidity, { chainId: 1337 }, { jobId: "status-waiting" });
@@ -112,7 +163,14 @@ describe("status.request answered by the auction process", () => {
     await store.put(sender);
     await store.put({ ...sender, chainId: 1338 });
     await store.put(openRecord(1337));
-    await store.put({ ...openRecord(1338), status: "Fulfilled", signature: "0x", relayerFee: "0", callData: "0x", fulfillTransactionHash: ZeroHash });
+    await store.put({
+      ...openRecord(1338),
+      status: "Fulfilled",
+      signature: "0x",
+      relayerFee: "0",
+      callData: "0x",
+      fulfillTransactionHash: ZeroHash,
+    });
 
     auction = await start(prefix, { cleanUpMode: true });
     const reply = await askStatus();
@@ -135,8 +193,13 @@ describe("status.request answered by the auction process", () => {
     auction = await start(uniquePrefix(), { diagnosticMode: true, routerContractAddress: ROUTER_CONTRACT });
     const reply = await askStatus();
     expect(reply.data).toMatchObject({
-      isRouterContract: true, routerAddress: ROUTER_CONTRACT, signerAddress: SIGNER, trackerLength: 0, activeTransactionsLength: 0,
-      cleanUpMode: false, diagnosticMode: true,
+      isRouterContract: true,
+      routerAddress: ROUTER_CONTRACT,
+      signerAddress: SIGNER,
+      trackerLength: 0,
+      activeTransactionsLength: 0,
+      cleanUpMode: false,
+      diagnosticMode: true,
     });
   }, 60_000);
 });

@@ -42,15 +42,32 @@ export async function startSubmitterStack(): Promise<SubmitterStack> {
   const mnemonic = wallet.mnemonic?.phrase;
   if (!mnemonic) throw new Error("random wallet without mnemonic");
   const routerRecipient = Wallet.createRandom().address;
-  const stack = await startStack({ chainIds: [CHAIN_ID], nats: false, routerSigner: wallet.address, withRouterContract: { recipient: routerRecipient } });
+  const stack = await startStack({
+    chainIds: [CHAIN_ID],
+    nats: false,
+    routerSigner: wallet.address,
+    withRouterContract: { recipient: routerRecipient },
+  });
   const chain = stack.chain(CHAIN_ID);
   if (!stack.redis || !chain.deployment.routerContract) throw new Error("stack without redis or router contract");
   await chain.anvil.setBalance(wallet.address, parseEther("100"));
   const funder = anvilWallet(3, chain.provider);
   for (const router of [wallet.address, chain.deployment.routerContract]) {
     await mintToken(chain.deployment, funder.address, TOKEN_LIQUIDITY);
-    await fundRouterLiquidity({ deployment: chain.deployment, funder, router, assetId: chain.deployment.token, amount: TOKEN_LIQUIDITY });
-    await fundRouterLiquidity({ deployment: chain.deployment, funder, router, assetId: ZeroAddress, amount: NATIVE_LIQUIDITY });
+    await fundRouterLiquidity({
+      deployment: chain.deployment,
+      funder,
+      router,
+      assetId: chain.deployment.token,
+      amount: TOKEN_LIQUIDITY,
+    });
+    await fundRouterLiquidity({
+      deployment: chain.deployment,
+      funder,
+      router,
+      assetId: ZeroAddress,
+      amount: NATIVE_LIQUIDITY,
+    });
   }
   return { stack, chain, redisUrl: stack.redis.url, mnemonic, signer: wallet.address, routerRecipient };
 }
@@ -64,7 +81,11 @@ export interface ConfigParams {
 }
 
 /** The config file's JSON (also written to disk for the child-process test) and its loaded form. */
-export function submitterConfig(s: SubmitterStack, prefix: string, p: ConfigParams = {}): { raw: Record<string, unknown>; config: RouterConfig } {
+export function submitterConfig(
+  s: SubmitterStack,
+  prefix: string,
+  p: ConfigParams = {},
+): { raw: Record<string, unknown>; config: RouterConfig } {
   const tm = s.chain.deployment.transactionManager;
   const raw: Record<string, unknown> = {
     adminToken: "integration-test-admin-token",
@@ -105,7 +126,11 @@ export function captureLogs(): CapturedLogger {
   return {
     logger,
     lines: () =>
-      chunks.join("").split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as Record<string, unknown>),
+      chunks
+        .join("")
+        .split("\n")
+        .filter((l) => l.trim() !== "")
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
   };
 }
 

@@ -95,10 +95,17 @@ describe("submitter crash safety (child process)", () => {
 
     const first = spawnSubmitter(configFile);
     children.push(first);
-    const job = await client.addRemoveLiquidity({ assetId: s.chain.deployment.token, amount: "77", recipientAddress: s.routerRecipient });
+    const job = await client.addRemoveLiquidity({
+      assetId: s.chain.deployment.token,
+      amount: "77",
+      recipientAddress: s.routerRecipient,
+    });
     const id = job.id ?? "";
-    const broadcast = await waitFor<TxJobProgress>("the broadcast progress event", async () =>
-      client.progress.get(id)?.find(isTxJobProgress), 30_000).catch((err: Error) => {
+    const broadcast = await waitFor<TxJobProgress>(
+      "the broadcast progress event",
+      async () => client.progress.get(id)?.find(isTxJobProgress),
+      30_000,
+    ).catch((err: Error) => {
       throw new Error(`${err.message}\n--- submitter output ---\n${first.output()}`);
     });
     first.child.kill("SIGKILL");
@@ -108,8 +115,11 @@ describe("submitter crash safety (child process)", () => {
     const second = spawnSubmitter(configFile);
     children.push(second);
     // The new process must pick the job up while its transaction is still pending, then see it mined.
-    await waitFor("the second process to resume the job", async () =>
-      second.output().includes("resuming the job's persisted transaction") ? true : undefined, 30_000).catch((err: Error) => {
+    await waitFor(
+      "the second process to resume the job",
+      async () => (second.output().includes("resuming the job's persisted transaction") ? true : undefined),
+      30_000,
+    ).catch((err: Error) => {
       throw new Error(`${err.message}\n--- submitter output ---\n${second.output()}`);
     });
     await s.chain.anvil.setAutomine(true);
@@ -118,7 +128,10 @@ describe("submitter crash safety (child process)", () => {
     const result = await job.waitUntilFinished(client.events, 30_000);
     expect(result.transactionHash).toBe(broadcast.transactionHash);
     await expect(s.chain.provider.getTransactionCount(s.signer, "latest")).resolves.toBe(nonceBefore + 1);
-    expect(await client.record(id)).toMatchObject({ status: "confirmed", attempts: [expect.objectContaining({ hash: broadcast.transactionHash })] });
+    expect(await client.record(id)).toMatchObject({
+      status: "confirmed",
+      attempts: [expect.objectContaining({ hash: broadcast.transactionHash })],
+    });
 
     second.child.kill("SIGTERM");
     await second.exited;

@@ -8,7 +8,11 @@ describe("cachedGasPrice", () => {
   it("shares one refresh among concurrent callers and serves it until it is older than maxAgeMs", async () => {
     let nowMs = 1_000;
     let loads = 0;
-    const price = cachedGasPrice(async () => fee(++loads), 1_000, () => nowMs);
+    const price = cachedGasPrice(
+      async () => fee(++loads),
+      1_000,
+      () => nowMs,
+    );
     await expect(Promise.all([price(), price(), price()])).resolves.toEqual([fee(1), fee(1), fee(1)]);
     nowMs += 999;
     await expect(price()).resolves.toEqual(fee(1));

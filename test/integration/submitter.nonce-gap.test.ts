@@ -57,15 +57,23 @@ describe("nonce gap and sender fencing (in-process)", () => {
     const gap = await nonceOf("pending");
     await q.redis.set(nonceKey(prefix, CHAIN_ID, s.signer), String(gap + 1));
 
-    const job = await q.addRemoveLiquidity({ assetId: s.chain.deployment.token, amount: "5", recipientAddress: s.routerRecipient });
+    const job = await q.addRemoveLiquidity({
+      assetId: s.chain.deployment.token,
+      amount: "5",
+      recipientAddress: s.routerRecipient,
+    });
     const result = await job.waitUntilFinished(q.events, 30_000);
 
     expect((await s.chain.provider.getTransaction(result.transactionHash))?.nonce).toBe(gap + 1);
-    const filler = logs.lines().find((l) => l.message === "nonce gap: sent a zero-value self-transfer at the missing nonce");
+    const filler = logs
+      .lines()
+      .find((l) => l.message === "nonce gap: sent a zero-value self-transfer at the missing nonce");
     expect(filler).toMatchObject({ nonce: gap });
     const fillerTx = await s.chain.provider.getTransaction(String(filler?.transactionHash));
     expect(fillerTx).toMatchObject({ nonce: gap, to: s.signer, value: 0n });
-    await expect(s.chain.provider.getTransactionReceipt(String(filler?.transactionHash))).resolves.toMatchObject({ status: 1 });
+    await expect(s.chain.provider.getTransactionReceipt(String(filler?.transactionHash))).resolves.toMatchObject({
+      status: 1,
+    });
     await expect(nonceOf("latest")).resolves.toBe(gap + 2);
   });
 
@@ -78,23 +86,58 @@ describe("nonce gap and sender fencing (in-process)", () => {
     // A job that signed and persisted its transaction at `gap`, then stopped tending it; no node has it.
     const wallet = Wallet.fromPhrase(s.mnemonic);
     const raw = await wallet.signTransaction({
-      chainId: CHAIN_ID, nonce: gap, to: s.routerRecipient, value: 1n, gasLimit: 21_000n, maxFeePerGas: 10_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n, type: 2,
+      chainId: CHAIN_ID,
+      nonce: gap,
+      to: s.routerRecipient,
+      value: 1n,
+      gasLimit: 21_000n,
+      maxFeePerGas: 10_000_000_000n,
+      maxPriorityFeePerGas: 1_000_000_000n,
+      type: 2,
     });
     const store = createTxRecordStore({ redis: q.redis, prefix, chainId: CHAIN_ID });
-    const draft = newTxRecord({ jobId: "failed-job", jobName: "remove-liquidity", chainId: CHAIN_ID, from: s.signer, dataHash: "h",
-      call: { to: s.routerRecipient, data: "0x", value: "1", gasLimit: "21000" } });
-    await store.save({ ...draft, nonce: gap, attempts: [{ hash: keccak256(raw), raw, nonce: gap, gasLimit: "21000", sentAtMs: Date.now(),
-      fee: { type: 2, maxFeePerGas: "10000000000", maxPriorityFeePerGas: "1000000000" } }] });
+    const draft = newTxRecord({
+      jobId: "failed-job",
+      jobName: "remove-liquidity",
+      chainId: CHAIN_ID,
+      from: s.signer,
+      dataHash: "h",
+      call: { to: s.routerRecipient, data: "0x", value: "1", gasLimit: "21000" },
+    });
+    await store.save({
+      ...draft,
+      nonce: gap,
+      attempts: [
+        {
+          hash: keccak256(raw),
+          raw,
+          nonce: gap,
+          gasLimit: "21000",
+          sentAtMs: Date.now(),
+          fee: { type: 2, maxFeePerGas: "10000000000", maxPriorityFeePerGas: "1000000000" },
+        },
+      ],
+    });
     const logs = captureLogs();
     running.push(await startSubmitter({ config, logger: logs.logger, chainId: CHAIN_ID, options: GAP }));
     await q.redis.set(nonceKey(prefix, CHAIN_ID, s.signer), String(gap + 1));
 
-    const job = await q.addRemoveLiquidity({ assetId: s.chain.deployment.token, amount: "6", recipientAddress: s.routerRecipient });
+    const job = await q.addRemoveLiquidity({
+      assetId: s.chain.deployment.token,
+      amount: "6",
+      recipientAddress: s.routerRecipient,
+    });
     const result = await job.waitUntilFinished(q.events, 30_000);
 
     expect((await s.chain.provider.getTransaction(result.transactionHash))?.nonce).toBe(gap + 1);
     await expect(s.chain.provider.getTransactionReceipt(keccak256(raw))).resolves.toMatchObject({ status: 1 });
-    expect(logs.lines()).toContainEqual(expect.objectContaining({ message: "nonce gap: rebroadcast the stored transaction of the missing nonce", nonce: gap, jobId: "failed-job" }));
+    expect(logs.lines()).toContainEqual(
+      expect.objectContaining({
+        message: "nonce gap: rebroadcast the stored transaction of the missing nonce",
+        nonce: gap,
+        jobId: "failed-job",
+      }),
+    );
     await expect(nonceOf("latest")).resolves.toBe(gap + 2);
   });
 
@@ -102,14 +145,28 @@ describe("nonce gap and sender fencing (in-process)", () => {
     const prefix = uniquePrefix();
     const q = await txQueueClient(s.redisUrl, prefix);
     client = q;
-    const lease = (ownerId: string) => createSenderLease({ redis: q.redis, prefix, chainId: CHAIN_ID, signerAddress: s.signer, ownerId, ttlMs: 300 });
+    const lease = (ownerId: string) =>
+      createSenderLease({ redis: q.redis, prefix, chainId: CHAIN_ID, signerAddress: s.signer, ownerId, ttlMs: 300 });
     const old = lease("old");
     const oldFence = await old.tryAcquire();
     expect(oldFence).toBeDefined();
     const records = createTxRecordStore({ redis: q.redis, prefix, chainId: CHAIN_ID, fence: () => oldFence });
-    const nonces = createNonceStore({ redis: q.redis, prefix, chainId: CHAIN_ID, signerAddress: s.signer, provider: s.chain.provider, fence: () => oldFence });
-    const draft = newTxRecord({ jobId: "fenced", jobName: "remove-liquidity", chainId: CHAIN_ID, from: s.signer, dataHash: "h",
-      call: { to: s.signer, data: "0x", value: "0", gasLimit: "21000" } });
+    const nonces = createNonceStore({
+      redis: q.redis,
+      prefix,
+      chainId: CHAIN_ID,
+      signerAddress: s.signer,
+      provider: s.chain.provider,
+      fence: () => oldFence,
+    });
+    const draft = newTxRecord({
+      jobId: "fenced",
+      jobName: "remove-liquidity",
+      chainId: CHAIN_ID,
+      from: s.signer,
+      dataHash: "h",
+      call: { to: s.signer, data: "0x", value: "0", gasLimit: "21000" },
+    });
     const saved = await records.save({ ...draft, nonce: 1 });
     expect(saved.owner).toEqual({ id: "old", term: oldFence?.token });
 

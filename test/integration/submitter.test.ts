@@ -62,24 +62,45 @@ describe("submitter (in-process)", () => {
     await start(config, logs);
     const token = s.chain.deployment.token;
     const recipient = Wallet.createRandom().address;
-    const [tmBefore, nativeBefore] = await Promise.all([routerBalance(s, s.signer, token), routerBalance(s, s.signer, ZeroAddress)]);
+    const [tmBefore, nativeBefore] = await Promise.all([
+      routerBalance(s, s.signer, token),
+      routerBalance(s, s.signer, ZeroAddress),
+    ]);
 
     const job = await client.addRemoveLiquidity({ assetId: token, amount: "1234", recipientAddress: recipient });
     const result = await job.waitUntilFinished(client.events, 30_000);
-    expect(result).toEqual({ transactionHash: expect.stringMatching(/^0x[0-9a-f]{64}$/), blockNumber: expect.any(Number) });
+    expect(result).toEqual({
+      transactionHash: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      blockNumber: expect.any(Number),
+    });
     await expect(routerBalance(s, s.signer, token)).resolves.toBe(tmBefore - 1234n);
     await expect(tokenBalance(s, recipient)).resolves.toBe(1234n);
     const receipt = await s.chain.provider.getTransactionReceipt(result.transactionHash);
     expect(receipt).toMatchObject({ status: 1, blockNumber: result.blockNumber, from: s.signer });
     const progress = client.progress.get(job.id ?? "") ?? [];
-    expect(progress).toContainEqual({ stage: "broadcast", transactionHash: result.transactionHash, nonce: expect.any(Number) });
-    expect(logs.lines()).toContainEqual(expect.objectContaining({
-      at: "submitter.job", outcome: "completed", jobId: job.id, chainId: CHAIN_ID, transactionHash: result.transactionHash,
-      nonce: expect.any(Number), durationMs: expect.any(Number),
-    }));
+    expect(progress).toContainEqual({
+      stage: "broadcast",
+      transactionHash: result.transactionHash,
+      nonce: expect.any(Number),
+    });
+    expect(logs.lines()).toContainEqual(
+      expect.objectContaining({
+        at: "submitter.job",
+        outcome: "completed",
+        jobId: job.id,
+        chainId: CHAIN_ID,
+        transactionHash: result.transactionHash,
+        nonce: expect.any(Number),
+        durationMs: expect.any(Number),
+      }),
+    );
     await expect(client.record(job.id ?? "")).resolves.toMatchObject({ status: "confirmed", result });
 
-    const nativeJob = await client.addRemoveLiquidity({ assetId: ZeroAddress, amount: "5000000000", recipientAddress: recipient });
+    const nativeJob = await client.addRemoveLiquidity({
+      assetId: ZeroAddress,
+      amount: "5000000000",
+      recipientAddress: recipient,
+    });
     const nativeResult = await nativeJob.waitUntilFinished(client.events, 30_000);
     await expect(routerBalance(s, s.signer, ZeroAddress)).resolves.toBe(nativeBefore - 5_000_000_000n);
     await expect(s.chain.provider.getBalance(recipient)).resolves.toBe(5_000_000_000n);
@@ -90,16 +111,26 @@ describe("submitter (in-process)", () => {
     const config = await setUp();
     const logs = captureLogs();
     await start(config, logs);
-    const job = await client.addRemoveLiquidity({ assetId: s.chain.deployment.token, amount: "7", recipientAddress: s.routerRecipient });
+    const job = await client.addRemoveLiquidity({
+      assetId: s.chain.deployment.token,
+      amount: "7",
+      recipientAddress: s.routerRecipient,
+    });
     const first = await job.waitUntilFinished(client.events, 30_000);
     const nonceBefore = await nonceOf("pending");
 
     await job.retry("completed");
-    await waitFor("the re-run to finish", async () => ((await client.queue.getJob(job.id ?? ""))?.attemptsStarted ?? 0) >= 2 && (await job.isCompleted()) ? true : undefined);
+    await waitFor("the re-run to finish", async () =>
+      ((await client.queue.getJob(job.id ?? ""))?.attemptsStarted ?? 0) >= 2 && (await job.isCompleted())
+        ? true
+        : undefined,
+    );
     const rerun = await client.queue.getJob(job.id ?? "");
     expect(rerun?.returnvalue).toEqual(first);
     await expect(nonceOf("pending")).resolves.toBe(nonceBefore);
-    expect(logs.lines().filter((l) => l.message === "job already confirmed: returning its stored result, sending nothing")).toHaveLength(1);
+    expect(
+      logs.lines().filter((l) => l.message === "job already confirmed: returning its stored result, sending nothing"),
+    ).toHaveLength(1);
     expect(logs.lines().filter((l) => l.message === "transaction broadcast")).toHaveLength(1);
   });
 
@@ -109,7 +140,10 @@ describe("submitter (in-process)", () => {
     const routerContract = s.chain.deployment.routerContract ?? "";
     const token = s.chain.deployment.token;
     const ignored = Wallet.createRandom().address;
-    const [contractBefore, recipientBefore] = await Promise.all([routerBalance(s, routerContract, token), tokenBalance(s, s.routerRecipient)]);
+    const [contractBefore, recipientBefore] = await Promise.all([
+      routerBalance(s, routerContract, token),
+      tokenBalance(s, s.routerRecipient),
+    ]);
     const signerLiquidityBefore = await routerBalance(s, s.signer, token);
 
     const job = await client.addRemoveLiquidity({ assetId: token, amount: "999", recipientAddress: ignored });
@@ -128,7 +162,11 @@ describe("submitter (in-process)", () => {
     const nonceBefore = await nonceOf("pending");
     const tooMuch = (await routerBalance(s, s.signer, s.chain.deployment.token)) + 1n;
 
-    const job = await client.addRemoveLiquidity({ assetId: s.chain.deployment.token, amount: tooMuch.toString(), recipientAddress: s.routerRecipient });
+    const job = await client.addRemoveLiquidity({
+      assetId: s.chain.deployment.token,
+      amount: tooMuch.toString(),
+      recipientAddress: s.routerRecipient,
+    });
     await expect(job.waitUntilFinished(client.events, 30_000)).rejects.toThrow(/^INSUFFICIENT_LIQUIDITY/);
     const failed = await client.queue.getJob(job.id ?? "");
     expect(failed?.attemptsMade).toBe(1);
@@ -147,12 +185,19 @@ describe("submitter (in-process)", () => {
     const liquidityBefore = await routerBalance(s, s.signer, token);
     const nonceBefore = await nonceOf("latest");
 
-    const jobs = await Promise.all(Array.from({ length: 50 }, (_, i) =>
-      client.addRemoveLiquidity({ assetId: token, amount: String(100 + i), recipientAddress: recipient })));
+    const jobs = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        client.addRemoveLiquidity({ assetId: token, amount: String(100 + i), recipientAddress: recipient }),
+      ),
+    );
     const results = await Promise.all(jobs.map((j) => j.waitUntilFinished(client.events, 120_000)));
 
-    const nonces = await Promise.all(results.map(async (r) => (await s.chain.provider.getTransaction(r.transactionHash))?.nonce));
-    expect([...nonces].sort((a, b) => (a ?? 0) - (b ?? 0))).toEqual(Array.from({ length: 50 }, (_, i) => nonceBefore + i));
+    const nonces = await Promise.all(
+      results.map(async (r) => (await s.chain.provider.getTransaction(r.transactionHash))?.nonce),
+    );
+    expect([...nonces].sort((a, b) => (a ?? 0) - (b ?? 0))).toEqual(
+      Array.from({ length: 50 }, (_, i) => nonceBefore + i),
+    );
     await expect(nonceOf("latest")).resolves.toBe(nonceBefore + 50);
     const total = Array.from({ length: 50 }, (_, i) => BigInt(100 + i)).reduce((a, b) => a + b, 0n);
     await expect(tokenBalance(s, recipient)).resolves.toBe(total);
@@ -169,10 +214,16 @@ describe("submitter (in-process)", () => {
     await s.chain.anvil.setAutomine(false);
     const nonceBefore = await nonceOf("latest");
 
-    const job = await client.addRemoveLiquidity({ assetId: s.chain.deployment.token, amount: "31", recipientAddress: s.routerRecipient });
+    const job = await client.addRemoveLiquidity({
+      assetId: s.chain.deployment.token,
+      amount: "31",
+      recipientAddress: s.routerRecipient,
+    });
     const id = job.id ?? "";
     // Two broadcast reports: the original and its bump (the record alone shows a bump before it is sent).
-    await waitFor("the bump's broadcast", async () => ((client.progress.get(id) ?? []).filter(isTxJobProgress).length >= 2 ? true : undefined));
+    await waitFor("the bump's broadcast", async () =>
+      (client.progress.get(id) ?? []).filter(isTxJobProgress).length >= 2 ? true : undefined,
+    );
     const record = await client.record(id);
     if (!record) throw new Error("no record after two broadcasts");
     const [first, second] = record.attempts;
@@ -197,16 +248,23 @@ describe("submitter (in-process)", () => {
     const logsA = captureLogs();
     const a = await start(config, logsA);
     await s.chain.anvil.setAutomine(false);
-    const job = await client.addRemoveLiquidity({ assetId: s.chain.deployment.token, amount: "13", recipientAddress: s.routerRecipient });
+    const job = await client.addRemoveLiquidity({
+      assetId: s.chain.deployment.token,
+      amount: "13",
+      recipientAddress: s.routerRecipient,
+    });
     const id = job.id ?? "";
     const sent = await waitFor("the broadcast", async () => client.progress.get(id)?.find(isTxJobProgress));
     const logsB = captureLogs();
     await start(config, logsB);
 
     await a.stop();
-    expect(logsA.lines()).toContainEqual(expect.objectContaining({ at: "submitter.job", outcome: "handover", jobId: id }));
+    expect(logsA.lines()).toContainEqual(
+      expect.objectContaining({ at: "submitter.job", outcome: "handover", jobId: id }),
+    );
     await waitFor("the standby to resume", async () =>
-      logsB.lines().some((l) => l.message === "resuming the job's persisted transaction") ? true : undefined);
+      logsB.lines().some((l) => l.message === "resuming the job's persisted transaction") ? true : undefined,
+    );
     await s.chain.anvil.mine(1);
     const result = await job.waitUntilFinished(client.events, 30_000);
     expect(result.transactionHash).toBe(sent.transactionHash);
@@ -222,14 +280,23 @@ describe("submitter (in-process)", () => {
     await start(config, logs);
     await s.chain.anvil.setAutomine(false);
     const recipient = Wallet.createRandom().address;
-    const job = await client.addRemoveLiquidity({ assetId: s.chain.deployment.token, amount: "21", recipientAddress: recipient });
+    const job = await client.addRemoveLiquidity({
+      assetId: s.chain.deployment.token,
+      amount: "21",
+      recipientAddress: recipient,
+    });
     const id = job.id ?? "";
     const sent = await waitFor("the broadcast", async () => client.progress.get(id)?.find(isTxJobProgress));
 
     // Same key, same nonce, higher fee: the node replaces the job's transaction with the operator's.
     const operator = Wallet.fromPhrase(s.mnemonic, s.chain.provider);
     const manual = await operator.sendTransaction({
-      to: operator.address, value: 0n, nonce: sent.nonce, gasLimit: 21_000n, maxFeePerGas: 50_000_000_000n, maxPriorityFeePerGas: 20_000_000_000n,
+      to: operator.address,
+      value: 0n,
+      nonce: sent.nonce,
+      gasLimit: 21_000n,
+      maxFeePerGas: 50_000_000_000n,
+      maxPriorityFeePerGas: 20_000_000_000n,
     });
     await s.chain.anvil.mine(1);
     await s.chain.anvil.setAutomine(true);
@@ -240,17 +307,26 @@ describe("submitter (in-process)", () => {
     await expect(s.chain.provider.getTransactionReceipt(sent.transactionHash)).resolves.toBeNull();
     expect((await s.chain.provider.getTransaction(result.transactionHash))?.nonce).toBe(sent.nonce + 1);
     await expect(tokenBalance(s, recipient)).resolves.toBe(21n);
-    expect(logs.lines()).toContainEqual(expect.objectContaining({
-      level: "error", message: "nonce used by a transaction this job did not send (a manual transaction?): sending a new one",
-    }));
+    expect(logs.lines()).toContainEqual(
+      expect.objectContaining({
+        level: "error",
+        message: "nonce used by a transaction this job did not send (a manual transaction?): sending a new one",
+      }),
+    );
   });
 
   it("refuses a stale record write (two processors on one job): compare-and-set on the version", async () => {
     const prefix = uniquePrefix();
     client = await txQueueClient(s.redisUrl, prefix);
     const store = createTxRecordStore({ redis: client.redis, prefix, chainId: CHAIN_ID });
-    const draft = newTxRecord({ jobId: "job-cas", jobName: "remove-liquidity", chainId: CHAIN_ID, from: s.signer, dataHash: "h",
-      call: { to: s.signer, data: "0x", value: "0", gasLimit: "21000" } });
+    const draft = newTxRecord({
+      jobId: "job-cas",
+      jobName: "remove-liquidity",
+      chainId: CHAIN_ID,
+      from: s.signer,
+      dataHash: "h",
+      call: { to: s.signer, data: "0x", value: "0", gasLimit: "21000" },
+    });
     const saved = await store.save({ ...draft, nonce: 3 });
     expect(saved.version).toBe(1);
     await store.save({ ...saved, bumps: 1 });
@@ -266,35 +342,67 @@ describe("submitter (in-process)", () => {
     const redis = client.redis;
 
     // A job waiting with a record at nonce `pending` (as if its first broadcast never reached a node).
-    const holder = await client.addRemoveLiquidity({ assetId: s.chain.deployment.token, amount: "1", recipientAddress: s.routerRecipient });
+    const holder = await client.addRemoveLiquidity({
+      assetId: s.chain.deployment.token,
+      amount: "1",
+      recipientAddress: s.routerRecipient,
+    });
     await client.queue.pause();
     await redis.set(key, String(pending + 3));
-    await redis.hset(`${config.redisPrefix}:router:tx:${CHAIN_ID}:${holder.id}`, "version", "1", "record",
-      JSON.stringify({ jobId: holder.id, status: "sending", nonce: pending, attempts: [] }));
+    await redis.hset(
+      `${config.redisPrefix}:router:tx:${CHAIN_ID}:${holder.id}`,
+      "version",
+      "1",
+      "record",
+      JSON.stringify({ jobId: holder.id, status: "sending", nonce: pending, attempts: [] }),
+    );
     const kept = captureLogs();
     await (await start(config, kept)).stop();
     await expect(redis.get(key)).resolves.toBe(String(pending + 3));
-    expect(kept.lines()).toContainEqual(expect.objectContaining({ at: "submitter.nonce", jobId: holder.id, nonce: pending }));
+    expect(kept.lines()).toContainEqual(
+      expect.objectContaining({ at: "submitter.nonce", jobId: holder.id, nonce: pending }),
+    );
 
     await holder.remove();
     const reset = captureLogs();
     await (await start(config, reset)).stop();
     await expect(redis.get(key)).resolves.toBe(String(pending));
-    expect(reset.lines()).toContainEqual(expect.objectContaining({ level: "warn", at: "submitter.nonce", stored: pending + 3, pending }));
+    expect(reset.lines()).toContainEqual(
+      expect.objectContaining({ level: "warn", at: "submitter.nonce", stored: pending + 3, pending }),
+    );
   });
 
   it("runs claims (fulfill-sender) before an admin job enqueued earlier: producers' priorities", async () => {
     const config = await setUp();
-    const admin = await client.queue.add(TX_JOB.removeLiquidity,
-      { chainId: CHAIN_ID, assetId: s.chain.deployment.token, amount: "3", recipientAddress: s.routerRecipient, requestId: "prio-admin" },
-      txJobOptions(TX_JOB.removeLiquidity, txJobId(TX_JOB.removeLiquidity, "prio-admin")));
+    const admin = await client.queue.add(
+      TX_JOB.removeLiquidity,
+      {
+        chainId: CHAIN_ID,
+        assetId: s.chain.deployment.token,
+        amount: "3",
+        recipientAddress: s.routerRecipient,
+        requestId: "prio-admin",
+      },
+      txJobOptions(TX_JOB.removeLiquidity, txJobId(TX_JOB.removeLiquidity, "prio-admin")),
+    );
     // Invalid data on purpose: the claim fails at once (INVALID_JOB), which is enough to see when it ran.
-    const claim = await client.queue.add(TX_JOB.fulfillSender, { chainId: CHAIN_ID } as unknown as TxJobData,
-      txJobOptions(TX_JOB.fulfillSender, txJobId(TX_JOB.fulfillSender, "prio-claim")));
-    const submitter = await startSubmitter({ config, logger: captureLogs().logger, chainId: CHAIN_ID, options: { ...FAST, concurrency: 1 } });
+    const claim = await client.queue.add(
+      TX_JOB.fulfillSender,
+      { chainId: CHAIN_ID } as unknown as TxJobData,
+      txJobOptions(TX_JOB.fulfillSender, txJobId(TX_JOB.fulfillSender, "prio-claim")),
+    );
+    const submitter = await startSubmitter({
+      config,
+      logger: captureLogs().logger,
+      chainId: CHAIN_ID,
+      options: { ...FAST, concurrency: 1 },
+    });
     running.push(submitter);
     await admin.waitUntilFinished(client.events, 30_000);
-    const [adminRun, claimRun] = await Promise.all([client.queue.getJob(admin.id ?? ""), client.queue.getJob(claim.id ?? "")]);
+    const [adminRun, claimRun] = await Promise.all([
+      client.queue.getJob(admin.id ?? ""),
+      client.queue.getJob(claim.id ?? ""),
+    ]);
     expect(claimRun?.failedReason).toMatch(/^INVALID_JOB/);
     expect(claimRun?.processedOn).toBeLessThanOrEqual(adminRun?.processedOn ?? 0);
     expect(claimRun?.finishedOn).toBeLessThanOrEqual(adminRun?.processedOn ?? 0);

@@ -59,7 +59,8 @@ describe("transfer decision: prepare-receiver and cancel-sender exclude each oth
     await s.sending.anvil.setAutomine(false);
     const cancel = await cancelSenderJob(r, t);
     await waitFor("the cancel's broadcast", async () =>
-      r.logs.lines().some((l) => l.jobId === cancel.id && l.message === "transaction broadcast") ? true : undefined);
+      r.logs.lines().some((l) => l.jobId === cancel.id && l.message === "transaction broadcast") ? true : undefined,
+    );
     expect(await decisionOf(r, t)).toBe("cancel-sender");
     // The sending chain still shows the sending side prepared: only the decision can stop the prepare.
     expect(await variantOf(s.sending, t.txData)).not.toBe(completedVariantDigest(t.txData.amount, t.txData.expiry));
@@ -83,7 +84,9 @@ describe("transfer decision: prepare-receiver and cancel-sender exclude each oth
     const cancel = await cancelSenderJob(r, t);
     await waitFor("the cancel to be parked", async () => ((await cancel.getState()) === "delayed" ? true : undefined));
     expect(await decisionOf(r, t)).toBeNull();
-    await expect(r.finish(await prepareReceiverJob(r, t))).rejects.toThrow(/^SENDER_CANCEL_DECIDED: .*cancel-sender job .* exists \(delayed\)/);
+    await expect(r.finish(await prepareReceiverJob(r, t))).rejects.toThrow(
+      /^SENDER_CANCEL_DECIDED: .*cancel-sender job .* exists \(delayed\)/,
+    );
     expect(await variantOf(s.receiving, t.txData)).toBe(ZeroHash);
   });
 
@@ -96,9 +99,17 @@ describe("transfer decision: prepare-receiver and cancel-sender exclude each oth
     await r.redis.set(transferDecisionKey(r.prefix, keyOf(t)), "prepare");
     const sendingNonce = await pendingNonce(s, s.sending);
     for (const force of [false, true]) {
-      const job = await r.add(SENDING, TX_JOB.cancelSender, { chainId: SENDING, txData: t.txData, reason: "test", force }, `${keyOf(t)}-${String(force)}`);
+      const job = await r.add(
+        SENDING,
+        TX_JOB.cancelSender,
+        { chainId: SENDING, txData: t.txData, reason: "test", force },
+        `${keyOf(t)}-${String(force)}`,
+      );
       await waitFor(`a RECEIVER_PREPARE_DECIDED retry (force ${String(force)})`, async () =>
-        r.logs.lines().some((l) => l.jobId === job.id && l.outcome === "retry" && l.code === "RECEIVER_PREPARE_DECIDED") ? true : undefined);
+        r.logs.lines().some((l) => l.jobId === job.id && l.outcome === "retry" && l.code === "RECEIVER_PREPARE_DECIDED")
+          ? true
+          : undefined,
+      );
       await job.remove().catch(() => undefined);
     }
     expect(await pendingNonce(s, s.sending)).toBe(sendingNonce);
@@ -113,7 +124,10 @@ describe("transfer decision: prepare-receiver and cancel-sender exclude each oth
     const t = await makeTransfer(s, { mode: "direct", amount: liquidity * 2n });
     await expect(r.finish(await prepareReceiverJob(r, t))).rejects.toThrow(/^NOT_ENOUGH_LIQUIDITY: /);
     expect(await decisionOf(r, t)).toBeNull();
-    const refund = await waitFor("the refund job", async () => (await r.queues.get(SENDING)?.getJob(txJobId(TX_JOB.cancelSender, keyOf(t)))) ?? undefined);
+    const refund = await waitFor(
+      "the refund job",
+      async () => (await r.queues.get(SENDING)?.getJob(txJobId(TX_JOB.cancelSender, keyOf(t)))) ?? undefined,
+    );
     await increaseTime(s, 800);
     await waitFor("the refund to be parked", async () => ((await refund.getState()) === "delayed" ? true : undefined));
     await refund.promote();
@@ -133,9 +147,18 @@ describe("transfer decision: prepare-receiver and cancel-sender exclude each oth
     expect(both.filter((c) => c.ok)).toHaveLength(1);
     const winner = await readTransferDecision(params);
     const loser = winner === "prepare" ? "cancel-sender" : "prepare";
-    await expect(claimTransferDecision({ ...params, decision: winner ?? "prepare" })).resolves.toEqual({ ok: true, previous: winner });
-    await expect(claimTransferDecision({ ...params, decision: loser })).resolves.toEqual({ ok: false, recorded: winner });
-    await expect(claimTransferDecision({ ...params, decision: loser, replacing: winner })).resolves.toEqual({ ok: true, previous: winner });
+    await expect(claimTransferDecision({ ...params, decision: winner ?? "prepare" })).resolves.toEqual({
+      ok: true,
+      previous: winner,
+    });
+    await expect(claimTransferDecision({ ...params, decision: loser })).resolves.toEqual({
+      ok: false,
+      recorded: winner,
+    });
+    await expect(claimTransferDecision({ ...params, decision: loser, replacing: winner })).resolves.toEqual({
+      ok: true,
+      previous: winner,
+    });
     expect(await readTransferDecision(params)).toBe(loser);
     expect(await r.redis.ttl(transferDecisionKey(r.prefix, keyOf(t)))).toBeGreaterThan(30 * 24 * 3600);
   });

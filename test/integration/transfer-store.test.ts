@@ -14,16 +14,39 @@ function prepared(id: number, expiry: number): TransferRecord {
     status: "Prepared",
     chainId: 1337,
     txData: {
-      receivingChainTxManagerAddress: USER, user: USER, router: USER, initiator: USER, sendingAssetId: ZeroAddress, receivingAssetId: ZeroAddress,
-      sendingChainFallback: USER, callTo: ZeroAddress, receivingAddress: USER, sendingChainId: 1337, receivingChainId: 1338,
-      callDataHash: keccak256("0x"), transactionId: "0x" + id.toString(16).padStart(64, "0"), amount: "10", expiry, preparedBlockNumber: 5,
+      receivingChainTxManagerAddress: USER,
+      user: USER,
+      router: USER,
+      initiator: USER,
+      sendingAssetId: ZeroAddress,
+      receivingAssetId: ZeroAddress,
+      sendingChainFallback: USER,
+      callTo: ZeroAddress,
+      receivingAddress: USER,
+      sendingChainId: 1337,
+      receivingChainId: 1338,
+      callDataHash: keccak256("0x"),
+      transactionId: "0x" + id.toString(16).padStart(64, "0"),
+      amount: "10",
+      expiry,
+      preparedBlockNumber: 5,
     },
-    encryptedCallData: "0x", encodedBid: "0x01", bidSignature: "0x02", prepareTransactionHash: "0x" + "cd".repeat(32), preparedTimestamp: 50,
+    encryptedCallData: "0x",
+    encodedBid: "0x01",
+    bidSignature: "0x02",
+    prepareTransactionHash: "0x" + "cd".repeat(32),
+    preparedTimestamp: 50,
   };
 }
 
 function cancelled(record: TransferRecord): TransferRecord {
-  return { ...record, encodedBid: "", status: "Cancelled", cancelTransactionHash: "0x" + "12".repeat(32), cancelBlockNumber: 9 };
+  return {
+    ...record,
+    encodedBid: "",
+    status: "Cancelled",
+    cancelTransactionHash: "0x" + "12".repeat(32),
+    cancelBlockNumber: 9,
+  };
 }
 
 describe("transfer store (real redis)", () => {
@@ -54,17 +77,28 @@ describe("transfer store (real redis)", () => {
 
     await expect(store.put(cancelled(early))).resolves.toBe("updated");
     expect((await store.listOpen(1337)).map((r) => r.txData.expiry)).toEqual([200]);
-    await expect(store.get(1337, early.txData.transactionId, USER.toUpperCase().replace("0X", "0x"))).resolves.toMatchObject({
-      status: "Cancelled", encodedBid: "0x01", cancelBlockNumber: 9,
+    await expect(
+      store.get(1337, early.txData.transactionId, USER.toUpperCase().replace("0X", "0x")),
+    ).resolves.toMatchObject({
+      status: "Cancelled",
+      encodedBid: "0x01",
+      cancelBlockNumber: 9,
     });
     await expect(store.put(early)).resolves.toBe("stale");
-    expect(await redis.zscore(openTransfersKey(prefix, 1337), transferKey(early.txData.transactionId, USER))).toBeNull();
+    expect(
+      await redis.zscore(openTransfersKey(prefix, 1337), transferKey(early.txData.transactionId, USER)),
+    ).toBeNull();
     expect(await redis.exists(transferRecordKey(prefix, 1337, transferKey(early.txData.transactionId, USER)))).toBe(1);
   });
 
   it("keeps record and index consistent under concurrent writers of the same transfer", async () => {
     const record = prepared(3, 300);
-    const outcomes = await Promise.all([store.put(record), store.put(cancelled(record)), store.put(record), store.put(cancelled(record))]);
+    const outcomes = await Promise.all([
+      store.put(record),
+      store.put(cancelled(record)),
+      store.put(record),
+      store.put(cancelled(record)),
+    ]);
     expect(outcomes.filter((o) => o === "created")).toHaveLength(1);
     const stored = await store.get(1337, record.txData.transactionId, USER);
     const open = await store.listOpen(1337);
@@ -75,11 +109,19 @@ describe("transfer store (real redis)", () => {
 
   it("stores heads and balances with their timestamps", async () => {
     await store.setHead(1338, { blockNumber: 10, timestamp: 1000, syncedBlock: 9, updatedAtMs: 5 });
-    await expect(store.getHead(1338)).resolves.toEqual({ blockNumber: 10, timestamp: 1000, syncedBlock: 9, updatedAtMs: 5 });
+    await expect(store.getHead(1338)).resolves.toEqual({
+      blockNumber: 10,
+      timestamp: 1000,
+      syncedBlock: 9,
+      updatedAtMs: 5,
+    });
     await expect(store.getHead(1)).resolves.toBeUndefined();
     const balances = createBalanceStore(redis, prefix);
     await balances.setRouterBalance(1338, "0xAbCdEf0000000000000000000000000000000001", 123n, 7);
-    await expect(balances.getRouterBalance(1338, "0xabcdef0000000000000000000000000000000001")).resolves.toEqual({ amount: 123n, updatedAtMs: 7 });
+    await expect(balances.getRouterBalance(1338, "0xabcdef0000000000000000000000000000000001")).resolves.toEqual({
+      amount: 123n,
+      updatedAtMs: 7,
+    });
     await balances.setGasBalance(1338, 10n ** 20n);
     await expect(balances.getGasBalance(1338)).resolves.toMatchObject({ amount: 10n ** 20n });
     await expect(balances.getGasBalance(1)).resolves.toBeUndefined();

@@ -27,7 +27,7 @@ function connectHost(args) {
   const list = Array.isArray(args[0]) ? args[0] : args;
   const first = list[0];
   if (first !== null && typeof first === "object") {
-    return first.path !== undefined && first.path !== null ? undefined : first.host ?? "localhost";
+    return first.path !== undefined && first.path !== null ? undefined : (first.host ?? "localhost");
   }
   if (typeof first === "string" && !/^\d+$/.test(first)) return undefined; // a pipe path
   return typeof list[1] === "string" ? list[1] : "localhost";

@@ -45,7 +45,8 @@ function readParams() {
   const raw = process.env.SDK_DRIVER_PARAMS;
   if (!raw) throw new Error("SDK_DRIVER_PARAMS is not set");
   const params = JSON.parse(raw);
-  if (params.mode !== "user" && params.mode !== "relayed") throw new Error(`mode must be "user" or "relayed", got ${params.mode}`);
+  if (params.mode !== "user" && params.mode !== "relayed")
+    throw new Error(`mode must be "user" or "relayed", got ${params.mode}`);
   return params;
 }
 
@@ -95,7 +96,11 @@ async function main() {
 
   const chainConfig = {};
   for (const [chainId, c] of Object.entries(p.chains)) {
-    chainConfig[chainId] = { providers: [c.rpcUrl], transactionManagerAddress: c.transactionManager, subgraph: [c.subgraph] };
+    chainConfig[chainId] = {
+      providers: [c.rpcUrl],
+      transactionManagerAddress: c.transactionManager,
+      subgraph: [c.subgraph],
+    };
   }
   const sdk = new NxtpSdk({
     chainConfig,
@@ -117,22 +122,37 @@ async function main() {
     emit("connected", { signedIn: p.bearerToken === undefined && typeof token === "string" && token.length > 0 });
 
     current = "quote";
-    const quote = await step("quote", sdk.getTransferQuote({
-      sendingChainId: p.sendingChainId,
-      sendingAssetId: p.sendingAssetId,
-      receivingChainId: p.receivingChainId,
-      receivingAssetId: p.receivingAssetId,
-      receivingAddress: user.address,
-      amount: p.amount,
-      auctionWaitTimeMs: p.auctionWaitTimeMs ?? 5_000,
-      numAuctionResponsesQuorum: 1,
-    }));
-    emit("quote", { bid: quote.bid, bidSignature: quote.bidSignature, gasFeeInReceivingToken: quote.gasFeeInReceivingToken });
+    const quote = await step(
+      "quote",
+      sdk.getTransferQuote({
+        sendingChainId: p.sendingChainId,
+        sendingAssetId: p.sendingAssetId,
+        receivingChainId: p.receivingChainId,
+        receivingAssetId: p.receivingAssetId,
+        receivingAddress: user.address,
+        amount: p.amount,
+        auctionWaitTimeMs: p.auctionWaitTimeMs ?? 5_000,
+        numAuctionResponsesQuorum: 1,
+      }),
+    );
+    emit("quote", {
+      bid: quote.bid,
+      bidSignature: quote.bidSignature,
+      gasFeeInReceivingToken: quote.gasFeeInReceivingToken,
+    });
 
     const transactionId = quote.bid.transactionId;
     // Attached before the prepare: the router may answer within one poll interval of the SDK's subgraph loop.
-    const receiverPrepared = sdk.waitFor(NxtpSdkEvents.ReceiverTransactionPrepared, stepTimeoutMs, (d) => d.txData.transactionId === transactionId);
-    const receiverFulfilled = sdk.waitFor(NxtpSdkEvents.ReceiverTransactionFulfilled, 2 * stepTimeoutMs, (d) => d.txData.transactionId === transactionId);
+    const receiverPrepared = sdk.waitFor(
+      NxtpSdkEvents.ReceiverTransactionPrepared,
+      stepTimeoutMs,
+      (d) => d.txData.transactionId === transactionId,
+    );
+    const receiverFulfilled = sdk.waitFor(
+      NxtpSdkEvents.ReceiverTransactionFulfilled,
+      2 * stepTimeoutMs,
+      (d) => d.txData.transactionId === transactionId,
+    );
     // Awaited below; until then a timeout (say, during a slow prepare) must not be an unhandled rejection.
     receiverPrepared.catch(() => undefined);
     receiverFulfilled.catch(() => undefined);
@@ -141,7 +161,11 @@ async function main() {
     const { prepareResponse } = await step("prepare", sdk.prepareTransfer(quote, true));
     const prepareReceipt = await step("prepare mined", prepareResponse.wait(1));
     polling = keepSubgraphPolling(sdk); // prepareTransfer (re)started the loop; from here on a transfer is active
-    emit("sender-prepared", { transactionId, transactionHash: prepareResponse.hash, blockNumber: prepareReceipt.blockNumber });
+    emit("sender-prepared", {
+      transactionId,
+      transactionHash: prepareResponse.hash,
+      blockNumber: prepareReceipt.blockNumber,
+    });
 
     current = "receiver-prepared";
     const prepared = await step("receiver prepared", receiverPrepared);
@@ -162,15 +186,23 @@ async function main() {
     }
     const fulfilled = await step("receiver fulfilled", receiverFulfilled);
     const fulfillTx = await receivingProvider.getTransaction(fulfillHash);
-    emit("fulfilled", { transactionHash: fulfillHash, sender: fulfillTx ? fulfillTx.from : null, relayerFee: fulfilled.relayerFee ?? null });
+    emit("fulfilled", {
+      transactionHash: fulfillHash,
+      sender: fulfillTx ? fulfillTx.from : null,
+      relayerFee: fulfilled.relayerFee ?? null,
+    });
     emit("done", { blocked: blockedSummary(), subgraphPollingRestarts: polling.restarts() });
     polling.stop();
     sdk.removeAllListeners();
     return 0;
   } catch (err) {
     emit("error", {
-      at: current, message: err && err.message ? err.message : String(err), type: err && err.type, context: err && err.context,
-      blocked: blockedSummary(), subgraphPollingRestarts: polling ? polling.restarts() : 0,
+      at: current,
+      message: err && err.message ? err.message : String(err),
+      type: err && err.type,
+      context: err && err.context,
+      blocked: blockedSummary(),
+      subgraphPollingRestarts: polling ? polling.restarts() : 0,
     });
     return 1;
   }

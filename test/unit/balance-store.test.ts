@@ -32,7 +32,10 @@ describe("balance store (ioredis-mock)", () => {
 
   it("round-trips a router balance exactly, under the lowercase asset key", async () => {
     await store.setRouterBalance(1, ASSET, BIG, 1_700_000_000_000);
-    expect(await store.getRouterBalance(1, ASSET.toLowerCase())).toEqual({ amount: BIG, updatedAtMs: 1_700_000_000_000 });
+    expect(await store.getRouterBalance(1, ASSET.toLowerCase())).toEqual({
+      amount: BIG,
+      updatedAtMs: 1_700_000_000_000,
+    });
     expect(await redis.hgetall(routerBalanceKey(PREFIX, 1, ASSET))).toEqual({
       amount: BIG.toString(),
       updatedAtMs: "1700000000000",

@@ -75,7 +75,12 @@ describe("encodeBidFast", () => {
 
   it("matches at the uint256 and call data padding edges", () => {
     for (const callData of ["0x", "0x00", "0x" + "ff".repeat(31), "0x" + "ff".repeat(32), "0x" + "ff".repeat(33)]) {
-      const bid = { ...VECTOR_BID, encryptedCallData: callData, amount: ((1n << 256n) - 1n).toString(), amountReceived: "0" };
+      const bid = {
+        ...VECTOR_BID,
+        encryptedCallData: callData,
+        amount: ((1n << 256n) - 1n).toString(),
+        amountReceived: "0",
+      };
       expect(encodeBidFast(bid)).toBe(encodeBid(bid));
     }
   });

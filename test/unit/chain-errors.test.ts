@@ -33,7 +33,10 @@ function estimateRevert(reason: string): Error {
 
 /** ethers' wrapper for a JSON-RPC error it has no code for. */
 function unknownRpcError(message: string, code = -32000): Error {
-  return makeError("could not coalesce error", "UNKNOWN_ERROR", { error: { code, message }, payload: { method: "eth_sendRawTransaction" } });
+  return makeError("could not coalesce error", "UNKNOWN_ERROR", {
+    error: { code, message },
+    payload: { method: "eth_sendRawTransaction" },
+  });
 }
 
 describe("toChainError", () => {
@@ -99,7 +102,9 @@ describe("toChainError", () => {
 
   it("maps socket errors (connection refused, reset) to RpcUnavailableError", () => {
     const refused = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), { code: "ECONNREFUSED" });
-    const reset = new Error("fetch failed", { cause: Object.assign(new Error("socket hang up"), { code: "ECONNRESET" }) });
+    const reset = new Error("fetch failed", {
+      cause: Object.assign(new Error("socket hang up"), { code: "ECONNRESET" }),
+    });
     expect(toChainError(refused)).toBeInstanceOf(RpcUnavailableError);
     expect(toChainError(reset)).toBeInstanceOf(RpcUnavailableError);
   });
@@ -128,10 +133,47 @@ describe("revert code table", () => {
 
   it("names every code of PROTOCOL.md §3.8", () => {
     const codes = [
-      "P:001", "P:009", "P:010", "P:026", "P:002", "P:003", "P:004", "P:011", "P:012", "P:013", "P:014", "P:015",
-      "P:016", "P:039", "P:017", "P:018", "P:031", "F:019", "F:020", "F:021", "F:016", "F:022", "F:023", "F:024",
-      "C:019", "C:021", "C:025", "C:022", "RL:002", "RL:007", "RL:008", "AL:001", "AL:002", "AL:003", "AL:004",
-      "TA:005", "TA:006", "RC_P:040", "RC_F:040", "RC_C:040", "RC_RL:040",
+      "P:001",
+      "P:009",
+      "P:010",
+      "P:026",
+      "P:002",
+      "P:003",
+      "P:004",
+      "P:011",
+      "P:012",
+      "P:013",
+      "P:014",
+      "P:015",
+      "P:016",
+      "P:039",
+      "P:017",
+      "P:018",
+      "P:031",
+      "F:019",
+      "F:020",
+      "F:021",
+      "F:016",
+      "F:022",
+      "F:023",
+      "F:024",
+      "C:019",
+      "C:021",
+      "C:025",
+      "C:022",
+      "RL:002",
+      "RL:007",
+      "RL:008",
+      "AL:001",
+      "AL:002",
+      "AL:003",
+      "AL:004",
+      "TA:005",
+      "TA:006",
+      "RC_P:040",
+      "RC_F:040",
+      "RC_C:040",
+      "RC_RL:040",
     ];
     expect(codes.filter((c) => REVERT_REASONS[c] === undefined)).toEqual([]);
   });

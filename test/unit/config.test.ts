@@ -107,7 +107,12 @@ describe("loadConfig: a valid file", () => {
 
   it("checksum-normalises every address", () => {
     const raw = withValue("swapPools", [
-      { assets: [{ chainId: 1337, assetId: TOKEN.toLowerCase() }, { chainId: 1338, assetId: TOKEN.toLowerCase() }] },
+      {
+        assets: [
+          { chainId: 1337, assetId: TOKEN.toLowerCase() },
+          { chainId: 1338, assetId: TOKEN.toLowerCase() },
+        ],
+      },
     ]);
     (raw.chainConfig as Record<string, Record<string, unknown>>)["1337"].transactionManagerAddress = TM.toLowerCase();
     raw.routerContractAddress = TOKEN.toLowerCase();
@@ -260,7 +265,9 @@ describe("loadConfig: cross-key rules", () => {
 
   it("refuses both signer sources", () => {
     const raw = { ...validConfig(), remoteSignerUrl: "http://127.0.0.1:9000" };
-    expect(problemsOf(raw)).toEqual([expect.stringMatching(/^remoteSignerUrl: set either remoteSignerUrl or mnemonic, not both/)]);
+    expect(problemsOf(raw)).toEqual([
+      expect.stringMatching(/^remoteSignerUrl: set either remoteSignerUrl or mnemonic, not both/),
+    ]);
   });
 
   it("refuses both signer sources when the mnemonic comes from the environment", () => {
@@ -269,7 +276,9 @@ describe("loadConfig: cross-key rules", () => {
   });
 
   it("refuses neither signer source", () => {
-    expect(problemsOf(withValue("mnemonic", undefined))).toEqual([expect.stringMatching(/^remoteSignerUrl: a signer is required/)]);
+    expect(problemsOf(withValue("mnemonic", undefined))).toEqual([
+      expect.stringMatching(/^remoteSignerUrl: a signer is required/),
+    ]);
   });
 
   it("requires every swap-pool chain to be configured", () => {
@@ -280,7 +289,9 @@ describe("loadConfig: cross-key rules", () => {
   it("requires a TransactionManager for a chain without a deployment", () => {
     const raw = withValue("chainConfig.1338.transactionManagerAddress", undefined);
     expect(problemsOf(raw)).toEqual([
-      expect.stringMatching(/^chainConfig\.1338\.transactionManagerAddress: no TransactionManager deployment is known for chain 1338/),
+      expect.stringMatching(
+        /^chainConfig\.1338\.transactionManagerAddress: no TransactionManager deployment is known for chain 1338/,
+      ),
     ]);
   });
 

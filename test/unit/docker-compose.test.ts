@@ -73,7 +73,9 @@ describe("docker-compose.yml", () => {
   it("is accepted by `docker compose config` when docker compose is installed", () => {
     const cli = findComposeCli();
     if (!cli) {
-      console.log("docker-compose.test: no working `docker compose` or `docker-compose` here; skipped the `config` check");
+      console.log(
+        "docker-compose.test: no working `docker compose` or `docker-compose` here; skipped the `config` check",
+      );
       return;
     }
     const run = (...args: string[]): string => {
@@ -99,7 +101,11 @@ describe("Dockerfile", () => {
 
   it("builds on Node 22 LTS in stages and ships production dependencies only", () => {
     expect(dockerfile).toMatch(/^ARG NODE_IMAGE=node:22-/m);
-    expect([...dockerfile.matchAll(/^FROM (\S+)/gm)].map((m) => m[1])).toEqual(["${NODE_IMAGE}", "${NODE_IMAGE}", "${NODE_IMAGE}"]);
+    expect([...dockerfile.matchAll(/^FROM (\S+)/gm)].map((m) => m[1])).toEqual([
+      "${NODE_IMAGE}",
+      "${NODE_IMAGE}",
+      "${NODE_IMAGE}",
+    ]);
     expect(dockerfile).toMatch(/^RUN npm ci --omit=dev/m);
     // node_modules in the final image come from the --omit=dev stage, never from the build stage.
     expect(finalStage).toMatch(/^COPY --from=prod-deps \/app\/node_modules/m);
@@ -115,7 +121,9 @@ describe("Dockerfile", () => {
   });
 
   it("never puts config.json (secrets) into the build context", () => {
-    const ignore = readFileSync(join(root, ".dockerignore"), "utf8").split("\n").map((l) => l.trim());
+    const ignore = readFileSync(join(root, ".dockerignore"), "utf8")
+      .split("\n")
+      .map((l) => l.trim());
     expect(ignore[ignore.findIndex((l) => l !== "" && !l.startsWith("#"))]).toBe("*");
     expect(ignore.filter((l) => /^!(.*\/)?config\.json$/.test(l))).toEqual([]);
   });

@@ -37,7 +37,13 @@ describe("claim retry policy", () => {
   });
 
   it("keeps trying after reads, estimates and reverts; stops on what a new run cannot change", () => {
-    for (const code of ["RPC_ERROR", "TRANSACTION_REVERTED", "SENDER_NOT_PREPARED", "NONCE_RETRIES_EXHAUSTED", "F:030"]) {
+    for (const code of [
+      "RPC_ERROR",
+      "TRANSACTION_REVERTED",
+      "SENDER_NOT_PREPARED",
+      "NONCE_RETRIES_EXHAUSTED",
+      "F:030",
+    ]) {
       expect(claimKeepsTrying(new Coded(code))).toBe(true);
     }
     expect(claimKeepsTrying(new Error("plain"))).toBe(true);

@@ -1,4 +1,13 @@
-import { asType, bumpFee, clampFee, feeFromJson, feeToJson, isAtCeiling, sameFee, type Fee } from "../../shared/protocol/gas";
+import {
+  asType,
+  bumpFee,
+  clampFee,
+  feeFromJson,
+  feeToJson,
+  isAtCeiling,
+  sameFee,
+  type Fee,
+} from "../../shared/protocol/gas";
 import { FeeData } from "ethers";
 import { getGasPrice, parseStationAnswer } from "../../shared/chain/gas-price";
 import { GasPriceUnavailableError } from "../../shared/chain/errors";
@@ -121,16 +130,23 @@ describe("getGasPrice", () => {
       return data;
     },
   });
-  const answer = (body: unknown, status = 200): typeof fetch => (async () => new Response(JSON.stringify(body), { status })) as typeof fetch;
+  const answer = (body: unknown, status = 200): typeof fetch =>
+    (async () => new Response(JSON.stringify(body), { status })) as typeof fetch;
 
   it("prefers the first station that answers, clamped to gasPriceMaximum", async () => {
-    const stations = chain({ gasStations: ["https://down.example/v2/SECRETKEY0123456789abcdef", "https://up.example"] });
+    const stations = chain({
+      gasStations: ["https://down.example/v2/SECRETKEY0123456789abcdef", "https://up.example"],
+    });
     let calls = 0;
     const fetchFn = (async (url: string | URL | Request) => {
       calls += 1;
-      return String(url).includes("down") ? new Response("", { status: 503 }) : new Response(JSON.stringify({ fast: 900 }));
+      return String(url).includes("down")
+        ? new Response("", { status: 503 })
+        : new Response(JSON.stringify({ fast: 900 }));
     }) as typeof fetch;
-    await expect(getGasPrice(stations, { provider: provider(new Error("unused")), logger, fetch: fetchFn })).resolves.toEqual(legacy(500n));
+    await expect(
+      getGasPrice(stations, { provider: provider(new Error("unused")), logger, fetch: fetchFn }),
+    ).resolves.toEqual(legacy(500n));
     expect(calls).toBe(2);
   });
 
@@ -140,7 +156,9 @@ describe("getGasPrice", () => {
     await expect(getGasPrice(c, { provider: provider(eip), logger })).resolves.toEqual(eip1559(62n, 2n));
     const leg = new FeeData(7n * GWEI, null, null);
     await expect(getGasPrice(c, { provider: provider(leg), logger })).resolves.toEqual(legacy(7n));
-    await expect(getGasPrice(c, { provider: provider(new FeeData(900n * GWEI, null, null)), logger })).resolves.toEqual(legacy(500n));
+    await expect(getGasPrice(c, { provider: provider(new FeeData(900n * GWEI, null, null)), logger })).resolves.toEqual(
+      legacy(500n),
+    );
   });
 
   it("falls back to defaultInitialGasPrice, and fails typed when there is nothing", async () => {

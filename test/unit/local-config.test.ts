@@ -38,7 +38,11 @@ describe("npm run local: the config it writes", () => {
     expect(warnings).toEqual([]);
     expect(c.network).toBe("local");
     expect(c.host).toBe("127.0.0.1");
-    expect([c.messagingUrl, c.authUrl, c.redisUrl]).toEqual(["nats://127.0.0.1:4300", "http://127.0.0.1:5300", "redis://127.0.0.1:6390"]);
+    expect([c.messagingUrl, c.authUrl, c.redisUrl]).toEqual([
+      "nats://127.0.0.1:4300",
+      "http://127.0.0.1:5300",
+      "redis://127.0.0.1:6390",
+    ]);
     expect(Object.keys(c.chainConfig).sort()).toEqual(["1", "1337", "1338"]);
     // The mainnet deployment's oracle and multicall (no code on a local chain 1) must not leak in as defaults.
     expect(c.chainConfig["1"].priceOracleAddress).toBe(addr(13));

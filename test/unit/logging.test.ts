@@ -7,7 +7,11 @@ const ADMIN_TOKEN = "super-secret-admin-token-value";
 const MNEMONIC = "test test test test test test test test test test test junk";
 const PRIVATE_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
 
-function capture(level: LogLevel = "trace"): { logger: ReturnType<typeof createLogger>; lines: () => Array<Record<string, unknown>>; text: () => string } {
+function capture(level: LogLevel = "trace"): {
+  logger: ReturnType<typeof createLogger>;
+  lines: () => Array<Record<string, unknown>>;
+  text: () => string;
+} {
   const stream = new PassThrough();
   const chunks: string[] = [];
   stream.on("data", (c: Buffer) => chunks.push(c.toString("utf8")));
@@ -76,7 +80,9 @@ describe("createLogger", () => {
 describe("redactUrl", () => {
   it("strips credentials, key-like path segments and query values, and leaves plain URLs alone", () => {
     expect(redactUrl("http://127.0.0.1:8545")).toBe("http://127.0.0.1:8545");
-    expect(redactUrl("https://eth-mainnet.g.alchemy.com/v2/AbCdEfGhIjKlMnOpQrSt")).toBe("https://eth-mainnet.g.alchemy.com/v2/***");
+    expect(redactUrl("https://eth-mainnet.g.alchemy.com/v2/AbCdEfGhIjKlMnOpQrSt")).toBe(
+      "https://eth-mainnet.g.alchemy.com/v2/***",
+    );
     expect(redactUrl("wss://a:b@node.example/ws")).toBe("wss://***@node.example/ws");
     expect(redactUrl("https://rpc.example/?key=123")).toBe("https://rpc.example/?key=***");
     expect(redactUrl("not a url")).toBe("not a url");

@@ -13,7 +13,9 @@ describe("messaging auth message (PROTOCOL §1.3)", () => {
     expect(lines[1]).toBe("  ");
     expect(lines[2]).toBe("To stop hackers from using your wallet, here's a unique message ID that they can't guess: ");
     expect(Buffer.byteLength(AUTH_MESSAGE_PREFIX)).toBe(248);
-    expect(createHash("sha256").update(AUTH_MESSAGE_PREFIX).digest("hex")).toBe("ed59c8f260a85fb16fe10477641ba788b7aeea3c708d4c05f9e1b65e8656b3fd");
+    expect(createHash("sha256").update(AUTH_MESSAGE_PREFIX).digest("hex")).toBe(
+      "ed59c8f260a85fb16fe10477641ba788b7aeea3c708d4c05f9e1b65e8656b3fd",
+    );
   });
 
   it("is what the router signer personal_signs: the auth server recovers the signer from prefix + nonce", async () => {

@@ -20,6 +20,9 @@ describe("messaging endpoints", () => {
       "nats://nats3.connext.provide.network:4222",
     ]);
     expect(authUrl).toBe("https://auth.connext.network");
-    expect(messagingEndpoints(MESSAGING_DEFAULTS.local)).toEqual({ servers: ["nats://127.0.0.1:4222"], authUrl: "http://127.0.0.1:5040" });
+    expect(messagingEndpoints(MESSAGING_DEFAULTS.local)).toEqual({
+      servers: ["nats://127.0.0.1:4222"],
+      authUrl: "http://127.0.0.1:5040",
+    });
   });
 });

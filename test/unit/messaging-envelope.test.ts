@@ -12,7 +12,10 @@ const INBOX = "_INBOX.4f8e0c1e-3b7a-4b8e-9d55-0d7c7a2b1f00/1";
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
 const asRequest = { requireInbox: true } as const;
 
-function rejection(body: Uint8Array | string, options: { requireInbox: boolean; maxBytes?: number } = asRequest): InvalidEnvelopeError {
+function rejection(
+  body: Uint8Array | string,
+  options: { requireInbox: boolean; maxBytes?: number } = asRequest,
+): InvalidEnvelopeError {
   try {
     parseEnvelope(body, options);
   } catch (err) {
@@ -24,7 +27,10 @@ function rejection(body: Uint8Array | string, options: { requireInbox: boolean; 
 
 describe("messaging envelope (PROTOCOL §1.4)", () => {
   it("encodes the four fields in the original's order, undefined as null, bigint as a decimal string", () => {
-    const text = encodeEnvelope({ responseInbox: INBOX, data: { bid: { amount: 10n }, bidSignature: undefined, list: [undefined, 1] } });
+    const text = encodeEnvelope({
+      responseInbox: INBOX,
+      data: { bid: { amount: 10n }, bidSignature: undefined, list: [undefined, 1] },
+    });
     expect(text).toBe(
       `{"responseInbox":"${INBOX}","data":{"bid":{"amount":"10"},"bidSignature":null,"list":[null,1]},"version":"0.0.1","error":null}`,
     );
@@ -32,21 +38,37 @@ describe("messaging envelope (PROTOCOL §1.4)", () => {
   });
 
   it("encodes an error reply with data null and the NxtpErrorJson fields", () => {
-    const text = encodeEnvelope({ responseInbox: INBOX, data: null, error: { message: "no", type: "NotEnoughLiquidity", context: { chainId: 1 } } });
-    expect(JSON.parse(text)).toEqual({ responseInbox: INBOX, data: null, version: "0.0.1", error: { message: "no", context: { chainId: 1 }, type: "NotEnoughLiquidity" } });
+    const text = encodeEnvelope({
+      responseInbox: INBOX,
+      data: null,
+      error: { message: "no", type: "NotEnoughLiquidity", context: { chainId: 1 } },
+    });
+    expect(JSON.parse(text)).toEqual({
+      responseInbox: INBOX,
+      data: null,
+      version: "0.0.1",
+      error: { message: "no", context: { chainId: 1 }, type: "NotEnoughLiquidity" },
+    });
   });
 
   it("round-trips through parse, from bytes and from a string", () => {
     const text = encodeEnvelope({ responseInbox: INBOX, data: { a: 1 } });
     for (const body of [text, bytes(text)]) {
-      expect(parseEnvelope(body, asRequest)).toEqual({ responseInbox: INBOX, data: { a: 1 }, version: "0.0.1", error: null });
+      expect(parseEnvelope(body, asRequest)).toEqual({
+        responseInbox: INBOX,
+        data: { a: 1 },
+        version: "0.0.1",
+        error: null,
+      });
     }
   });
 
   it("accepts any version whose major part is 0 and refuses the others", () => {
     for (const v of ["0.0.1", "0.1.0", "0", "0.9.9-beta"]) {
       expect(isSupportedVersion(v)).toBe(true);
-      expect(parseEnvelope(JSON.stringify({ responseInbox: INBOX, data: null, version: v, error: null }), asRequest).version).toBe(v);
+      expect(
+        parseEnvelope(JSON.stringify({ responseInbox: INBOX, data: null, version: v, error: null }), asRequest).version,
+      ).toBe(v);
     }
     for (const v of ["1.0.0", "00.1", "", ".0", "10.0.0"]) {
       expect(isSupportedVersion(v)).toBe(false);
@@ -79,9 +101,21 @@ describe("messaging envelope (PROTOCOL §1.4)", () => {
     ["a null inbox", JSON.stringify({ responseInbox: null, data: {}, version: "0.0.1" }), "bad_inbox"],
     ["an empty inbox", JSON.stringify({ responseInbox: "", data: {}, version: "0.0.1" }), "bad_inbox"],
     ["a numeric inbox", JSON.stringify({ responseInbox: 7, data: {}, version: "0.0.1" }), "bad_inbox"],
-    ["an overlong inbox", JSON.stringify({ responseInbox: "x".repeat(MAX_INBOX_LENGTH + 1), data: {}, version: "0.0.1" }), "bad_inbox"],
-    ["an error that is a string", JSON.stringify({ responseInbox: INBOX, data: {}, version: "0.0.1", error: "boom" }), "bad_error"],
-    ["an error without message", JSON.stringify({ responseInbox: INBOX, data: {}, version: "0.0.1", error: { type: "X" } }), "bad_error"],
+    [
+      "an overlong inbox",
+      JSON.stringify({ responseInbox: "x".repeat(MAX_INBOX_LENGTH + 1), data: {}, version: "0.0.1" }),
+      "bad_inbox",
+    ],
+    [
+      "an error that is a string",
+      JSON.stringify({ responseInbox: INBOX, data: {}, version: "0.0.1", error: "boom" }),
+      "bad_error",
+    ],
+    [
+      "an error without message",
+      JSON.stringify({ responseInbox: INBOX, data: {}, version: "0.0.1", error: { type: "X" } }),
+      "bad_error",
+    ],
   ])("refuses a request body with %s", (_name, body, reason) => {
     const err = rejection(body);
     expect(err.reason).toBe(reason);
@@ -96,11 +130,18 @@ describe("messaging envelope (PROTOCOL §1.4)", () => {
   it("lets a response carry a null inbox, but not a malformed one", () => {
     const body = JSON.stringify({ responseInbox: null, data: { ok: true }, version: "0.0.1", error: null });
     expect(parseEnvelope(body, { requireInbox: false }).responseInbox).toBeNull();
-    expect(rejection(JSON.stringify({ responseInbox: 1, version: "0.0.1" }), { requireInbox: false }).reason).toBe("bad_inbox");
+    expect(rejection(JSON.stringify({ responseInbox: 1, version: "0.0.1" }), { requireInbox: false }).reason).toBe(
+      "bad_inbox",
+    );
   });
 
   it("normalises a peer's error to NxtpErrorJson", () => {
-    const body = JSON.stringify({ responseInbox: INBOX, data: null, version: "0.0.1", error: { message: "m", stack: "s", context: [1] } });
+    const body = JSON.stringify({
+      responseInbox: INBOX,
+      data: null,
+      version: "0.0.1",
+      error: { message: "m", stack: "s", context: [1] },
+    });
     expect(parseEnvelope(body, { requireInbox: false }).error).toEqual({ message: "m", type: "Error", context: {} });
   });
 

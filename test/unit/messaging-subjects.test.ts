@@ -29,8 +29,18 @@ describe("messaging subjects (PROTOCOL §1.5)", () => {
   });
 
   it("parses a subject into to, from, topic and kind", () => {
-    expect(parseSubject(`${user}.${user}.auction.request`)).toEqual({ to: user, from: user, topic: "auction", kind: "request" });
-    expect(parseSubject(`${user}.${router}.metatx.response`)).toEqual({ to: user, from: router, topic: "metatx", kind: "response" });
+    expect(parseSubject(`${user}.${user}.auction.request`)).toEqual({
+      to: user,
+      from: user,
+      topic: "auction",
+      kind: "request",
+    });
+    expect(parseSubject(`${user}.${router}.metatx.response`)).toEqual({
+      to: user,
+      from: router,
+      topic: "metatx",
+      kind: "response",
+    });
   });
 
   it.each([

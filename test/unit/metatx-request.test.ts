@@ -41,7 +41,15 @@ describe("metatx.request payload validation", () => {
     const result = validateMetaTxRequest(sdkRequest({}, { txData: { ...TX_DATA, extra: "dropped" }, note: "ignored" }));
     expect(result).toEqual({
       ok: true,
-      request: { type: "Fulfill", to: TM, chainId: 1338, txData: TX_DATA, relayerFee: "0", signature: "0x" + "11".repeat(65), callData: "0x" },
+      request: {
+        type: "Fulfill",
+        to: TM,
+        chainId: 1338,
+        txData: TX_DATA,
+        relayerFee: "0",
+        signature: "0x" + "11".repeat(65),
+        callData: "0x",
+      },
     });
   });
 
@@ -50,13 +58,16 @@ describe("metatx.request payload validation", () => {
     expect(result.ok && result.request.callDataGas).toBe("50000");
   });
 
-  it.each(["RouterContractPrepare", "RouterContractFulfill", "RouterContractCancel", "RouterContractRemoveLiquidity", "Prepare"])(
-    "refuses type %s as an invalid type, naming the transaction when it can",
-    (type) => {
-      const result = validateMetaTxRequest(sdkRequest({ type, data: { params: { txData: TX_DATA } } }));
-      expect(result).toMatchObject({ ok: false, reason: "invalid-type", transactionId: TX_DATA.transactionId });
-    },
-  );
+  it.each([
+    "RouterContractPrepare",
+    "RouterContractFulfill",
+    "RouterContractCancel",
+    "RouterContractRemoveLiquidity",
+    "Prepare",
+  ])("refuses type %s as an invalid type, naming the transaction when it can", (type) => {
+    const result = validateMetaTxRequest(sdkRequest({ type, data: { params: { txData: TX_DATA } } }));
+    expect(result).toMatchObject({ ok: false, reason: "invalid-type", transactionId: TX_DATA.transactionId });
+  });
 
   it.each([
     ["no object", "hello"],
@@ -87,14 +98,20 @@ describe("metatx.request payload validation", () => {
   });
 
   it("refuses call data that does not hash to callDataHash (the contract would revert)", () => {
-    expect(validateMetaTxRequest(sdkRequest({}, { callData: "0xabcd" }))).toMatchObject({ ok: false, reason: "invalid-payload" });
+    expect(validateMetaTxRequest(sdkRequest({}, { callData: "0xabcd" }))).toMatchObject({
+      ok: false,
+      reason: "invalid-payload",
+    });
     const withCall = { ...TX_DATA, callDataHash: keccak256("0xabcd") };
     expect(validateMetaTxRequest(sdkRequest({}, { callData: "0xabcd", txData: withCall })).ok).toBe(true);
   });
 
   it("refuses a relayer fee above the amount (the contract would revert #F:023), accepts one equal to it", () => {
     const above = (BigInt(TX_DATA.amount) + 1n).toString();
-    expect(validateMetaTxRequest(sdkRequest({}, { relayerFee: above }))).toMatchObject({ ok: false, reason: "invalid-payload" });
+    expect(validateMetaTxRequest(sdkRequest({}, { relayerFee: above }))).toMatchObject({
+      ok: false,
+      reason: "invalid-payload",
+    });
     expect(validateMetaTxRequest(sdkRequest({}, { relayerFee: TX_DATA.amount })).ok).toBe(true);
   });
 
@@ -106,30 +123,64 @@ describe("metatx.request payload validation", () => {
 
 describe("txData against the recorded receiving side", () => {
   it("ignores the case of hex values and leading zeros of amounts", () => {
-    const offered = { ...TX_DATA, user: TX_DATA.user.toLowerCase(), transactionId: TX_DATA.transactionId.toUpperCase().replace("0X", "0x"), amount: "0" + TX_DATA.amount };
+    const offered = {
+      ...TX_DATA,
+      user: TX_DATA.user.toLowerCase(),
+      transactionId: TX_DATA.transactionId.toUpperCase().replace("0X", "0x"),
+      amount: "0" + TX_DATA.amount,
+    };
     expect(transactionDataMismatches(TX_DATA, offered)).toEqual([]);
   });
 
   it("names every field that differs", () => {
-    const offered = { ...TX_DATA, amount: "1", expiry: TX_DATA.expiry + 1, receivingAddress: ZeroAddress, preparedBlockNumber: 22 };
-    expect(transactionDataMismatches(TX_DATA, offered)).toEqual(["receivingAddress", "amount", "expiry", "preparedBlockNumber"]);
+    const offered = {
+      ...TX_DATA,
+      amount: "1",
+      expiry: TX_DATA.expiry + 1,
+      receivingAddress: ZeroAddress,
+      preparedBlockNumber: 22,
+    };
+    expect(transactionDataMismatches(TX_DATA, offered)).toEqual([
+      "receivingAddress",
+      "amount",
+      "expiry",
+      "preparedBlockNumber",
+    ]);
   });
 });
 
 describe("the user's fulfill signature", () => {
-  const payload = { transactionId: TX_DATA.transactionId, relayerFee: "5", receivingChainId: 1338, receivingChainTxManagerAddress: TM };
+  const payload = {
+    transactionId: TX_DATA.transactionId,
+    relayerFee: "5",
+    receivingChainId: 1338,
+    receivingChainTxManagerAddress: TM,
+  };
 
   it("recovers to the user for the signed relayer fee only", async () => {
     const signature = await USER.signMessage(Buffer.from(fulfillPayloadHash(payload).slice(2), "hex"));
     expect(checkUserFulfillSignature({ txData: TX_DATA, relayerFee: "5", signature })).toEqual({ ok: true });
-    expect(checkUserFulfillSignature({ txData: TX_DATA, relayerFee: "6", signature })).toMatchObject({ ok: false, reason: "wrong-signer" });
+    expect(checkUserFulfillSignature({ txData: TX_DATA, relayerFee: "6", signature })).toMatchObject({
+      ok: false,
+      reason: "wrong-signer",
+    });
   });
 
   it("calls a signature of another key wrong and garbage malformed, without throwing", async () => {
     const other = Wallet.createRandom();
     const signature = await other.signMessage(Buffer.from(fulfillPayloadHash(payload).slice(2), "hex"));
-    expect(checkUserFulfillSignature({ txData: TX_DATA, relayerFee: "5", signature })).toEqual({ ok: false, reason: "wrong-signer", signer: other.address });
-    expect(checkUserFulfillSignature({ txData: TX_DATA, relayerFee: "5", signature: "0x1234" })).toEqual({ ok: false, reason: "malformed" });
-    expect(checkUserFulfillSignature({ txData: TX_DATA, relayerFee: "x", signature: "0x1234" })).toEqual({ ok: false, reason: "malformed" });
+    expect(checkUserFulfillSignature({ txData: TX_DATA, relayerFee: "5", signature })).toEqual({
+      ok: false,
+      reason: "wrong-signer",
+      signer: other.address,
+    });
+    expect(checkUserFulfillSignature({ txData: TX_DATA, relayerFee: "5", signature: "0x1234" })).toEqual({
+      ok: false,
+      reason: "malformed",
+    });
+    expect(checkUserFulfillSignature({ txData: TX_DATA, relayerFee: "x", signature: "0x1234" })).toEqual({
+      ok: false,
+      reason: "malformed",
+    });
   });
 });

@@ -47,8 +47,20 @@ function rawLog(name: string, values: unknown[], blockNumber = 42): RawLog {
 function preparedLog(): RawLog {
   const invariant = { ...TX_DATA };
   return rawLog("TransactionPrepared", [
-    USER, ROUTER, TX_ID, TX_DATA, USER,
-    { invariantData: invariant, amount: TX_DATA.amount, expiry: TX_DATA.expiry, encryptedCallData: "0xABCD", encodedBid: "0x0102", bidSignature: "0x0304", encodedMeta: "0x" },
+    USER,
+    ROUTER,
+    TX_ID,
+    TX_DATA,
+    USER,
+    {
+      invariantData: invariant,
+      amount: TX_DATA.amount,
+      expiry: TX_DATA.expiry,
+      encryptedCallData: "0xABCD",
+      encodedBid: "0x0102",
+      bidSignature: "0x0304",
+      encodedMeta: "0x",
+    },
   ]);
 }
 
@@ -56,7 +68,11 @@ describe("poller log mapping", () => {
   it("filters on the router as topic 2 of Transaction* events and topic 1 of Liquidity* events", () => {
     const filters = routerLogFilters(ROUTER.toLowerCase());
     const routerTopic = zeroPadValue(ROUTER, 32).toLowerCase();
-    expect(filters.transfers).toEqual([[TM_TOPICS.prepared, TM_TOPICS.fulfilled, TM_TOPICS.cancelled], null, routerTopic]);
+    expect(filters.transfers).toEqual([
+      [TM_TOPICS.prepared, TM_TOPICS.fulfilled, TM_TOPICS.cancelled],
+      null,
+      routerTopic,
+    ]);
     expect(filters.liquidity).toEqual([[TM_TOPICS.liquidityAdded, TM_TOPICS.liquidityRemoved], routerTopic]);
     expect(preparedLog().topics[2]).toBe(routerTopic);
     expect(rawLog("LiquidityAdded", [ROUTER, TOKEN, 5n, USER]).topics[1]).toBe(routerTopic);
@@ -80,11 +96,28 @@ describe("poller log mapping", () => {
   });
 
   it("maps TransactionFulfilled with the FulfillArgs' signature, relayer fee and call data, keeping given prepare fields", () => {
-    const log = rawLog("TransactionFulfilled", [
-      USER, ROUTER, TX_ID, { txData: TX_DATA, relayerFee: 7n, signature: "0xAA", callData: "0xBB", encodedMeta: "0x" }, true, false, "0x", USER,
-    ], 50);
+    const log = rawLog(
+      "TransactionFulfilled",
+      [
+        USER,
+        ROUTER,
+        TX_ID,
+        { txData: TX_DATA, relayerFee: 7n, signature: "0xAA", callData: "0xBB", encodedMeta: "0x" },
+        true,
+        false,
+        "0x",
+        USER,
+      ],
+      50,
+    );
     const event = decodeTmLog(log) as Extract<DecodedTmEvent, { kind: "fulfilled" }>;
-    const prepare = { encryptedCallData: "0x", encodedBid: "0x01", bidSignature: "0x02", prepareTransactionHash: HASH, preparedTimestamp: 5 };
+    const prepare = {
+      encryptedCallData: "0x",
+      encodedBid: "0x01",
+      bidSignature: "0x02",
+      prepareTransactionHash: HASH,
+      preparedTimestamp: 5,
+    };
     expect(completedRecord(1338, event, 99, prepare)).toEqual({
       status: "Fulfilled",
       chainId: 1338,
@@ -100,11 +133,23 @@ describe("poller log mapping", () => {
   });
 
   it("maps TransactionCancelled with unknown prepare fields as empty strings (the store keeps its own)", () => {
-    const log = rawLog("TransactionCancelled", [USER, ROUTER, TX_ID, { txData: TX_DATA, signature: "0x", encodedMeta: "0x" }, USER], 60);
+    const log = rawLog(
+      "TransactionCancelled",
+      [USER, ROUTER, TX_ID, { txData: TX_DATA, signature: "0x", encodedMeta: "0x" }, USER],
+      60,
+    );
     const event = decodeTmLog(log) as Extract<DecodedTmEvent, { kind: "cancelled" }>;
     expect(completedRecord(1337, event, 77)).toEqual({
-      status: "Cancelled", chainId: 1337, txData: TX_DATA, encryptedCallData: "", encodedBid: "", bidSignature: "", prepareTransactionHash: "",
-      cancelTransactionHash: HASH, cancelBlockNumber: 60, cancelTimestamp: 77,
+      status: "Cancelled",
+      chainId: 1337,
+      txData: TX_DATA,
+      encryptedCallData: "",
+      encodedBid: "",
+      bidSignature: "",
+      prepareTransactionHash: "",
+      cancelTransactionHash: HASH,
+      cancelBlockNumber: 60,
+      cancelTimestamp: 77,
     });
   });
 

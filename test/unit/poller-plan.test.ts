@@ -4,7 +4,12 @@ import { encodeBid, signBid } from "../../shared/protocol/bid";
 import type { AuctionBid, TransactionData, TransferRecord } from "../../shared/protocol/types";
 import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
 import type { RouterSigner } from "../../shared/signer/router-signer";
-import { planReceiverSide, planSenderSide, type PlanContext, type ReceivingView } from "../../services/poller/plan-action";
+import {
+  planReceiverSide,
+  planSenderSide,
+  type PlanContext,
+  type ReceivingView,
+} from "../../services/poller/plan-action";
 
 const ROUTER_MNEMONIC = "candy maple cake sugar pudding cream honey rich smooth crumble sweet treat";
 const ROUTER = "0x627306090abaB3A6e1400e9345bC60c78a8BEf57";
@@ -21,7 +26,14 @@ const config = loadConfig(
   {
     adminToken: "unit-test-admin-token",
     mnemonic: ROUTER_MNEMONIC,
-    swapPools: [{ assets: [{ chainId: 1337, assetId: TOKEN_A }, { chainId: 1338, assetId: TOKEN_B }] }],
+    swapPools: [
+      {
+        assets: [
+          { chainId: 1337, assetId: TOKEN_A },
+          { chainId: 1338, assetId: TOKEN_B },
+        ],
+      },
+    ],
     chainConfig: {
       "1": { providers: ["http://127.0.0.1:1"] },
       "1337": { providers: ["http://127.0.0.1:1"], transactionManagerAddress: TM_A, confirmations: 3 },
@@ -33,52 +45,119 @@ const config = loadConfig(
 const ctx: PlanContext = { config, chainId: 1337, routerAddress: ROUTER, signerAddress: ROUTER, tolerancePercent: 10 };
 const receiverCtx: PlanContext = { ...ctx, chainId: 1338 };
 const signer = createMnemonicSigner(ROUTER_MNEMONIC);
-const FRESH: ReceivingView = { head: { blockNumber: 500, timestamp: NOW, syncedBlock: 500, updatedAtMs: Date.now() }, confirmations: 2, fresh: true };
+const FRESH: ReceivingView = {
+  head: { blockNumber: 500, timestamp: NOW, syncedBlock: 500, updatedAtMs: Date.now() },
+  confirmations: 2,
+  fresh: true,
+};
 const STALE: ReceivingView = { ...FRESH, fresh: false };
 
 const BID: AuctionBid = {
-  user: USER, router: ROUTER, initiator: USER, sendingChainId: 1337, sendingAssetId: TOKEN_A, amount: "1000000",
-  receivingChainId: 1338, receivingAssetId: TOKEN_B, amountReceived: "999500", receivingAddress: USER,
-  transactionId: "0x" + "ab".repeat(32), expiry: NOW + 3 * 86400, callDataHash: keccak256("0x"), callTo: ZeroAddress,
-  encryptedCallData: "0x", sendingChainTxManagerAddress: TM_A, receivingChainTxManagerAddress: TM_B, bidExpiry: NOW + 200,
+  user: USER,
+  router: ROUTER,
+  initiator: USER,
+  sendingChainId: 1337,
+  sendingAssetId: TOKEN_A,
+  amount: "1000000",
+  receivingChainId: 1338,
+  receivingAssetId: TOKEN_B,
+  amountReceived: "999500",
+  receivingAddress: USER,
+  transactionId: "0x" + "ab".repeat(32),
+  expiry: NOW + 3 * 86400,
+  callDataHash: keccak256("0x"),
+  callTo: ZeroAddress,
+  encryptedCallData: "0x",
+  sendingChainTxManagerAddress: TM_A,
+  receivingChainTxManagerAddress: TM_B,
+  bidExpiry: NOW + 200,
 };
 
 function txData(patch: Partial<TransactionData> = {}): TransactionData {
   return {
-    receivingChainTxManagerAddress: TM_B, user: USER, router: ROUTER, initiator: USER, sendingAssetId: TOKEN_A, receivingAssetId: TOKEN_B,
-    sendingChainFallback: USER, callTo: ZeroAddress, receivingAddress: USER, sendingChainId: 1337, receivingChainId: 1338,
-    callDataHash: keccak256("0x"), transactionId: BID.transactionId, amount: BID.amount, expiry: BID.expiry, preparedBlockNumber: 90, ...patch,
+    receivingChainTxManagerAddress: TM_B,
+    user: USER,
+    router: ROUTER,
+    initiator: USER,
+    sendingAssetId: TOKEN_A,
+    receivingAssetId: TOKEN_B,
+    sendingChainFallback: USER,
+    callTo: ZeroAddress,
+    receivingAddress: USER,
+    sendingChainId: 1337,
+    receivingChainId: 1338,
+    callDataHash: keccak256("0x"),
+    transactionId: BID.transactionId,
+    amount: BID.amount,
+    expiry: BID.expiry,
+    preparedBlockNumber: 90,
+    ...patch,
   };
 }
 
-async function sender(p: { tx?: Partial<TransactionData>; by?: RouterSigner; preparedAt?: number } = {}): Promise<TransferRecord> {
+async function sender(
+  p: { tx?: Partial<TransactionData>; by?: RouterSigner; preparedAt?: number } = {},
+): Promise<TransferRecord> {
   return {
-    status: "Prepared", chainId: 1337, txData: txData(p.tx), encryptedCallData: "0x", encodedBid: encodeBid(BID),
-    bidSignature: await signBid(p.by ?? signer, BID), prepareTransactionHash: "0x" + "cd".repeat(32), preparedTimestamp: p.preparedAt ?? PREPARED_AT,
+    status: "Prepared",
+    chainId: 1337,
+    txData: txData(p.tx),
+    encryptedCallData: "0x",
+    encodedBid: encodeBid(BID),
+    bidSignature: await signBid(p.by ?? signer, BID),
+    prepareTransactionHash: "0x" + "cd".repeat(32),
+    preparedTimestamp: p.preparedAt ?? PREPARED_AT,
   };
 }
 
-function receiver(status: "Prepared" | "Fulfilled" | "Cancelled", patch: { expiry?: number; block?: number } = {}): TransferRecord {
+function receiver(
+  status: "Prepared" | "Fulfilled" | "Cancelled",
+  patch: { expiry?: number; block?: number } = {},
+): TransferRecord {
   const common = {
-    chainId: 1338, txData: txData({ amount: "999500", expiry: patch.expiry ?? BID.expiry - 86400, preparedBlockNumber: 400 }),
-    encryptedCallData: "0x", encodedBid: encodeBid(BID), bidSignature: "0x01", prepareTransactionHash: "0x" + "ef".repeat(32),
+    chainId: 1338,
+    txData: txData({ amount: "999500", expiry: patch.expiry ?? BID.expiry - 86400, preparedBlockNumber: 400 }),
+    encryptedCallData: "0x",
+    encodedBid: encodeBid(BID),
+    bidSignature: "0x01",
+    prepareTransactionHash: "0x" + "ef".repeat(32),
   };
   if (status === "Fulfilled") {
-    return { ...common, status, signature: "0x99", relayerFee: "3", callData: "0x", fulfillTransactionHash: "0x" + "12".repeat(32), fulfillBlockNumber: patch.block ?? 450 };
+    return {
+      ...common,
+      status,
+      signature: "0x99",
+      relayerFee: "3",
+      callData: "0x",
+      fulfillTransactionHash: "0x" + "12".repeat(32),
+      fulfillBlockNumber: patch.block ?? 450,
+    };
   }
-  return status === "Cancelled" ? { ...common, status, cancelTransactionHash: "0x" + "34".repeat(32), cancelBlockNumber: patch.block ?? 450 } : { ...common, status };
+  return status === "Cancelled"
+    ? { ...common, status, cancelTransactionHash: "0x" + "34".repeat(32), cancelBlockNumber: patch.block ?? 450 }
+    : { ...common, status };
 }
 
 describe("planSenderSide", () => {
   it("enqueues prepare-receiver on the receiving chain with the sending side exactly as observed", async () => {
     const s = await sender();
     expect(planSenderSide(ctx, { sender: s, nowSec: NOW, head: HEAD, receiving: FRESH })).toEqual({
-      kind: "enqueue", state: "SenderPrepared",
+      kind: "enqueue",
+      state: "SenderPrepared",
       job: {
-        name: "prepare-receiver", chainId: 1338,
+        name: "prepare-receiver",
+        chainId: 1338,
         data: {
           chainId: 1338,
-          sender: { chainId: 1337, txData: s.txData, encryptedCallData: "0x", encodedBid: s.encodedBid, bidSignature: s.bidSignature, prepareTransactionHash: s.prepareTransactionHash, preparedTimestamp: PREPARED_AT },
+          sender: {
+            chainId: 1337,
+            txData: s.txData,
+            encryptedCallData: "0x",
+            encodedBid: s.encodedBid,
+            bidSignature: s.bidSignature,
+            prepareTransactionHash: s.prepareTransactionHash,
+            preparedTimestamp: PREPARED_AT,
+          },
         },
       },
     });
@@ -86,62 +165,106 @@ describe("planSenderSide", () => {
 
   it("waits for the sending chain's confirmations (prepare block + confirmations − 1 ≤ head)", async () => {
     const s = await sender({ tx: { preparedBlockNumber: 98 } });
-    expect(planSenderSide(ctx, { sender: s, nowSec: NOW, head: 99, receiving: FRESH })).toMatchObject({ kind: "wait", reason: "awaiting-confirmations" });
-    expect(planSenderSide(ctx, { sender: s, nowSec: NOW, head: 100, receiving: FRESH })).toMatchObject({ kind: "enqueue" });
+    expect(planSenderSide(ctx, { sender: s, nowSec: NOW, head: 99, receiving: FRESH })).toMatchObject({
+      kind: "wait",
+      reason: "awaiting-confirmations",
+    });
+    expect(planSenderSide(ctx, { sender: s, nowSec: NOW, head: 100, receiving: FRESH })).toMatchObject({
+      kind: "enqueue",
+    });
   });
 
   it("turns a cancellable verification failure into a guarded cancel-sender, only after the 780 s buffer", async () => {
     const s = await sender({ by: createMnemonicSigner("test test test test test test test test test test test junk") });
     expect(planSenderSide(ctx, { sender: s, nowSec: NOW, head: HEAD, receiving: FRESH })).toEqual({
-      kind: "wait", state: "SenderPrepared", reason: "bid-signer-mismatch: sender-too-new", alert: false,
+      kind: "wait",
+      state: "SenderPrepared",
+      reason: "bid-signer-mismatch: sender-too-new",
+      alert: false,
     });
     const later = planSenderSide(ctx, { sender: s, nowSec: PREPARED_AT + 780, head: HEAD, receiving: STALE });
     expect(later).toEqual({
-      kind: "enqueue", state: "SenderPrepared",
-      job: { name: "cancel-sender", chainId: 1337, data: { chainId: 1337, txData: s.txData, reason: "bid-signer-mismatch", force: false } },
+      kind: "enqueue",
+      state: "SenderPrepared",
+      job: {
+        name: "cancel-sender",
+        chainId: 1337,
+        data: { chainId: 1337, txData: s.txData, reason: "bid-signer-mismatch", force: false },
+      },
       guard: { kind: "no-prepare-job", receivingChainId: 1338 },
     });
   });
 
   it("refuses without cancelling a transfer naming another router", async () => {
     const s = await sender({ tx: { router: USER } });
-    expect(planSenderSide(ctx, { sender: s, nowSec: NOW, head: HEAD, receiving: FRESH })).toMatchObject({ kind: "refused", reason: "not-our-transfer" });
+    expect(planSenderSide(ctx, { sender: s, nowSec: NOW, head: HEAD, receiving: FRESH })).toMatchObject({
+      kind: "refused",
+      reason: "not-our-transfer",
+    });
   });
 
   it("fulfills the sending side once the receiving fulfill has the receiving chain's confirmations", async () => {
     const s = await sender();
     const r = receiver("Fulfilled", { block: 499 });
-    expect(planSenderSide(ctx, { sender: s, receiver: r, nowSec: NOW, head: HEAD, receiving: FRESH })).toMatchObject({ kind: "enqueue" });
+    expect(planSenderSide(ctx, { sender: s, receiver: r, nowSec: NOW, head: HEAD, receiving: FRESH })).toMatchObject({
+      kind: "enqueue",
+    });
     const plan = planSenderSide(ctx, { sender: s, receiver: r, nowSec: NOW, head: HEAD, receiving: FRESH });
     expect(plan.kind === "enqueue" && plan.job).toEqual({
-      name: "fulfill-sender", chainId: 1337,
-      data: { chainId: 1337, txData: s.txData, signature: "0x99", relayerFee: "3", callData: "0x", receiverFulfillTransactionHash: "0x" + "12".repeat(32) },
+      name: "fulfill-sender",
+      chainId: 1337,
+      data: {
+        chainId: 1337,
+        txData: s.txData,
+        signature: "0x99",
+        relayerFee: "3",
+        callData: "0x",
+        receiverFulfillTransactionHash: "0x" + "12".repeat(32),
+      },
     });
     const early = receiver("Fulfilled", { block: 500 });
-    expect(planSenderSide(ctx, { sender: s, receiver: early, nowSec: NOW, head: HEAD, receiving: FRESH })).toMatchObject({ kind: "wait", reason: "awaiting-confirmations" });
+    expect(
+      planSenderSide(ctx, { sender: s, receiver: early, nowSec: NOW, head: HEAD, receiving: FRESH }),
+    ).toMatchObject({ kind: "wait", reason: "awaiting-confirmations" });
   });
 
   it("cancels an expired sending side only when the receiving chain's view is fresh", async () => {
     const s = await sender();
     const afterExpiry = BID.expiry + 1;
-    expect(planSenderSide(ctx, { sender: s, nowSec: afterExpiry, head: HEAD, receiving: STALE })).toMatchObject({ kind: "wait", reason: "receiving-view-stale" });
+    expect(planSenderSide(ctx, { sender: s, nowSec: afterExpiry, head: HEAD, receiving: STALE })).toMatchObject({
+      kind: "wait",
+      reason: "receiving-view-stale",
+    });
     expect(planSenderSide(ctx, { sender: s, nowSec: afterExpiry, head: HEAD, receiving: FRESH })).toMatchObject({
-      kind: "enqueue", job: { name: "cancel-sender", data: { reason: "sender-expired", force: false } },
+      kind: "enqueue",
+      job: { name: "cancel-sender", data: { reason: "sender-expired", force: false } },
     });
   });
 
   it("cancels after a confirmed receiving cancel, and leaves an expired receiving side to its own poller", async () => {
     const s = await sender({ preparedAt: NOW - 1000 });
-    expect(planSenderSide(ctx, { sender: s, receiver: receiver("Cancelled"), nowSec: NOW, head: HEAD, receiving: STALE })).toMatchObject({
-      kind: "enqueue", job: { name: "cancel-sender", data: { reason: "receiver-cancelled" } },
+    expect(
+      planSenderSide(ctx, { sender: s, receiver: receiver("Cancelled"), nowSec: NOW, head: HEAD, receiving: STALE }),
+    ).toMatchObject({
+      kind: "enqueue",
+      job: { name: "cancel-sender", data: { reason: "receiver-cancelled" } },
     });
-    expect(planSenderSide(ctx, { sender: s, receiver: receiver("Prepared", { expiry: NOW - 1 }), nowSec: NOW, head: HEAD, receiving: FRESH })).toMatchObject({ kind: "skip" });
+    expect(
+      planSenderSide(ctx, {
+        sender: s,
+        receiver: receiver("Prepared", { expiry: NOW - 1 }),
+        nowSec: NOW,
+        head: HEAD,
+        receiving: FRESH,
+      }),
+    ).toMatchObject({ kind: "skip" });
   });
 
   it("cancels a transfer to an unconfigured chain after the buffer without a receiving view", async () => {
     const s = await sender({ tx: { receivingChainId: 1339 }, preparedAt: NOW - 1000 });
     expect(planSenderSide(ctx, { sender: s, nowSec: NOW, head: HEAD })).toMatchObject({
-      kind: "enqueue", job: { name: "cancel-sender", data: { reason: "receiver-not-configured" } },
+      kind: "enqueue",
+      job: { name: "cancel-sender", data: { reason: "receiver-not-configured" } },
     });
   });
 });
@@ -149,15 +272,32 @@ describe("planSenderSide", () => {
 describe("planReceiverSide", () => {
   it("cancels an expired receiving side on its own chain, with or without the sending record", async () => {
     const r = receiver("Prepared", { expiry: NOW - 1 });
-    const expected = { kind: "enqueue", state: "ReceiverExpired", job: { name: "cancel-receiver", chainId: 1338, data: { chainId: 1338, txData: r.txData, reason: "receiver-expired" } } };
+    const expected = {
+      kind: "enqueue",
+      state: "ReceiverExpired",
+      job: {
+        name: "cancel-receiver",
+        chainId: 1338,
+        data: { chainId: 1338, txData: r.txData, reason: "receiver-expired" },
+      },
+    };
     expect(planReceiverSide(receiverCtx, { receiver: r, nowSec: NOW })).toEqual(expected);
     expect(planReceiverSide(receiverCtx, { receiver: r, sender: await sender(), nowSec: NOW })).toEqual(expected);
   });
 
   it("skips a live receiving side, and alerts when its sending side was cancelled", async () => {
     const r = receiver("Prepared");
-    expect(planReceiverSide(receiverCtx, { receiver: r, sender: await sender(), nowSec: NOW })).toMatchObject({ kind: "skip" });
-    const cancelled: TransferRecord = { ...(await sender()), status: "Cancelled", cancelTransactionHash: "0x" + "56".repeat(32) };
-    expect(planReceiverSide(receiverCtx, { receiver: r, sender: cancelled, nowSec: NOW })).toMatchObject({ kind: "wait", alert: true });
+    expect(planReceiverSide(receiverCtx, { receiver: r, sender: await sender(), nowSec: NOW })).toMatchObject({
+      kind: "skip",
+    });
+    const cancelled: TransferRecord = {
+      ...(await sender()),
+      status: "Cancelled",
+      cancelTransactionHash: "0x" + "56".repeat(32),
+    };
+    expect(planReceiverSide(receiverCtx, { receiver: r, sender: cancelled, nowSec: NOW })).toMatchObject({
+      kind: "wait",
+      alert: true,
+    });
   });
 });

@@ -10,9 +10,22 @@ const PREPARED: TransferRecord = {
   status: "Prepared",
   chainId: 1337,
   txData: {
-    receivingChainTxManagerAddress: USER, user: USER, router: USER, initiator: USER, sendingAssetId: ZeroAddress, receivingAssetId: ZeroAddress,
-    sendingChainFallback: USER, callTo: ZeroAddress, receivingAddress: USER, sendingChainId: 1337, receivingChainId: 1338,
-    callDataHash: keccak256("0x"), transactionId: "0x" + "ab".repeat(32), amount: "10", expiry: 100, preparedBlockNumber: 5,
+    receivingChainTxManagerAddress: USER,
+    user: USER,
+    router: USER,
+    initiator: USER,
+    sendingAssetId: ZeroAddress,
+    receivingAssetId: ZeroAddress,
+    sendingChainFallback: USER,
+    callTo: ZeroAddress,
+    receivingAddress: USER,
+    sendingChainId: 1337,
+    receivingChainId: 1338,
+    callDataHash: keccak256("0x"),
+    transactionId: "0x" + "ab".repeat(32),
+    amount: "10",
+    expiry: 100,
+    preparedBlockNumber: 5,
   },
   encryptedCallData: "0x",
   encodedBid: "0x01",
@@ -21,15 +34,31 @@ const PREPARED: TransferRecord = {
   preparedTimestamp: 50,
 };
 const FULFILLED_WITHOUT_PREPARE: TransferRecord = {
-  ...PREPARED, encryptedCallData: "", encodedBid: "", bidSignature: "", prepareTransactionHash: "", preparedTimestamp: undefined,
-  status: "Fulfilled", signature: "0x03", relayerFee: "0", callData: "0x", fulfillTransactionHash: "0x" + "ef".repeat(32), fulfillBlockNumber: 9,
+  ...PREPARED,
+  encryptedCallData: "",
+  encodedBid: "",
+  bidSignature: "",
+  prepareTransactionHash: "",
+  preparedTimestamp: undefined,
+  status: "Fulfilled",
+  signature: "0x03",
+  relayerFee: "0",
+  callData: "0x",
+  fulfillTransactionHash: "0x" + "ef".repeat(32),
+  fulfillBlockNumber: 9,
 };
 const CANCELLED: TransferRecord = { ...PREPARED, status: "Cancelled", cancelTransactionHash: "0x" + "12".repeat(32) };
 
 describe("transfer store merge rules", () => {
   it("moves a status forward and keeps the prepare fields the completion did not carry", () => {
     expect(mergeTransferRecord(PREPARED, FULFILLED_WITHOUT_PREPARE)).toEqual({
-      ...PREPARED, status: "Fulfilled", signature: "0x03", relayerFee: "0", callData: "0x", fulfillTransactionHash: "0x" + "ef".repeat(32), fulfillBlockNumber: 9,
+      ...PREPARED,
+      status: "Fulfilled",
+      signature: "0x03",
+      relayerFee: "0",
+      callData: "0x",
+      fulfillTransactionHash: "0x" + "ef".repeat(32),
+      fulfillBlockNumber: 9,
     });
   });
 
@@ -56,7 +85,8 @@ describe("failed job classification", () => {
 describe("poller env", () => {
   it("reads CHAIN_ID and the optional tuning, refusing bad values", () => {
     expect(readPollerEnv({ CHAIN_ID: "1337", POLLER_INTERVAL_MS: "100", POLLER_START_BLOCK: "0" })).toEqual({
-      chainId: 1337, options: { intervalMs: 100, startBlock: 0, maxRangeBlocks: undefined },
+      chainId: 1337,
+      options: { intervalMs: 100, startBlock: 0, maxRangeBlocks: undefined },
     });
     expect(() => readPollerEnv({})).toThrow(ProcessEnvError);
     expect(() => readPollerEnv({ CHAIN_ID: "1337", POLLER_START_BLOCK: "-1" })).toThrow(ProcessEnvError);

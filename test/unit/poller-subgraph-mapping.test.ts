@@ -1,5 +1,9 @@
 import { keccak256 } from "ethers";
-import { SubgraphDataError, subgraphToRecord, type SubgraphTransaction } from "../../services/poller/sources/subgraph-mapping";
+import {
+  SubgraphDataError,
+  subgraphToRecord,
+  type SubgraphTransaction,
+} from "../../services/poller/sources/subgraph-mapping";
 
 const USER = "0x1111111111111111111111111111111111111111";
 const ROUTER = "0x627306090abab3a6e1400e9345bc60c78a8bef57";
@@ -70,8 +74,21 @@ describe("poller subgraph mapping", () => {
   });
 
   it("maps Fulfilled and Cancelled entities with their completion fields", () => {
-    const fulfilled = subgraphToRecord({ ...ENTITY, status: "Fulfilled", relayerFee: "5", signature: "0xAB", callData: "0x", fulfillTransactionHash: HASH });
-    expect(fulfilled).toMatchObject({ status: "Fulfilled", relayerFee: "5", signature: "0xab", callData: "0x", fulfillTransactionHash: HASH });
+    const fulfilled = subgraphToRecord({
+      ...ENTITY,
+      status: "Fulfilled",
+      relayerFee: "5",
+      signature: "0xAB",
+      callData: "0x",
+      fulfillTransactionHash: HASH,
+    });
+    expect(fulfilled).toMatchObject({
+      status: "Fulfilled",
+      relayerFee: "5",
+      signature: "0xab",
+      callData: "0x",
+      fulfillTransactionHash: HASH,
+    });
     const cancelled = subgraphToRecord({ ...ENTITY, status: "Cancelled", cancelTransactionHash: HASH });
     expect(cancelled).toMatchObject({ status: "Cancelled", cancelTransactionHash: HASH });
   });
@@ -81,7 +98,10 @@ describe("poller subgraph mapping", () => {
     ["a non-decimal amount", { amount: "1e21" }],
     ["a malformed address", { sendingAssetId: "0x1234" }],
     ["a missing prepare hash", { prepareTransactionHash: null }],
-    ["a Fulfilled entity without a signature", { status: "Fulfilled", relayerFee: "0", callData: "0x", fulfillTransactionHash: HASH }],
+    [
+      "a Fulfilled entity without a signature",
+      { status: "Fulfilled", relayerFee: "0", callData: "0x", fulfillTransactionHash: HASH },
+    ],
     ["an expiry beyond a JSON number", { expiry: "99999999999999999999" }],
   ])("refuses %s with SubgraphDataError", (_, patch) => {
     expect(() => subgraphToRecord({ ...ENTITY, ...patch } as SubgraphTransaction)).toThrow(SubgraphDataError);

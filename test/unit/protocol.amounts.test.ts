@@ -1,4 +1,9 @@
-import { DEFAULT_TOLERANCE_PERCENT, amountAfterRouterFee, isWithinTolerance, receiverAmountFor } from "../../shared/protocol/amounts";
+import {
+  DEFAULT_TOLERANCE_PERCENT,
+  amountAfterRouterFee,
+  isWithinTolerance,
+  receiverAmountFor,
+} from "../../shared/protocol/amounts";
 import { ProtocolInputError } from "../../shared/protocol/errors";
 import {
   BID_EXPIRY_SEC,
@@ -26,9 +31,15 @@ describe("amountAfterRouterFee (§2.3)", () => {
   });
 
   it("refuses a negative amount and impossible decimals", () => {
-    expect(() => amountAfterRouterFee({ amount: -1n, inputDecimals: 6, outputDecimals: 6 })).toThrow(ProtocolInputError);
-    expect(() => amountAfterRouterFee({ amount: 1n, inputDecimals: 6.5, outputDecimals: 6 })).toThrow(ProtocolInputError);
-    expect(() => amountAfterRouterFee({ amount: 1n, inputDecimals: 6, outputDecimals: -1 })).toThrow(ProtocolInputError);
+    expect(() => amountAfterRouterFee({ amount: -1n, inputDecimals: 6, outputDecimals: 6 })).toThrow(
+      ProtocolInputError,
+    );
+    expect(() => amountAfterRouterFee({ amount: 1n, inputDecimals: 6.5, outputDecimals: 6 })).toThrow(
+      ProtocolInputError,
+    );
+    expect(() => amountAfterRouterFee({ amount: 1n, inputDecimals: 6, outputDecimals: -1 })).toThrow(
+      ProtocolInputError,
+    );
   });
 });
 

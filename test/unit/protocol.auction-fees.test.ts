@@ -14,19 +14,37 @@ const GWEI = 10n ** 9n;
 const NOW = 1_800_000_000_000;
 
 function config(): RouterConfig {
-  return loadConfig({
-    adminToken: "a-long-enough-admin-token-for-tests",
-    mnemonic: "test test test test test test test test test test test junk",
-    chainConfig: {
-      "1": { providers: ["http://127.0.0.1:8545"], transactionManagerAddress: TM, priceOracleAddress: ORACLE },
-      "10": { providers: ["http://127.0.0.1:8546"], transactionManagerAddress: TM, nativeMainnetEquivalent: ZeroAddress },
-      "1337": { providers: ["http://127.0.0.1:8547"], transactionManagerAddress: TM },
+  return loadConfig(
+    {
+      adminToken: "a-long-enough-admin-token-for-tests",
+      mnemonic: "test test test test test test test test test test test junk",
+      chainConfig: {
+        "1": { providers: ["http://127.0.0.1:8545"], transactionManagerAddress: TM, priceOracleAddress: ORACLE },
+        "10": {
+          providers: ["http://127.0.0.1:8546"],
+          transactionManagerAddress: TM,
+          nativeMainnetEquivalent: ZeroAddress,
+        },
+        "1337": { providers: ["http://127.0.0.1:8547"], transactionManagerAddress: TM },
+      },
+      swapPools: [
+        {
+          assets: [
+            { chainId: 10, assetId: USDC_10, mainnetEquivalent: USDC_1 },
+            { chainId: 1, assetId: USDC_1 },
+          ],
+        },
+        {
+          assets: [
+            { chainId: 1337, assetId: TOKEN_1337 },
+            { chainId: 1, assetId: USDC_1 },
+          ],
+        },
+      ],
     },
-    swapPools: [
-      { assets: [{ chainId: 10, assetId: USDC_10, mainnetEquivalent: USDC_1 }, { chainId: 1, assetId: USDC_1 }] },
-      { assets: [{ chainId: 1337, assetId: TOKEN_1337 }, { chainId: 1, assetId: USDC_1 }] },
-    ],
-  }, {}, { deployments: new Map() }).config;
+    {},
+    { deployments: new Map() },
+  ).config;
 }
 
 describe("auction fee estimator (PROTOCOL.md §2.4 from the refreshers' cache)", () => {
@@ -34,7 +52,8 @@ describe("auction fee estimator (PROTOCOL.md §2.4 from the refreshers' cache)",
   let nowMs = NOW;
   const cfg = config();
   const sources = createPriceSources(cfg);
-  const fees = (): ReturnType<typeof createFeeEstimator> => createFeeEstimator({ cache, sources, maxAgeMs: 120_000, nowMs: () => nowMs });
+  const fees = (): ReturnType<typeof createFeeEstimator> =>
+    createFeeEstimator({ cache, sources, maxAgeMs: 120_000, nowMs: () => nowMs });
 
   beforeEach(() => {
     nowMs = NOW;

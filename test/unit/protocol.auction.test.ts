@@ -1,6 +1,10 @@
 import { keccak256 } from "ethers";
 import { loadConfig } from "../../shared/config";
-import { PREPARE_DELAY_MARGIN_SEC, acceptedExpiryRange, checkAuctionExpiry } from "../../shared/protocol/auction-expiry";
+import {
+  PREPARE_DELAY_MARGIN_SEC,
+  acceptedExpiryRange,
+  checkAuctionExpiry,
+} from "../../shared/protocol/auction-expiry";
 import { MAX_ENCRYPTED_CALL_DATA_BYTES, parseAuctionPayload } from "../../shared/protocol/auction-payload";
 import { quoteAuction } from "../../shared/protocol/auction-quote";
 import { isReceiverExpiryValid, receiverExpiryFor } from "../../shared/protocol/expiry";
@@ -12,9 +16,20 @@ const NOW = 1_800_000_000;
 /** The REAL_PARTS.md §3 auction payload shape. */
 function payload(): Record<string, unknown> {
   return {
-    user: ADDR, initiator: ADDR, sendingChainId: 1337, sendingAssetId: TOKEN, amount: "10000000000000000000", receivingChainId: 1338,
-    receivingAssetId: TOKEN, receivingAddress: ADDR, callTo: "0x0000000000000000000000000000000000000000", callDataHash: keccak256("0x"),
-    encryptedCallData: "0x", expiry: NOW + 3 * 86400 + 3 * 3600, transactionId: "0x" + "01".repeat(32), dryRun: false,
+    user: ADDR,
+    initiator: ADDR,
+    sendingChainId: 1337,
+    sendingAssetId: TOKEN,
+    amount: "10000000000000000000",
+    receivingChainId: 1338,
+    receivingAssetId: TOKEN,
+    receivingAddress: ADDR,
+    callTo: "0x0000000000000000000000000000000000000000",
+    callDataHash: keccak256("0x"),
+    encryptedCallData: "0x",
+    expiry: NOW + 3 * 86400 + 3 * 3600,
+    transactionId: "0x" + "01".repeat(32),
+    dryRun: false,
   };
 }
 
@@ -46,7 +61,11 @@ describe("parseAuctionPayload", () => {
     ["a short transaction id", { transactionId: "0xabcd" }, "ParamsInvalid"],
     ["a bad callDataHash", { callDataHash: "0x" + "g".repeat(64) }, "ParamsInvalid"],
     ["odd-length call data", { encryptedCallData: "0xabc" }, "ParamsInvalid"],
-    ["oversized call data", { encryptedCallData: "0x" + "00".repeat(MAX_ENCRYPTED_CALL_DATA_BYTES + 1) }, "ParamsInvalid"],
+    [
+      "oversized call data",
+      { encryptedCallData: "0x" + "00".repeat(MAX_ENCRYPTED_CALL_DATA_BYTES + 1) },
+      "ParamsInvalid",
+    ],
     ["a string dryRun", { dryRun: "false" }, "ParamsInvalid"],
     ["a missing field", { callTo: undefined }, "ParamsInvalid"],
   ])("refuses %s", (_name, patch, code) => {
@@ -96,17 +115,27 @@ describe("checkAuctionExpiry", () => {
 describe("quoteAuction", () => {
   it("applies §2.3 then subtracts the gas fee", () => {
     expect(quoteAuction({ amount: 1_000_000_000n, inputDecimals: 6, outputDecimals: 6, gasFee: 500_000n })).toEqual({
-      amountReceived: 999_000_000n, gasFee: 500_000n,
+      amountReceived: 999_000_000n,
+      gasFee: 500_000n,
     });
-    expect(quoteAuction({ amount: 1_234_567_891_234_567_891n, inputDecimals: 18, outputDecimals: 6, gasFee: 0n })).toEqual({
-      amountReceived: 1_233_949n, gasFee: 0n,
+    expect(
+      quoteAuction({ amount: 1_234_567_891_234_567_891n, inputDecimals: 18, outputDecimals: 6, gasFee: 0n }),
+    ).toEqual({
+      amountReceived: 1_233_949n,
+      gasFee: 0n,
     });
   });
 
   it("refuses a gas fee that leaves nothing (NotEnoughAmount)", () => {
-    expect(quoteAuction({ amount: 1_000n, inputDecimals: 6, outputDecimals: 6, gasFee: 999n })).toMatchObject({ code: "NotEnoughAmount" });
-    expect(quoteAuction({ amount: 1_000n, inputDecimals: 6, outputDecimals: 6, gasFee: 2_000n })).toMatchObject({ code: "NotEnoughAmount" });
-    expect(quoteAuction({ amount: 1n, inputDecimals: 6, outputDecimals: 6, gasFee: 0n })).toMatchObject({ code: "NotEnoughAmount" });
+    expect(quoteAuction({ amount: 1_000n, inputDecimals: 6, outputDecimals: 6, gasFee: 999n })).toMatchObject({
+      code: "NotEnoughAmount",
+    });
+    expect(quoteAuction({ amount: 1_000n, inputDecimals: 6, outputDecimals: 6, gasFee: 2_000n })).toMatchObject({
+      code: "NotEnoughAmount",
+    });
+    expect(quoteAuction({ amount: 1n, inputDecimals: 6, outputDecimals: 6, gasFee: 0n })).toMatchObject({
+      code: "NotEnoughAmount",
+    });
   });
 });
 
@@ -119,17 +148,29 @@ describe("config: mainnetEquivalent and nativeMainnetEquivalent", () => {
       "1": { providers: ["http://127.0.0.1:8545"] },
       "1337": { providers: ["http://127.0.0.1:18545"], transactionManagerAddress: TOKEN, ...chain },
     },
-    swapPools: [{ assets: [{ chainId: 1337, assetId: TOKEN, ...asset }, { chainId: 1, assetId: MAINNET_USDC }] }],
+    swapPools: [
+      {
+        assets: [
+          { chainId: 1337, assetId: TOKEN, ...asset },
+          { chainId: 1, assetId: MAINNET_USDC },
+        ],
+      },
+    ],
   });
 
   it("keeps both keys, checksummed, without an unknown-key warning", () => {
     const { config, warnings } = loadConfig(
-      raw({ mainnetEquivalent: MAINNET_USDC.toLowerCase() }, { nativeMainnetEquivalent: "0x0000000000000000000000000000000000000000" }),
+      raw(
+        { mainnetEquivalent: MAINNET_USDC.toLowerCase() },
+        { nativeMainnetEquivalent: "0x0000000000000000000000000000000000000000" },
+      ),
       {},
     );
     expect(config.swapPools[0].assets[0].mainnetEquivalent).toBe(MAINNET_USDC);
     expect(config.chainConfig["1337"].nativeMainnetEquivalent).toBe("0x0000000000000000000000000000000000000000");
-    expect(warnings.filter((w) => w.includes("nativeMainnetEquivalent") || w.includes("mainnetEquivalent"))).toEqual([]);
+    expect(warnings.filter((w) => w.includes("nativeMainnetEquivalent") || w.includes("mainnetEquivalent"))).toEqual(
+      [],
+    );
   });
 
   it("leaves them unset by default", () => {
@@ -139,7 +180,11 @@ describe("config: mainnetEquivalent and nativeMainnetEquivalent", () => {
   });
 
   it("refuses a malformed address in either key", () => {
-    expect(() => loadConfig(raw({ mainnetEquivalent: "0x1234" }), {})).toThrow(/swapPools\[0\]\.assets\[0\]\.mainnetEquivalent/);
-    expect(() => loadConfig(raw({}, { nativeMainnetEquivalent: "eth" }), {})).toThrow(/chainConfig\.1337\.nativeMainnetEquivalent/);
+    expect(() => loadConfig(raw({ mainnetEquivalent: "0x1234" }), {})).toThrow(
+      /swapPools\[0\]\.assets\[0\]\.mainnetEquivalent/,
+    );
+    expect(() => loadConfig(raw({}, { nativeMainnetEquivalent: "eth" }), {})).toThrow(
+      /chainConfig\.1337\.nativeMainnetEquivalent/,
+    );
   });
 });

@@ -49,7 +49,9 @@ describe("encodeBid / hashBid (§2.7, §12)", () => {
 
   it("ignores address case, including a mixed case with a bad checksum (the SDK copies case as sent)", () => {
     const badChecksum = "0x8ac76a51cc950d9822D68b83fE1Ad97B32Cd580d";
-    expect(hashBid({ ...VECTOR_BID, sendingAssetId: badChecksum, router: SIGNER_ADDRESS.toLowerCase() })).toBe(BID_HASH);
+    expect(hashBid({ ...VECTOR_BID, sendingAssetId: badChecksum, router: SIGNER_ADDRESS.toLowerCase() })).toBe(
+      BID_HASH,
+    );
   });
 
   it("refuses amounts that are not decimal integer strings instead of letting the ABI coder reinterpret them", () => {

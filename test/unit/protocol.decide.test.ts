@@ -1,5 +1,11 @@
 import { keccak256 } from "ethers";
-import { Action, CheckSenderCancelParams, DecideActionParams, checkSenderCancel, decideAction } from "../../shared/protocol/decide";
+import {
+  Action,
+  CheckSenderCancelParams,
+  DecideActionParams,
+  checkSenderCancel,
+  decideAction,
+} from "../../shared/protocol/decide";
 import { ProtocolInputError } from "../../shared/protocol/errors";
 import { TransactionData, TransferRecord, TransferStatus } from "../../shared/protocol/types";
 
@@ -30,7 +36,12 @@ const TX_DATA: TransactionData = {
   preparedBlockNumber: 100,
 };
 
-function record(side: "sender" | "receiver", status: TransferStatus, expiry: number, preparedTimestamp?: number): TransferRecord {
+function record(
+  side: "sender" | "receiver",
+  status: TransferStatus,
+  expiry: number,
+  preparedTimestamp?: number,
+): TransferRecord {
   const common = {
     chainId: side === "sender" ? 56 : 137,
     txData: { ...TX_DATA, expiry },
@@ -41,7 +52,14 @@ function record(side: "sender" | "receiver", status: TransferStatus, expiry: num
     preparedTimestamp,
   };
   if (status === "Fulfilled") {
-    return { ...common, status, signature: "0x", relayerFee: "0", callData: "0x", fulfillTransactionHash: "0x" + "02".repeat(32) };
+    return {
+      ...common,
+      status,
+      signature: "0x",
+      relayerFee: "0",
+      callData: "0x",
+      fulfillTransactionHash: "0x" + "02".repeat(32),
+    };
   }
   if (status === "Cancelled") {
     return { ...common, status, cancelTransactionHash: "0x" + "03".repeat(32) };
@@ -50,9 +68,13 @@ function record(side: "sender" | "receiver", status: TransferStatus, expiry: num
 }
 
 /** `preparedTimestamp` null: the source did not give one. */
-const sender = (status: TransferStatus, expiry = LIVE_SENDER_EXPIRY, preparedTimestamp: number | null = OLD_PREPARE): TransferRecord =>
-  record("sender", status, expiry, preparedTimestamp ?? undefined);
-const receiver = (status: TransferStatus, expiry = LIVE_RECEIVER_EXPIRY): TransferRecord => record("receiver", status, expiry);
+const sender = (
+  status: TransferStatus,
+  expiry = LIVE_SENDER_EXPIRY,
+  preparedTimestamp: number | null = OLD_PREPARE,
+): TransferRecord => record("sender", status, expiry, preparedTimestamp ?? undefined);
+const receiver = (status: TransferStatus, expiry = LIVE_RECEIVER_EXPIRY): TransferRecord =>
+  record("receiver", status, expiry);
 
 function decide(overrides: Partial<DecideActionParams>): Action {
   return decideAction({
@@ -67,7 +89,11 @@ function decide(overrides: Partial<DecideActionParams>): Action {
 describe("decideAction: one row per derived state (§3.3) and cancel rule (§3.6)", () => {
   const rows: Array<[string, Partial<DecideActionParams>, Action]> = [
     // SenderPrepared
-    ["SenderPrepared, confirmed: prepare the receiver", { sender: sender("Prepared") }, { kind: "prepare-receiver", state: "SenderPrepared" }],
+    [
+      "SenderPrepared, confirmed: prepare the receiver",
+      { sender: sender("Prepared") },
+      { kind: "prepare-receiver", state: "SenderPrepared" },
+    ],
     [
       "SenderPrepared, not yet confirmed: wait",
       { sender: sender("Prepared"), sendingConfirmationsSeen: false },
@@ -81,7 +107,11 @@ describe("decideAction: one row per derived state (§3.3) and cancel rule (§3.6
     ],
     [
       "SenderExpired, receiver Cancelled: cancel the sender without waiting for confirmations",
-      { sender: sender("Prepared", EXPIRED), receiver: receiver("Cancelled", EXPIRED), receivingConfirmationsSeen: false },
+      {
+        sender: sender("Prepared", EXPIRED),
+        receiver: receiver("Cancelled", EXPIRED),
+        receivingConfirmationsSeen: false,
+      },
       { kind: "cancel-sender", state: "SenderExpired", reason: "sender-expired" },
     ],
     [
@@ -200,15 +230,31 @@ describe("decideAction: one row per derived state (§3.3) and cancel rule (§3.6
       { kind: "wait", state: "ReceiverPrepared", reason: "receiver-live", alert: true },
     ],
     // Completed
-    ["both Fulfilled: done", { sender: sender("Fulfilled"), receiver: receiver("Fulfilled") }, { kind: "done", state: "Completed", alert: false }],
-    ["both Cancelled: done", { sender: sender("Cancelled"), receiver: receiver("Cancelled") }, { kind: "done", state: "Completed", alert: false }],
-    ["sender Cancelled, never a receiver: done", { sender: sender("Cancelled") }, { kind: "done", state: "Completed", alert: false }],
+    [
+      "both Fulfilled: done",
+      { sender: sender("Fulfilled"), receiver: receiver("Fulfilled") },
+      { kind: "done", state: "Completed", alert: false },
+    ],
+    [
+      "both Cancelled: done",
+      { sender: sender("Cancelled"), receiver: receiver("Cancelled") },
+      { kind: "done", state: "Completed", alert: false },
+    ],
+    [
+      "sender Cancelled, never a receiver: done",
+      { sender: sender("Cancelled") },
+      { kind: "done", state: "Completed", alert: false },
+    ],
     [
       "sender Cancelled but receiver Fulfilled (router paid, not paid back): done with alert",
       { sender: sender("Cancelled"), receiver: receiver("Fulfilled") },
       { kind: "done", state: "Completed", alert: true },
     ],
-    ["receiving data only, Fulfilled: done", { receiver: receiver("Fulfilled") }, { kind: "done", state: "Completed", alert: false }],
+    [
+      "receiving data only, Fulfilled: done",
+      { receiver: receiver("Fulfilled") },
+      { kind: "done", state: "Completed", alert: false },
+    ],
   ];
 
   it.each(rows)("%s", (_name, params, expected) => {
@@ -248,7 +294,11 @@ describe("checkSenderCancel (§3.6 sender side)", () => {
   const rows: Array<[string, CheckSenderCancelParams, ReturnType<typeof checkSenderCancel>]> = [
     ["no receiver, prepared long ago", { sender: sender("Prepared"), nowSec: NOW }, { ok: true }],
     ["receiver Cancelled", { sender: sender("Prepared"), receiver: receiver("Cancelled"), nowSec: NOW }, { ok: true }],
-    ["receiver Prepared and live (ReceiverTxExists)", { sender: sender("Prepared"), receiver: receiver("Prepared"), nowSec: NOW }, { ok: false, reason: "receiver-live" }],
+    [
+      "receiver Prepared and live (ReceiverTxExists)",
+      { sender: sender("Prepared"), receiver: receiver("Prepared"), nowSec: NOW },
+      { ok: false, reason: "receiver-live" },
+    ],
     [
       "receiver Prepared and expired: cancel the receiver first",
       { sender: sender("Prepared"), receiver: receiver("Prepared", EXPIRED), nowSec: NOW },
@@ -259,15 +309,27 @@ describe("checkSenderCancel (§3.6 sender side)", () => {
       { sender: sender("Prepared", EXPIRED), receiver: receiver("Fulfilled", EXPIRED), nowSec: NOW },
       { ok: false, reason: "receiver-fulfilled" },
     ],
-    ["prepared < 780 s ago (SenderTxTooNew)", { sender: sender("Prepared", LIVE_SENDER_EXPIRY, NOW - 779), nowSec: NOW }, { ok: false, reason: "sender-too-new" }],
-    ["prepared exactly 780 s ago", { sender: sender("Prepared", LIVE_SENDER_EXPIRY, NOW - 780), nowSec: NOW }, { ok: true }],
+    [
+      "prepared < 780 s ago (SenderTxTooNew)",
+      { sender: sender("Prepared", LIVE_SENDER_EXPIRY, NOW - 779), nowSec: NOW },
+      { ok: false, reason: "sender-too-new" },
+    ],
+    [
+      "prepared exactly 780 s ago",
+      { sender: sender("Prepared", LIVE_SENDER_EXPIRY, NOW - 780), nowSec: NOW },
+      { ok: true },
+    ],
     [
       "prepare time unknown",
       { sender: sender("Prepared", LIVE_SENDER_EXPIRY, null), nowSec: NOW },
       { ok: false, reason: "sender-prepare-time-unknown" },
     ],
     ["sender expired: no buffer", { sender: sender("Prepared", EXPIRED, null), nowSec: NOW }, { ok: true }],
-    ["sender already Cancelled", { sender: sender("Cancelled"), nowSec: NOW }, { ok: false, reason: "sender-not-prepared" }],
+    [
+      "sender already Cancelled",
+      { sender: sender("Cancelled"), nowSec: NOW },
+      { ok: false, reason: "sender-not-prepared" },
+    ],
   ];
 
   it.each(rows)("%s", (_name, params, expected) => {

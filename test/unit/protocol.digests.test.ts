@@ -67,7 +67,21 @@ describe("invariantDigest (§4.1)", () => {
   it("hashes the static invariant tuple in struct order (receivingAddress before callTo), with no offset word", () => {
     const coder = AbiCoder.defaultAbiCoder();
     const encoded = coder.encode(
-      ["address", "address", "address", "address", "address", "address", "address", "address", "address", "uint256", "uint256", "bytes32", "bytes32"],
+      [
+        "address",
+        "address",
+        "address",
+        "address",
+        "address",
+        "address",
+        "address",
+        "address",
+        "address",
+        "uint256",
+        "uint256",
+        "bytes32",
+        "bytes32",
+      ],
       [
         TX_DATA.receivingChainTxManagerAddress,
         TX_DATA.user,
@@ -116,7 +130,11 @@ describe("classifyVariant (§3.7 sanitation check)", () => {
   it.each([
     ["the zero word", ZeroHash, "not-prepared"],
     ["the prepared digest", variantDigest(variant), "prepared-matching"],
-    ["the prepared digest in upper case", variantDigest(variant).toUpperCase().replace("0X", "0x"), "prepared-matching"],
+    [
+      "the prepared digest in upper case",
+      variantDigest(variant).toUpperCase().replace("0X", "0x"),
+      "prepared-matching",
+    ],
     ["the fulfilled/cancelled digest", completedVariantDigest(TX_DATA.amount, TX_DATA.expiry), "completed"],
     ["a digest of another amount", variantDigest({ ...variant, amount: "1" }), "mismatch"],
     ["a digest of another prepared block", variantDigest({ ...variant, preparedBlockNumber: 1 }), "mismatch"],
@@ -133,7 +151,12 @@ describe("classifyVariant (§3.7 sanitation check)", () => {
 
 describe("user fulfill / cancel payloads (§4.3, §12)", () => {
   const signer = createMnemonicSigner(MNEMONIC);
-  const fulfill = { transactionId: TRANSACTION_ID, relayerFee: 0n, receivingChainId: 137, receivingChainTxManagerAddress: RECEIVING_TM };
+  const fulfill = {
+    transactionId: TRANSACTION_ID,
+    relayerFee: 0n,
+    receivingChainId: 137,
+    receivingChainTxManagerAddress: RECEIVING_TM,
+  };
   const cancel = { transactionId: TRANSACTION_ID, receivingChainId: 137, receivingChainTxManagerAddress: RECEIVING_TM };
 
   it("hashes the §12 fulfill payload (relayerFee 0)", () => {

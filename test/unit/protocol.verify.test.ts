@@ -1,7 +1,14 @@
 import { keccak256 } from "ethers";
 import { encodeBid, signBid } from "../../shared/protocol/bid";
 import { invariantOf } from "../../shared/protocol/digests";
-import { AuctionBid, PreparedTransferRecord, SwapPoolLike, TransactionData, TransferRecord, TransferStatus } from "../../shared/protocol/types";
+import {
+  AuctionBid,
+  PreparedTransferRecord,
+  SwapPoolLike,
+  TransactionData,
+  TransferRecord,
+  TransferStatus,
+} from "../../shared/protocol/types";
 import { VerifyFailure, VerifySenderPrepareParams, verifySenderPrepare } from "../../shared/protocol/verify-sender";
 import { RouterSigner } from "../../shared/signer/router-signer";
 import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
@@ -131,7 +138,13 @@ describe("verifySenderPrepare: honest transfers", () => {
   });
 
   it("accepts on-chain data whose addresses differ only in case from the bid", async () => {
-    const result = await run({ txData: { user: USER.toLowerCase(), sendingAssetId: BSC_USDC.toLowerCase(), router: ROUTER.toUpperCase().replace("0X", "0x") } });
+    const result = await run({
+      txData: {
+        user: USER.toLowerCase(),
+        sendingAssetId: BSC_USDC.toLowerCase(),
+        router: ROUTER.toUpperCase().replace("0X", "0x"),
+      },
+    });
     expect(result.ok).toBe(true);
   });
 
@@ -156,13 +169,23 @@ describe("verifySenderPrepare: fraud and bad data", () => {
   const cases: Array<[string, Scenario, VerifyFailure, boolean]> = [
     ["a different user", { txData: { user: ATTACKER } }, "user-mismatch", true],
     ["a different initiator", { txData: { initiator: ATTACKER } }, "initiator-mismatch", true],
-    ["a bid naming another router", { bid: { router: ROUTER_CONTRACT }, txData: { router: ROUTER } }, "router-mismatch", true],
+    [
+      "a bid naming another router",
+      { bid: { router: ROUTER_CONTRACT }, txData: { router: ROUTER } },
+      "router-mismatch",
+      true,
+    ],
     ["a different sending chain", { txData: { sendingChainId: 10 } }, "sendingChainId-mismatch", true],
     ["a different sending asset", { txData: { sendingAssetId: BSC_USDT } }, "sendingAssetId-mismatch", true],
     ["a different receiving chain", { txData: { receivingChainId: 10 } }, "receivingChainId-mismatch", true],
     ["a different receiving asset", { txData: { receivingAssetId: POLYGON_WETH } }, "receivingAssetId-mismatch", true],
     ["a different receiving address", { txData: { receivingAddress: ATTACKER } }, "receivingAddress-mismatch", true],
-    ["a different transactionId", { txData: { transactionId: "0x" + "cd".repeat(32) } }, "transactionId-mismatch", true],
+    [
+      "a different transactionId",
+      { txData: { transactionId: "0x" + "cd".repeat(32) } },
+      "transactionId-mismatch",
+      true,
+    ],
     ["a different expiry", { txData: { expiry: SENDER_EXPIRY + 3600 } }, "expiry-mismatch", true],
     ["a different callDataHash", { txData: { callDataHash: keccak256("0x1234") } }, "callDataHash-mismatch", true],
     ["a different callTo", { txData: { callTo: ATTACKER } }, "callTo-mismatch", true],
@@ -185,10 +208,30 @@ describe("verifySenderPrepare: fraud and bad data", () => {
       "receivingChainTxManagerAddress-mismatch",
       true,
     ],
-    ["a locked amount below tolerance", { txData: { amount: "850000000000000000000" } }, "amount-outside-tolerance", true],
-    ["a locked amount above tolerance", { txData: { amount: "1100000000000000000001" } }, "amount-outside-tolerance", true],
-    ["a bid expired before the user prepared", { record: { preparedTimestamp: HONEST_BID.bidExpiry } }, "bid-expired", true],
-    ["an expired bid and no prepare timestamp (compared with now)", { record: { preparedTimestamp: undefined } }, "bid-expired", true],
+    [
+      "a locked amount below tolerance",
+      { txData: { amount: "850000000000000000000" } },
+      "amount-outside-tolerance",
+      true,
+    ],
+    [
+      "a locked amount above tolerance",
+      { txData: { amount: "1100000000000000000001" } },
+      "amount-outside-tolerance",
+      true,
+    ],
+    [
+      "a bid expired before the user prepared",
+      { record: { preparedTimestamp: HONEST_BID.bidExpiry } },
+      "bid-expired",
+      true,
+    ],
+    [
+      "an expired bid and no prepare timestamp (compared with now)",
+      { record: { preparedTimestamp: undefined } },
+      "bid-expired",
+      true,
+    ],
     ["a bid signed by another key", { signer: otherSigner }, "bid-signer-mismatch", true],
     ["a malformed bid signature", { record: { bidSignature: "0x1234" } }, "bid-signature-malformed", true],
     ["an undecodable encodedBid", { record: { encodedBid: "0xdeadbeef" } }, "bid-undecodable", true],
@@ -234,7 +277,9 @@ describe("verifySenderPrepare: fraud and bad data", () => {
   });
 
   it("gives every tampered bid field its own reason", () => {
-    const fieldReasons = cases.map(([, , reason]) => reason).filter((reason) => reason.endsWith("-mismatch") && reason !== "bid-signer-mismatch");
+    const fieldReasons = cases
+      .map(([, , reason]) => reason)
+      .filter((reason) => reason.endsWith("-mismatch") && reason !== "bid-signer-mismatch");
     expect(new Set(fieldReasons).size).toBe(15);
   });
 });

@@ -1,6 +1,10 @@
 import { ZeroAddress } from "ethers";
 import type { AuctionContext, FeeEstimator, GasFeeParams } from "../../services/auction/context";
-import { CallDataGasRequiredError, NotEnoughRelayerFeeError, RelayerFeeUnavailableError } from "../../services/auction/operations/relay-errors";
+import {
+  CallDataGasRequiredError,
+  NotEnoughRelayerFeeError,
+  RelayerFeeUnavailableError,
+} from "../../services/auction/operations/relay-errors";
 import { decideRelayFee } from "../../services/auction/operations/relay-fee";
 import type { ChainConfig } from "../../shared/config/types";
 import type { FulfillMetaTx } from "../../shared/protocol/metatx-request";
@@ -10,8 +14,14 @@ import type { TransactionData } from "../../shared/protocol/types";
 describe("relayer fee threshold (PROTOCOL §5 step 5)", () => {
   it("accepts an offer down to the estimate minus the threshold percent, and refuses one unit below", () => {
     expect(relayerFeeLowerBound(1000n, 10)).toBe(900n);
-    expect(checkRelayerFee({ offeredFee: 900n, expectedFee: 1000n, thresholdPercent: 10 })).toEqual({ ok: true, lowerBound: 900n });
-    expect(checkRelayerFee({ offeredFee: 899n, expectedFee: 1000n, thresholdPercent: 10 })).toEqual({ ok: false, lowerBound: 900n });
+    expect(checkRelayerFee({ offeredFee: 900n, expectedFee: 1000n, thresholdPercent: 10 })).toEqual({
+      ok: true,
+      lowerBound: 900n,
+    });
+    expect(checkRelayerFee({ offeredFee: 899n, expectedFee: 1000n, thresholdPercent: 10 })).toEqual({
+      ok: false,
+      lowerBound: 900n,
+    });
   });
 
   it("honours a threshold of 0: the offer must cover the whole estimate (the original replaced 0 by 10)", () => {
@@ -20,7 +30,10 @@ describe("relayer fee threshold (PROTOCOL §5 step 5)", () => {
   });
 
   it("accepts anything with a threshold of 100, and any offer when the estimate is 0 (no oracle)", () => {
-    expect(checkRelayerFee({ offeredFee: 0n, expectedFee: 10n ** 30n, thresholdPercent: 100 })).toEqual({ ok: true, lowerBound: 0n });
+    expect(checkRelayerFee({ offeredFee: 0n, expectedFee: 10n ** 30n, thresholdPercent: 100 })).toEqual({
+      ok: true,
+      lowerBound: 0n,
+    });
     expect(checkRelayerFee({ offeredFee: 0n, expectedFee: 0n, thresholdPercent: 10 }).ok).toBe(true);
   });
 
@@ -44,15 +57,26 @@ describe("decideRelayFee: the relay's fee from the auction's caches", () => {
   const chain = { relayerFeeThreshold: 10 } as ChainConfig;
 
   const request = (over: Partial<FulfillMetaTx> = {}, callTo = ZeroAddress): FulfillMetaTx => ({
-    type: "Fulfill", to: CALL_TO, chainId: 1338, relayerFee: "1000", signature: "0x", callData: "0x",
+    type: "Fulfill",
+    to: CALL_TO,
+    chainId: 1338,
+    relayerFee: "1000",
+    signature: "0x",
+    callData: "0x",
     txData: { receivingAssetId: TOKEN, callTo, transactionId: "0x" + "11".repeat(32) } as TransactionData,
     ...over,
   });
 
   /** A fee estimator answering `fee` (undefined: cold) and recording the params it was asked with. */
-  const ctxWith = (fee: bigint | undefined, decimals: number | "cold" = 18): { ctx: AuctionContext; asked: GasFeeParams[] } => {
+  const ctxWith = (
+    fee: bigint | undefined,
+    decimals: number | "cold" = 18,
+  ): { ctx: AuctionContext; asked: GasFeeParams[] } => {
     const asked: GasFeeParams[] = [];
-    const fees: FeeEstimator = { gasFeeInAsset: (p) => (asked.push(p), fee), decimals: () => (decimals === "cold" ? undefined : decimals) };
+    const fees: FeeEstimator = {
+      gasFeeInAsset: (p) => (asked.push(p), fee),
+      decimals: () => (decimals === "cold" ? undefined : decimals),
+    };
     return { ctx: { fees } as unknown as AuctionContext, asked };
   };
 
@@ -73,7 +97,9 @@ describe("decideRelayFee: the relay's fee from the auction's caches", () => {
 
   it("refuses a call with call data and no callDataGas: estimating it would need an RPC", () => {
     const { ctx, asked } = ctxWith(1000n);
-    expect(() => decideRelayFee(ctx, chain, request({ callData: "0xabcd" }, CALL_TO))).toThrow(CallDataGasRequiredError);
+    expect(() => decideRelayFee(ctx, chain, request({ callData: "0xabcd" }, CALL_TO))).toThrow(
+      CallDataGasRequiredError,
+    );
     expect(asked).toEqual([]);
   });
 
@@ -91,6 +117,11 @@ describe("decideRelayFee: the relay's fee from the auction's caches", () => {
       refusal = err;
     }
     expect(refusal).toBeInstanceOf(NotEnoughRelayerFeeError);
-    expect((refusal as NotEnoughRelayerFeeError).context).toMatchObject({ relayerFee: "1000", expectedFee: "1001", lowerBound: "1001", relayerFeeThreshold: 0 });
+    expect((refusal as NotEnoughRelayerFeeError).context).toMatchObject({
+      relayerFee: "1000",
+      expectedFee: "1001",
+      lowerBound: "1001",
+      relayerFeeThreshold: 0,
+    });
   });
 });

@@ -51,7 +51,9 @@ describe("removeLiquidity router signature (§4.5)", () => {
   });
 
   it("treats address case as meaningless", () => {
-    expect(removeLiquidityPayloadHash({ ...payload, assetId: TOKEN.toLowerCase() })).toBe(removeLiquidityPayloadHash(payload));
+    expect(removeLiquidityPayloadHash({ ...payload, assetId: TOKEN.toLowerCase() })).toBe(
+      removeLiquidityPayloadHash(payload),
+    );
   });
 
   it("refuses values it cannot encode", () => {

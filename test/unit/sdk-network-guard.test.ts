@@ -15,7 +15,11 @@ interface AxiosLike {
 }
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- plain JS module of test/sdk, outside the TypeScript build
 const { installNetworkGuard } = require("../sdk/network-guard.js") as {
-  installNetworkGuard(axios: AxiosLike, httpAdapter: (config: unknown) => Promise<unknown>, onBlocked: (entry: Blocked) => void): {
+  installNetworkGuard(
+    axios: AxiosLike,
+    httpAdapter: (config: unknown) => Promise<unknown>,
+    onBlocked: (entry: Blocked) => void,
+  ): {
     blocked: Blocked[];
     uninstall(): void;
   };
@@ -40,18 +44,28 @@ describe("the SDK's network guard", () => {
     const adapter = axios.defaults.adapter;
     if (!adapter) throw new Error("no adapter installed");
     await expect(adapter({ url: "http://127.0.0.1:5040/auth/0xabc" })).resolves.toEqual({ status: 200 });
-    await expect(adapter({ url: "https://relay.gelato.digital/relays/", method: "get" })).rejects.toMatchObject({ code: "ECONNREFUSED" });
+    await expect(adapter({ url: "https://relay.gelato.digital/relays/", method: "get" })).rejects.toMatchObject({
+      code: "ECONNREFUSED",
+    });
     expect(httpAdapter).toHaveBeenCalledTimes(1);
     expect(seen).toEqual([{ layer: "axios", target: "https://relay.gelato.digital/relays/" }]);
   });
 
   it("refuses http, https and raw sockets to other hosts before any DNS lookup, and records each", async () => {
     // .invalid never resolves: a DNS lookup would end in ENOTFOUND, not the guard's ECONNREFUSED.
-    expect(await errorCodeOf((onError) => httpGet("http://sdk-guard.invalid/x").on("error", onError))).toBe("ECONNREFUSED");
-    expect(await errorCodeOf((onError) => httpsGet("https://sdk-guard.invalid/x").on("error", onError))).toBe("ECONNREFUSED");
-    expect(await errorCodeOf((onError) => connect(4222, "nats.sdk-guard.invalid").on("error", onError))).toBe("ECONNREFUSED");
+    expect(await errorCodeOf((onError) => httpGet("http://sdk-guard.invalid/x").on("error", onError))).toBe(
+      "ECONNREFUSED",
+    );
+    expect(await errorCodeOf((onError) => httpsGet("https://sdk-guard.invalid/x").on("error", onError))).toBe(
+      "ECONNREFUSED",
+    );
+    expect(await errorCodeOf((onError) => connect(4222, "nats.sdk-guard.invalid").on("error", onError))).toBe(
+      "ECONNREFUSED",
+    );
     expect(guard.blocked.map((b) => `${b.layer} ${b.target}`)).toEqual([
-      "socket sdk-guard.invalid", "socket sdk-guard.invalid", "socket nats.sdk-guard.invalid",
+      "socket sdk-guard.invalid",
+      "socket sdk-guard.invalid",
+      "socket nats.sdk-guard.invalid",
     ]);
   });
 

@@ -20,7 +20,11 @@ describe("throttledErrorLog", () => {
     onError(new Error("READONLY"));
     await logger.flush();
 
-    const lines = chunks.join("").trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = chunks
+      .join("")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.map((l) => [l.error, l.suppressedRepeats])).toEqual([
       ["connect ECONNREFUSED", 0],
       ["READONLY", 2],

@@ -1,7 +1,12 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { getAddress } from "ethers";
-import { VENDORED_ABIS, VENDORED_DEPLOYMENT_CONTRACTS, VENDORED_DIR, vendoredFiles } from "../../scripts/vendor-nxtp-artifacts";
+import {
+  VENDORED_ABIS,
+  VENDORED_DEPLOYMENT_CONTRACTS,
+  VENDORED_DIR,
+  vendoredFiles,
+} from "../../scripts/vendor-nxtp-artifacts";
 import { packageArtifact, packageDeployments } from "../../scripts/nxtp-package";
 import { loadAbi, VENDORED_ABI_NAMES } from "../../shared/chain/artifacts";
 import { DEPLOYMENT_CONTRACT_NAMES, knownDeployments, type KnownDeployment } from "../../shared/config/deployments";
@@ -13,7 +18,9 @@ const vendoredDir = join(root, VENDORED_DIR);
 describe("vendored @connext/nxtp-contracts files", () => {
   it("are byte-for-byte what the vendoring script produces from the installed package", () => {
     const expected = vendoredFiles();
-    const onDisk = readdirSync(vendoredDir).filter((f) => f.endsWith(".json")).sort();
+    const onDisk = readdirSync(vendoredDir)
+      .filter((f) => f.endsWith(".json"))
+      .sort();
     expect(onDisk).toEqual([...expected.keys()].sort());
     for (const [file, text] of expected) {
       // A mismatch means the package changed or someone edited a vendored file: run `npm run vendor:artifacts`.
@@ -32,11 +39,15 @@ describe("vendored @connext/nxtp-contracts files", () => {
   });
 
   it("knownDeployments() from the trimmed copy equals the first-deployment-wins reading of the full package file", () => {
-    const full = packageDeployments() as Record<string, Record<string, { contracts?: Record<string, { address?: string }> }>>;
+    const full = packageDeployments() as Record<
+      string,
+      Record<string, { contracts?: Record<string, { address?: string }> }>
+    >;
     const expected = new Map<number, KnownDeployment>();
     for (const [chainId, byName] of Object.entries(full)) {
       const contracts = Object.values(byName)[0]?.contracts ?? {};
-      const at = (name: string): string | undefined => (contracts[name]?.address ? getAddress(contracts[name].address) : undefined);
+      const at = (name: string): string | undefined =>
+        contracts[name]?.address ? getAddress(contracts[name].address) : undefined;
       expected.set(Number(chainId), {
         transactionManagerAddress: at("TransactionManager"),
         priceOracleAddress: at("ConnextPriceOracle"),
@@ -52,7 +63,8 @@ describe("vendored @connext/nxtp-contracts files", () => {
 
   it("runtime code (services/, shared/) never loads the dev-only package or its reader", () => {
     const offenders: string[] = [];
-    const loadsPackage = /(?:from\s+|require\(\s*|import\(\s*)["'](?:@connext\/nxtp-contracts|[./]*scripts\/nxtp-package)/;
+    const loadsPackage =
+      /(?:from\s+|require\(\s*|import\(\s*)["'](?:@connext\/nxtp-contracts|[./]*scripts\/nxtp-package)/;
     for (const dir of ["services", "shared"]) {
       for (const file of tsFiles(join(root, dir))) {
         if (loadsPackage.test(readFileSync(file, "utf8"))) {

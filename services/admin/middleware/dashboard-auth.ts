@@ -19,10 +19,19 @@ export function requireAdminToken(params: { adminToken: string; logger: Logger; 
       return;
     }
     params.logger.warn("admin page refused: missing or wrong token", {
-      at: "admin.auth", path: req.path, requestId: requestIdOf(res), reason: password === undefined ? "no credentials" : "wrong token",
+      at: "admin.auth",
+      path: req.path,
+      requestId: requestIdOf(res),
+      reason: password === undefined ? "no credentials" : "wrong token",
     });
     res.setHeader("WWW-Authenticate", challenge);
-    res.status(401).json({ error: "unauthorized", message: "HTTP Basic credentials with the adminToken as password are required", requestId: requestIdOf(res) });
+    res
+      .status(401)
+      .json({
+        error: "unauthorized",
+        message: "HTTP Basic credentials with the adminToken as password are required",
+        requestId: requestIdOf(res),
+      });
   };
 }
 
@@ -42,7 +51,13 @@ export const sameOriginWrites: RequestHandler = (req, res, next) => {
   const originHost = origin ? hostOf(origin) : undefined;
   const sameOrigin = (site === undefined || site === "same-origin") && origin !== undefined && originHost === host;
   if (!sameOrigin) {
-    res.status(403).json({ error: "forbidden", message: "dashboard actions must come from the dashboard's own origin", requestId: requestIdOf(res) });
+    res
+      .status(403)
+      .json({
+        error: "forbidden",
+        message: "dashboard actions must come from the dashboard's own origin",
+        requestId: requestIdOf(res),
+      });
     return;
   }
   next();

@@ -54,7 +54,9 @@ interface HttpErrorLike {
 }
 
 function isHttpError(err: unknown): err is HttpErrorLike {
-  return !(err instanceof RouterError) && err instanceof Error && typeof (err as Partial<HttpErrorLike>).status === "number";
+  return (
+    !(err instanceof RouterError) && err instanceof Error && typeof (err as Partial<HttpErrorLike>).status === "number"
+  );
 }
 
 /**

@@ -42,7 +42,11 @@ import {
 export const DEFAULT_SENDER_LOOKBACK_BLOCKS = 100_000;
 
 /** The transfer store's lookup (shared/transfers/transfer-store.ts): a record per (chain, transactionId, user). */
-export type FindTransfer = (chainId: number, transactionId: string, user: string) => Promise<TransferRecord | undefined>;
+export type FindTransfer = (
+  chainId: number,
+  transactionId: string,
+  user: string,
+) => Promise<TransferRecord | undefined>;
 
 export interface CancelSenderDeps {
   readonly config: RouterConfig;
@@ -60,7 +64,10 @@ export interface CancelSenderDeps {
   readonly logger: Logger;
 }
 
-export type CancelSenderOperation = (params: CancelSenderRequest, ctx: OperationContext) => Promise<TransactionResponse>;
+export type CancelSenderOperation = (
+  params: CancelSenderRequest,
+  ctx: OperationContext,
+) => Promise<TransactionResponse>;
 
 interface PreparedSender {
   readonly txData: TransactionData;
@@ -92,19 +99,35 @@ export function createCancelSenderOperation(deps: CancelSenderDeps): CancelSende
 
     const existing = await queueCall(() => queue.getJob(jobId));
     if (existing && !(await queueCall(() => existing.isFailed()))) {
-      logger.info("a cancel-sender job exists for this transfer: answering with its transaction", { at: "admin.cancelSender" });
+      logger.info("a cancel-sender job exists for this transfer: answering with its transaction", {
+        at: "admin.cancelSender",
+      });
       return answer(await enqueueAndWaitForBroadcast({ queue, events, jobId, timeoutMs }), logger);
     }
     const sender = await decisionRead(() => findPreparedSender(deps, params));
-    const prepareRecorded = (await decisionRead(() => queueCall(() => readTransferDecision({
-      redis: deps.redis, prefix: deps.config.redisPrefix, transactionId: sender.txData.transactionId, user: sender.txData.user,
-    })))) === "prepare";
+    const prepareRecorded =
+      (await decisionRead(() =>
+        queueCall(() =>
+          readTransferDecision({
+            redis: deps.redis,
+            prefix: deps.config.redisPrefix,
+            transactionId: sender.txData.transactionId,
+            user: sender.txData.user,
+          }),
+        ),
+      )) === "prepare";
     if (prepareRecorded) {
       await assertReceiverCancelled(deps, sender, params.force);
     } else if (params.force) {
-      logger.warn("FORCED cancel-sender: receiving-side checks skipped; a live or fulfilled receiving side loses the router's funds", {
-        at: "admin.cancelSender", transactionId: params.transactionId, user: params.user, receivingChainId: sender.txData.receivingChainId,
-      });
+      logger.warn(
+        "FORCED cancel-sender: receiving-side checks skipped; a live or fulfilled receiving side loses the router's funds",
+        {
+          at: "admin.cancelSender",
+          transactionId: params.transactionId,
+          user: params.user,
+          receivingChainId: sender.txData.receivingChainId,
+        },
+      );
     } else {
       await decisionRead(() => assertCancelSafe(deps, sender));
     }
@@ -157,11 +180,14 @@ async function findPreparedSender(deps: CancelSenderDeps, params: CancelSenderRe
     return undefined;
   };
   const stored = await fromStore(deps, params);
-  const found = (await firstPrepared(stored ? [stored] : [])) ?? (await firstPrepared(await fromLogs(deps, params, provider, tm)));
+  const found =
+    (await firstPrepared(stored ? [stored] : [])) ?? (await firstPrepared(await fromLogs(deps, params, provider, tm)));
   if (!found) {
     throw sawCompleted
       ? new SenderNotPreparedError(`sending side of ${params.transactionId} is already fulfilled or cancelled`)
-      : new TransactionNotFoundError(`no sending-side transaction ${params.transactionId} of ${params.user} on chain ${params.senderChainId}`);
+      : new TransactionNotFoundError(
+          `no sending-side transaction ${params.transactionId} of ${params.user} on chain ${params.senderChainId}`,
+        );
   }
   return { txData: found, provider, nowSec: await blockTimestamp(provider, "latest") };
 }
@@ -173,9 +199,15 @@ async function fromStore(deps: CancelSenderDeps, params: CancelSenderRequest): P
   }
   let record: TransferRecord | undefined;
   try {
-    record = await withTimeout(deps.findTransfer(params.senderChainId, params.transactionId, params.user), QUEUE_CALL_TIMEOUT_MS);
+    record = await withTimeout(
+      deps.findTransfer(params.senderChainId, params.transactionId, params.user),
+      QUEUE_CALL_TIMEOUT_MS,
+    );
   } catch (err) {
-    deps.logger.warn("transfer store unavailable: searching the chain's logs", { at: "admin.cancelSender", code: errorCode(err) });
+    deps.logger.warn("transfer store unavailable: searching the chain's logs", {
+      at: "admin.cancelSender",
+      code: errorCode(err),
+    });
     return undefined;
   }
   const txData = record?.txData;
@@ -189,7 +221,12 @@ async function fromStore(deps: CancelSenderDeps, params: CancelSenderRequest): P
 }
 
 /** Sending-side TransactionPrepared events of the transfer in the lookback window, newest first. */
-async function fromLogs(deps: CancelSenderDeps, params: CancelSenderRequest, provider: ChainProvider, tm: string): Promise<TransactionData[]> {
+async function fromLogs(
+  deps: CancelSenderDeps,
+  params: CancelSenderRequest,
+  provider: ChainProvider,
+  tm: string,
+): Promise<TransactionData[]> {
   const head = await provider.getBlockNumber();
   const lookback = deps.senderLookbackBlocks ?? DEFAULT_SENDER_LOOKBACK_BLOCKS;
   const isSendingSide = (txData: TransactionData): boolean => txData.sendingChainId === params.senderChainId;
@@ -204,7 +241,10 @@ async function fromLogs(deps: CancelSenderDeps, params: CancelSenderRequest, pro
     toBlock: head,
     stopWhen: (found) => found.some((e) => isSendingSide(e.txData)),
   });
-  return events.map((e) => e.txData).filter(isSendingSide).reverse();
+  return events
+    .map((e) => e.txData)
+    .filter(isSendingSide)
+    .reverse();
 }
 
 /**
@@ -214,7 +254,7 @@ async function fromLogs(deps: CancelSenderDeps, params: CancelSenderRequest, pro
  */
 async function assertReceiverCancelled(deps: CancelSenderDeps, sender: PreparedSender, force: boolean): Promise<void> {
   const message =
-    "a receiving prepare is recorded for this transfer and the receiving chain does not show it cancelled; its transaction may still land (\"force\" does not override this)";
+    'a receiving prepare is recorded for this transfer and the receiving chain does not show it cancelled; its transaction may still land ("force" does not override this)';
   let receiverState: string;
   try {
     receiverState = await decisionRead(() => assertCancelSafe(deps, sender));
@@ -260,7 +300,7 @@ async function assertCancelSafe(deps: CancelSenderDeps, sender: PreparedSender):
 }
 
 function refusal(verdict: Extract<SenderCancelVerdict, { ok: false }>): RouterError {
-  const hint = "; \"force\": true cancels anyway and the router then bears the loss";
+  const hint = '; "force": true cancels anyway and the router then bears the loss';
   switch (verdict.refusal) {
     case "receiver-live":
     case "receiver-not-cancelled":
@@ -298,6 +338,10 @@ async function decisionRead<T>(read: () => Promise<T>): Promise<T> {
     if (DECISION_ERRORS.some((kind) => err instanceof kind)) {
       throw err;
     }
-    throw new ChainUnavailableError(`could not read the chain state the decision needs (${errorCode(err)}); nothing was enqueued`, {}, { cause: err });
+    throw new ChainUnavailableError(
+      `could not read the chain state the decision needs (${errorCode(err)}); nothing was enqueued`,
+      {},
+      { cause: err },
+    );
   }
 }

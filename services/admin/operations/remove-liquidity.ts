@@ -2,9 +2,21 @@ import { createHash } from "node:crypto";
 import type { Job, Queue, QueueEvents } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "../../../shared/logging/create-logger";
-import { TX_JOB, txJobOptions, removeLiquidityContentKey, txJobId, type RemoveLiquidityJobData } from "../../../shared/queues";
+import {
+  TX_JOB,
+  txJobOptions,
+  removeLiquidityContentKey,
+  txJobId,
+  type RemoveLiquidityJobData,
+} from "../../../shared/queues";
 import type { OperationContext, RemoveLiquidityRequest, TransactionResponse } from "../types";
-import { DEFAULT_BROADCAST_TIMEOUT_MS, QUEUE_CALL_TIMEOUT_MS, enqueueAndWaitForBroadcast, queueCall, withTimeout } from "./enqueue-and-wait";
+import {
+  DEFAULT_BROADCAST_TIMEOUT_MS,
+  QUEUE_CALL_TIMEOUT_MS,
+  enqueueAndWaitForBroadcast,
+  queueCall,
+  withTimeout,
+} from "./enqueue-and-wait";
 import { BalanceUnavailableError, InsufficientLiquidityError, RequestIdConflictError } from "./errors";
 
 export { DEFAULT_BROADCAST_TIMEOUT_MS } from "./enqueue-and-wait";
@@ -72,9 +84,14 @@ export function createRemoveLiquidityOperation(deps: RemoveLiquidityDeps): Remov
       const twin = await queueCall(() => claimContent(deps, queue, params, jobId));
       if (twin !== undefined) {
         waitOn = twin;
-        logger.info("identical remove-liquidity accepted within the window: answering with that job, enqueuing nothing", {
-          at: "admin.removeLiquidity", twinJobId: twin, windowMs: REMOVE_LIQUIDITY_WINDOW_MS,
-        });
+        logger.info(
+          "identical remove-liquidity accepted within the window: answering with that job, enqueuing nothing",
+          {
+            at: "admin.removeLiquidity",
+            twinJobId: twin,
+            windowMs: REMOVE_LIQUIDITY_WINDOW_MS,
+          },
+        );
       } else {
         await assertUnlockedBalance(deps, params).catch(async (err: unknown) => {
           // Nothing enqueued: an identical request may go ahead at once.
@@ -88,9 +105,10 @@ export function createRemoveLiquidityOperation(deps: RemoveLiquidityDeps): Remov
       events: deps.queueEventsFor(params.chainId),
       jobId: waitOn,
       timeoutMs,
-      enqueue: existing || waitOn !== jobId
-        ? undefined
-        : () => queueCall(() => queue.add(TX_JOB.removeLiquidity, data, txJobOptions(TX_JOB.removeLiquidity, jobId))),
+      enqueue:
+        existing || waitOn !== jobId
+          ? undefined
+          : () => queueCall(() => queue.add(TX_JOB.removeLiquidity, data, txJobOptions(TX_JOB.removeLiquidity, jobId))),
     });
     logger.info("remove-liquidity broadcast", {
       at: "admin.removeLiquidity",
@@ -105,7 +123,12 @@ export function createRemoveLiquidityOperation(deps: RemoveLiquidityDeps): Remov
 
 /** sha256 of the request's content, normalised (checksummed addresses, decimal amount) by the schema. */
 function contentHash(params: RemoveLiquidityRequest): string {
-  const content = [params.chainId, params.assetId.toLowerCase(), params.amount, params.recipientAddress.toLowerCase()].join("|");
+  const content = [
+    params.chainId,
+    params.assetId.toLowerCase(),
+    params.amount,
+    params.recipientAddress.toLowerCase(),
+  ].join("|");
   return createHash("sha256").update(content).digest("hex");
 }
 
@@ -119,7 +142,12 @@ function contentKeyOf(deps: RemoveLiquidityDeps, params: RemoveLiquidityRequest)
  * request then proceeds) only if it failed, or never got enqueued although its claim is older than a
  * balance check can take.
  */
-async function claimContent(deps: RemoveLiquidityDeps, queue: Queue, params: RemoveLiquidityRequest, jobId: string): Promise<string | undefined> {
+async function claimContent(
+  deps: RemoveLiquidityDeps,
+  queue: Queue,
+  params: RemoveLiquidityRequest,
+  jobId: string,
+): Promise<string | undefined> {
   const { redis } = deps;
   const key = contentKeyOf(deps, params);
   for (let tries = 0; tries < 3; tries += 1) {

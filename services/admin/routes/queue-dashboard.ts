@@ -15,7 +15,9 @@ export function queueDashboard(params: { queues: readonly Queue[]; actions: bool
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
   createBullBoard({
-    queues: params.queues.map((queue) => new BullMQAdapter(queue, { readOnlyMode: !params.actions, allowRetries: params.actions })),
+    queues: params.queues.map(
+      (queue) => new BullMQAdapter(queue, { readOnlyMode: !params.actions, allowRetries: params.actions }),
+    ),
     serverAdapter,
     options: {
       uiConfig: {

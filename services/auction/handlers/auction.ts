@@ -57,17 +57,26 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
   const balanceMaxAgeMs = deps.options?.balanceMaxAgeMs ?? DEFAULT_BALANCE_MAX_AGE_MS;
   const chains = new Map<number, ChainFacts>();
   for (const chain of Object.values(ctx.config.chainConfig)) {
-    chains.set(chain.chainId, { txManager: getAddress(chain.transactionManagerAddress), minGasWei: BigInt(chain.minGas) });
+    chains.set(chain.chainId, {
+      txManager: getAddress(chain.transactionManagerAddress),
+      minGasWei: BigInt(chain.minGas),
+    });
   }
   const log = ctx.logger.child({ at: "auction.outcome" });
   const metrics = routerMetrics();
 
   const run = async (request: MessagingRequest, nowMs: number): Promise<Outcome> => {
     if (ctx.config.cleanUpMode) {
-      return refused("RouterInCleanUpMode", "cleanUpMode is on: the router finishes open transfers and takes no new ones");
+      return refused(
+        "RouterInCleanUpMode",
+        "cleanUpMode is on: the router finishes open transfers and takes no new ones",
+      );
     }
     if (ctx.config.diagnosticMode) {
-      return refused("RouterInDiagnosticMode", "diagnosticMode is on: no lifecycle runs, so the router takes no transfers");
+      return refused(
+        "RouterInDiagnosticMode",
+        "diagnosticMode is on: no lifecycle runs, so the router takes no transfers",
+      );
     }
     const parsed = parseAuctionPayload(request.data);
     if (!parsed.ok) {
@@ -179,7 +188,12 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
 }
 
 /** Counters only (no per-request labels): refusal codes are a closed set, chains only once a bid proved them configured. */
-function recordAuction(metrics: ReturnType<typeof routerMetrics>, outcome: Outcome, receivingChainId: unknown, durationMs: number): void {
+function recordAuction(
+  metrics: ReturnType<typeof routerMetrics>,
+  outcome: Outcome,
+  receivingChainId: unknown,
+  durationMs: number,
+): void {
   metrics.auctionRequests.inc();
   metrics.bidDuration.observe({ result: outcome.result }, durationMs / 1000);
   if (outcome.refusal) {

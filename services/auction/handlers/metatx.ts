@@ -13,12 +13,19 @@ import { relayFulfill, type RelayOptions } from "../operations/relay-fulfill";
  * with silence, leaving the requester to time out. Exactly one outcome line is logged per request; nothing
  * a request contains can make this throw.
  */
-export function createMetaTxHandler(ctx: AuctionContext, options: Omit<RelayOptions, "requestId"> = {}): RequestHandler {
+export function createMetaTxHandler(
+  ctx: AuctionContext,
+  options: Omit<RelayOptions, "requestId"> = {},
+): RequestHandler {
   const logger = ctx.logger.child({ handler: "metatx" });
   return async (request) => {
     const startedAtMs = Date.now();
     if (request.data === null || request.data === undefined) {
-      logger.debug("metatx request without data dropped", { at: "auction.metatx", from: request.from, outcome: "dropped" });
+      logger.debug("metatx request without data dropped", {
+        at: "auction.metatx",
+        from: request.from,
+        outcome: "dropped",
+      });
       return;
     }
     const requestId = randomUUID();
@@ -27,7 +34,9 @@ export function createMetaTxHandler(ctx: AuctionContext, options: Omit<RelayOpti
     try {
       fulfill = validated(request.data);
       const outcome = await relayFulfill(ctx, fulfill, { ...options, requestId });
-      reply(request, () => ctx.messaging.respond(request, { transactionHash: outcome.transactionHash, chainId: outcome.chainId }));
+      reply(request, () =>
+        ctx.messaging.respond(request, { transactionHash: outcome.transactionHash, chainId: outcome.chainId }),
+      );
       logger.info("metatx relayed", {
         ...base,
         ...ids(fulfill),
@@ -67,7 +76,12 @@ export function createMetaTxHandler(ctx: AuctionContext, options: Omit<RelayOpti
  * Failures of the router's own machinery (worth an operator's look); every other refusal is ordinary traffic:
  * every router receives every request, including those for transfers other routers carry.
  */
-const OPERATIONAL_FAILURES: ReadonlySet<string> = new Set(["RELAY_FAILED", "RELAY_BROADCAST_TIMEOUT", "RELAY_QUEUE_UNAVAILABLE", "RELAYER_FEE_UNAVAILABLE"]);
+const OPERATIONAL_FAILURES: ReadonlySet<string> = new Set([
+  "RELAY_FAILED",
+  "RELAY_BROADCAST_TIMEOUT",
+  "RELAY_QUEUE_UNAVAILABLE",
+  "RELAYER_FEE_UNAVAILABLE",
+]);
 
 function validated(data: unknown): FulfillMetaTx {
   const validation = validateMetaTxRequest(data);
@@ -85,13 +99,19 @@ function ids(fulfill: FulfillMetaTx): Record<string, unknown> {
 }
 
 function transactionIdOf(err: unknown): Record<string, unknown> {
-  return err instanceof RouterError && typeof err.context.transactionId === "string" ? { transactionId: err.context.transactionId } : {};
+  return err instanceof RouterError && typeof err.context.transactionId === "string"
+    ? { transactionId: err.context.transactionId }
+    : {};
 }
 
 /** NxtpErrorJson with `type` = our class name; an unexpected error says nothing about its internals. */
 export function toNxtpErrorJson(err: unknown): NxtpErrorJson {
   if (err instanceof RouterError) {
-    return { type: err.name, message: err.message, context: { ...err.context, code: err.code, retriable: err.retriable } };
+    return {
+      type: err.name,
+      message: err.message,
+      context: { ...err.context, code: err.code, retriable: err.retriable },
+    };
   }
   return { type: "RelayInternalError", message: "internal error (details are in the router's log)", context: {} };
 }

@@ -27,9 +27,18 @@ export function decideRelayFee(ctx: AuctionContext, chain: ChainConfig, request:
   const expectedFee =
     decimals === undefined
       ? undefined
-      : ctx.fees.gasFeeInAsset({ chainId: request.chainId, assetId: txData.receivingAssetId, decimals, method: "fulfill", extraGas });
+      : ctx.fees.gasFeeInAsset({
+          chainId: request.chainId,
+          assetId: txData.receivingAssetId,
+          decimals,
+          method: "fulfill",
+          extraGas,
+        });
   if (expectedFee === undefined) {
-    throw new RelayerFeeUnavailableError("the relayer fee cannot be priced yet (price, gas price or decimals not cached)", context);
+    throw new RelayerFeeUnavailableError(
+      "the relayer fee cannot be priced yet (price, gas price or decimals not cached)",
+      context,
+    );
   }
   const offeredFee = BigInt(request.relayerFee);
   const check = checkRelayerFee({ offeredFee, expectedFee, thresholdPercent: chain.relayerFeeThreshold });

@@ -51,7 +51,11 @@ export interface RelayOutcome {
  * otherwise the transfer's recorded state and the relayer fee, and the job is enqueued under
  * `relay-fulfill-<transactionId>-<user>` on the receiving chain's queue and waited on until broadcast.
  */
-export async function relayFulfill(ctx: AuctionContext, request: FulfillMetaTx, options: RelayOptions = {}): Promise<RelayOutcome> {
+export async function relayFulfill(
+  ctx: AuctionContext,
+  request: FulfillMetaTx,
+  options: RelayOptions = {},
+): Promise<RelayOutcome> {
   const { txData } = request;
   const context = { transactionId: txData.transactionId, chainId: request.chainId };
   const chain = ctx.config.chainConfig[String(request.chainId)];
@@ -68,7 +72,12 @@ export async function relayFulfill(ctx: AuctionContext, request: FulfillMetaTx, 
   assertUserSignature(request);
 
   const jobId = txJobId(TX_JOB.relayFulfill, transferKey(txData.transactionId, txData.user));
-  const waitParams = { queue, jobId, timeoutMs: options.broadcastTimeoutMs ?? RELAY_BROADCAST_TIMEOUT_MS, pollIntervalMs: options.pollIntervalMs ?? RELAY_POLL_INTERVAL_MS };
+  const waitParams = {
+    queue,
+    jobId,
+    timeoutMs: options.broadcastTimeoutMs ?? RELAY_BROADCAST_TIMEOUT_MS,
+    pollIntervalMs: options.pollIntervalMs ?? RELAY_POLL_INTERVAL_MS,
+  };
   const existing = await queueCall(() => queue.getJob(jobId));
   if (existing) {
     const outcome = await waitFor(() => waitForBroadcast(waitParams), jobId);
@@ -86,9 +95,16 @@ export async function relayFulfill(ctx: AuctionContext, request: FulfillMetaTx, 
     ...(options.requestId === undefined ? {} : { requestId: options.requestId }),
   };
   // A concurrent request for the same transfer adds under the same id: BullMQ keeps the first job.
-  const enqueue = (): Promise<unknown> => queueCall(() => queue.add(TX_JOB.relayFulfill, data, txJobOptions(TX_JOB.relayFulfill, jobId)));
+  const enqueue = (): Promise<unknown> =>
+    queueCall(() => queue.add(TX_JOB.relayFulfill, data, txJobOptions(TX_JOB.relayFulfill, jobId)));
   const outcome = await waitFor(() => waitForBroadcast({ ...waitParams, enqueue }), jobId);
-  return { transactionHash: outcome.transactionHash, chainId: request.chainId, jobId, existing: false, expectedFee: fee.expectedFee.toString() };
+  return {
+    transactionHash: outcome.transactionHash,
+    chainId: request.chainId,
+    jobId,
+    existing: false,
+    expectedFee: fee.expectedFee.toString(),
+  };
 }
 
 function assertUserSignature(request: FulfillMetaTx): void {
@@ -96,7 +112,9 @@ function assertUserSignature(request: FulfillMetaTx): void {
   const check = checkUserFulfillSignature({ txData, relayerFee: request.relayerFee, signature: request.signature });
   if (!check.ok) {
     throw new InvalidFulfillSignatureError(
-      check.reason === "malformed" ? "the fulfill signature is malformed" : "the fulfill signature is not the user's for this relayer fee",
+      check.reason === "malformed"
+        ? "the fulfill signature is malformed"
+        : "the fulfill signature is not the user's for this relayer fee",
       { transactionId: txData.transactionId, chainId: request.chainId },
     );
   }
@@ -117,7 +135,9 @@ async function waitFor(wait: () => Promise<BroadcastOutcome>, jobId: string): Pr
     throw err;
   }
   if (outcome.noop) {
-    throw new RelayFailedError("nothing was relayed: the receiving side was already fulfilled or cancelled on chain", { jobId });
+    throw new RelayFailedError("nothing was relayed: the receiving side was already fulfilled or cancelled on chain", {
+      jobId,
+    });
   }
   return outcome;
 }

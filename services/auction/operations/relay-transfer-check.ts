@@ -25,24 +25,36 @@ export async function checkRelayedTransfer(ctx: AuctionContext, request: Fulfill
   const { txData } = request;
   const context = { transactionId: txData.transactionId, chainId: request.chainId };
   const [record, head] = await storeRead(() =>
-    Promise.all([ctx.transfers.get(request.chainId, txData.transactionId, txData.user), ctx.transfers.getHead(request.chainId)]),
+    Promise.all([
+      ctx.transfers.get(request.chainId, txData.transactionId, txData.user),
+      ctx.transfers.getHead(request.chainId),
+    ]),
   );
   if (!record) {
     throw new UnknownTransferError("this router has no receiving-side record of the transfer", context);
   }
   if (record.status !== "Prepared") {
-    throw new TransferNotPreparedError(`the receiving side is already ${record.status}`, { ...context, status: record.status });
+    throw new TransferNotPreparedError(`the receiving side is already ${record.status}`, {
+      ...context,
+      status: record.status,
+    });
   }
   if (!sameHex(record.txData.router, ctx.routerAddress)) {
     throw new TransferMismatchError("the transfer names another router", context);
   }
   const mismatches = transactionDataMismatches(record.txData, txData);
   if (mismatches.length > 0) {
-    throw new TransferMismatchError(`txData differs from the recorded receiving side in ${mismatches.join(", ")}`, { ...context, fields: mismatches });
+    throw new TransferMismatchError(`txData differs from the recorded receiving side in ${mismatches.join(", ")}`, {
+      ...context,
+      fields: mismatches,
+    });
   }
   const nowSec = head?.timestamp ?? Math.floor(ctx.nowMs() / 1000);
   if (nowSec > txData.expiry) {
-    throw new TransferExpiredError(`the receiving side expired at ${txData.expiry} (chain time ${nowSec})`, { ...context, expiry: txData.expiry });
+    throw new TransferExpiredError(`the receiving side expired at ${txData.expiry} (chain time ${nowSec})`, {
+      ...context,
+      expiry: txData.expiry,
+    });
   }
 }
 

@@ -52,7 +52,10 @@ export async function buildStatusReport(ctx: AuctionContext, routerVersion: stri
 }
 
 /** `{ "<chainId>": [assetId, …] }` over every pool, each asset once, and the chain ids that appear, sorted. */
-export function poolsOf(config: Pick<RouterConfig, "swapPools">): { swapPools: Record<string, string[]>; supportedChains: number[] } {
+export function poolsOf(config: Pick<RouterConfig, "swapPools">): {
+  swapPools: Record<string, string[]>;
+  supportedChains: number[];
+} {
   const byChain = new Map<number, string[]>();
   for (const pool of config.swapPools) {
     for (const asset of pool.assets) {
@@ -64,7 +67,10 @@ export function poolsOf(config: Pick<RouterConfig, "swapPools">): { swapPools: R
     }
   }
   const supportedChains = [...byChain.keys()].sort((a, b) => a - b);
-  return { swapPools: Object.fromEntries(supportedChains.map((id) => [String(id), byChain.get(id) ?? []])), supportedChains };
+  return {
+    swapPools: Object.fromEntries(supportedChains.map((id) => [String(id), byChain.get(id) ?? []])),
+    supportedChains,
+  };
 }
 
 async function countQueuedJobs(ctx: AuctionContext, chainIds: readonly number[]): Promise<number> {
@@ -82,7 +88,9 @@ async function countQueuedJobs(ctx: AuctionContext, chainIds: readonly number[])
 }
 
 async function countOpenTransfers(ctx: AuctionContext, chainIds: readonly number[]): Promise<number> {
-  const counts = await Promise.all(chainIds.map((chainId) => ctx.redis.zcard(openTransfersKey(ctx.config.redisPrefix, chainId))));
+  const counts = await Promise.all(
+    chainIds.map((chainId) => ctx.redis.zcard(openTransfersKey(ctx.config.redisPrefix, chainId))),
+  );
   return counts.reduce((sum, n) => sum + n, 0);
 }
 
@@ -90,7 +98,11 @@ async function boundedCount(ctx: AuctionContext, field: string, count: () => Pro
   try {
     return await withTimeout(count(), STATUS_COUNT_TIMEOUT_MS);
   } catch (err) {
-    ctx.logger.warn("status count unavailable; reported as 0", { at: "auction.status", field, error: errorMessage(err) });
+    ctx.logger.warn("status count unavailable; reported as 0", {
+      at: "auction.status",
+      field,
+      error: errorMessage(err),
+    });
     return 0;
   }
 }

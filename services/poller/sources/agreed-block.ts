@@ -16,10 +16,16 @@ const AGREEMENT_ANSWER_TIMEOUT_MS = 1_500;
  * With one provider this is its own view of `target`: the chain's confirmations are then the only margin
  * (docs/decisions.md "Poller: which blocks count as agreed").
  */
-export async function agreedBlock(provider: ChainProvider, p: { from: number; target: number; logger: Logger }): Promise<Required<BlockCheckpoint> | undefined> {
+export async function agreedBlock(
+  provider: ChainProvider,
+  p: { from: number; target: number; logger: Logger },
+): Promise<Required<BlockCheckpoint> | undefined> {
   let block = p.target;
   for (let step = 0; step < MAX_AGREEMENT_STEPS && block >= p.from; step += 1) {
-    const answers = await provider.readEach((rpc) => withinTimeout(rpc.getBlock(block), AGREEMENT_ANSWER_TIMEOUT_MS), "getBlock");
+    const answers = await provider.readEach(
+      (rpc) => withinTimeout(rpc.getBlock(block), AGREEMENT_ANSWER_TIMEOUT_MS),
+      "getBlock",
+    );
     const hashes = answers.map((a) => a.value?.hash ?? undefined).filter((h): h is string => typeof h === "string");
     if (hashes.length === 0) {
       return undefined; // no provider has the block yet: every one is behind
@@ -28,7 +34,9 @@ export async function agreedBlock(provider: ChainProvider, p: { from: number; ta
       return { block, hash: hashes[0] };
     }
     p.logger.warn("providers disagree on a block hash; reading logs only below it", {
-      at: "poller.logs", block, providers: answers.map((a) => ({ label: a.label, hash: a.value?.hash ?? null })),
+      at: "poller.logs",
+      block,
+      providers: answers.map((a) => ({ label: a.label, hash: a.value?.hash ?? null })),
     });
     block = p.target - 2 ** step;
   }

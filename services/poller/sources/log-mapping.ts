@@ -32,7 +32,10 @@ export const TM_TOPICS = {
 } as const;
 
 /** eth_getLogs topic filters for one router: its transfers, and its liquidity changes. */
-export function routerLogFilters(router: string): { transfers: Array<string | string[] | null>; liquidity: Array<string | string[] | null> } {
+export function routerLogFilters(router: string): {
+  transfers: Array<string | string[] | null>;
+  liquidity: Array<string | string[] | null>;
+} {
   const routerTopic = zeroPadValue(getAddress(router), 32).toLowerCase();
   return {
     transfers: [[TM_TOPICS.prepared, TM_TOPICS.fulfilled, TM_TOPICS.cancelled], null, routerTopic],
@@ -56,8 +59,22 @@ interface LogMeta {
 }
 
 export type DecodedTmEvent =
-  | { kind: "prepared"; meta: LogMeta; txData: TransactionData; encryptedCallData: string; encodedBid: string; bidSignature: string }
-  | { kind: "fulfilled"; meta: LogMeta; txData: TransactionData; relayerFee: string; signature: string; callData: string }
+  | {
+      kind: "prepared";
+      meta: LogMeta;
+      txData: TransactionData;
+      encryptedCallData: string;
+      encodedBid: string;
+      bidSignature: string;
+    }
+  | {
+      kind: "fulfilled";
+      meta: LogMeta;
+      txData: TransactionData;
+      relayerFee: string;
+      signature: string;
+      callData: string;
+    }
   | { kind: "cancelled"; meta: LogMeta; txData: TransactionData }
   | { kind: "liquidity"; meta: LogMeta; router: string; event: LiquidityEvent };
 
@@ -66,7 +83,11 @@ export type DecodedTmEvent =
  * carries a known topic but does not decode: skipping it could lose a transfer, so the tick fails loudly.
  */
 export function decodeTmLog(log: RawLog): DecodedTmEvent | undefined {
-  const meta: LogMeta = { blockNumber: log.blockNumber, transactionHash: log.transactionHash.toLowerCase(), logIndex: log.index };
+  const meta: LogMeta = {
+    blockNumber: log.blockNumber,
+    transactionHash: log.transactionHash.toLowerCase(),
+    logIndex: log.index,
+  };
   const topic = log.topics[0]?.toLowerCase();
   const known = Object.values(TM_TOPICS) as string[];
   if (topic === undefined || !known.includes(topic)) {
@@ -101,7 +122,11 @@ export function decodeTmLog(log: RawLog): DecodedTmEvent | undefined {
       };
     }
     case TM_TOPICS.cancelled:
-      return { kind: "cancelled", meta, txData: toTransactionData((args.getValue("args") as Result).getValue("txData") as Result) };
+      return {
+        kind: "cancelled",
+        meta,
+        txData: toTransactionData((args.getValue("args") as Result).getValue("txData") as Result),
+      };
     default:
       return {
         kind: "liquidity",
@@ -127,9 +152,17 @@ export interface PrepareFields {
   readonly preparedTimestamp?: number;
 }
 
-export const UNKNOWN_PREPARE: PrepareFields = { encryptedCallData: "", encodedBid: "", bidSignature: "", prepareTransactionHash: "" };
+export const UNKNOWN_PREPARE: PrepareFields = {
+  encryptedCallData: "",
+  encodedBid: "",
+  bidSignature: "",
+  prepareTransactionHash: "",
+};
 
-export function prepareFieldsOf(event: Extract<DecodedTmEvent, { kind: "prepared" }>, preparedTimestamp: number): PrepareFields {
+export function prepareFieldsOf(
+  event: Extract<DecodedTmEvent, { kind: "prepared" }>,
+  preparedTimestamp: number,
+): PrepareFields {
   return {
     encryptedCallData: event.encryptedCallData,
     encodedBid: event.encodedBid,
@@ -139,7 +172,11 @@ export function prepareFieldsOf(event: Extract<DecodedTmEvent, { kind: "prepared
   };
 }
 
-export function preparedRecord(chainId: number, event: Extract<DecodedTmEvent, { kind: "prepared" }>, blockTimestamp: number): PreparedTransferRecord {
+export function preparedRecord(
+  chainId: number,
+  event: Extract<DecodedTmEvent, { kind: "prepared" }>,
+  blockTimestamp: number,
+): PreparedTransferRecord {
   return { status: "Prepared", chainId, txData: event.txData, ...prepareFieldsOf(event, blockTimestamp) };
 }
 

@@ -17,7 +17,13 @@ import {
 } from "./log-mapping";
 import { agreedBlock } from "./agreed-block";
 import { createLogCursorStore, type BlockCheckpoint, type StoredCursor } from "./log-cursor";
-import { SyncAbortedError, type LiquidityEvent, type SourceBatch, type StoredRecordLookup, type TransferSource } from "./transfer-source";
+import {
+  SyncAbortedError,
+  type LiquidityEvent,
+  type SourceBatch,
+  type StoredRecordLookup,
+  type TransferSource,
+} from "./transfer-source";
 
 /** Blocks per eth_getLogs: small enough for every public RPC's range cap and response size limit. */
 export const DEFAULT_MAX_RANGE_BLOCKS = 2_000;
@@ -83,7 +89,9 @@ export function createLogsSource(p: LogsSourceParams): TransferSource {
     if (stored === undefined) {
       const cursor = startCursor(head);
       p.logger.info("no log cursor stored: reading from the start block", {
-        at: "poller.logs", startBlock: cursor + 1, fromEnv: p.startBlock !== undefined && p.startBlock <= head + 1,
+        at: "poller.logs",
+        startBlock: cursor + 1,
+        fromEnv: p.startBlock !== undefined && p.startBlock <= head + 1,
       });
       // Persisted at once: the start block is decided once, not again by every tick until a log shows up.
       await cursors.reset(await checkpointAt(cursor));
@@ -91,9 +99,15 @@ export function createLogsSource(p: LogsSourceParams): TransferSource {
     }
     if (stored.block > head + CURSOR_AHEAD_SLACK_BLOCKS) {
       const cursor = startCursor(head);
-      p.logger.error("stored log cursor is ahead of the chain head: chain reset or redeployed; reading again from the start block", {
-        at: "poller.logs", storedCursor: stored.block, head, startBlock: cursor + 1,
-      });
+      p.logger.error(
+        "stored log cursor is ahead of the chain head: chain reset or redeployed; reading again from the start block",
+        {
+          at: "poller.logs",
+          storedCursor: stored.block,
+          head,
+          startBlock: cursor + 1,
+        },
+      );
       await cursors.reset(await checkpointAt(cursor));
       p.onRewind?.("reset");
       return cursor;
@@ -108,7 +122,11 @@ export function createLogsSource(p: LogsSourceParams): TransferSource {
     const back = await newestCheckpointOnChain(stored);
     const cursor = back?.block ?? Math.max(-1, stored.block - MAX_REORG_REWIND_BLOCKS);
     p.logger.warn("re-org below the log cursor: rewinding and reading those blocks again", {
-      at: "poller.logs", storedCursor: stored.block, storedHash: stored.hash, rewoundTo: cursor, checkpointMatched: back !== undefined,
+      at: "poller.logs",
+      storedCursor: stored.block,
+      storedHash: stored.hash,
+      rewoundTo: cursor,
+      checkpointMatched: back !== undefined,
     });
     await cursors.reset(back ?? (await checkpointAt(cursor)));
     p.onRewind?.("reorg");
@@ -117,7 +135,11 @@ export function createLogsSource(p: LogsSourceParams): TransferSource {
 
   const newestCheckpointOnChain = async (stored: StoredCursor): Promise<BlockCheckpoint | undefined> => {
     for (const checkpoint of stored.checkpoints) {
-      if (checkpoint.block < stored.block && checkpoint.hash !== undefined && (await checkpointAt(checkpoint.block)).hash === checkpoint.hash) {
+      if (
+        checkpoint.block < stored.block &&
+        checkpoint.hash !== undefined &&
+        (await checkpointAt(checkpoint.block)).hash === checkpoint.hash
+      ) {
         return checkpoint;
       }
     }
@@ -155,7 +177,11 @@ export function createLogsSource(p: LogsSourceParams): TransferSource {
           throw new SyncAbortedError();
         }
         const from = cursor + 1;
-        const agreed = await agreedBlock(p.provider, { from, target: Math.min(from + maxRange - 1, confirmedHead), logger: p.logger });
+        const agreed = await agreedBlock(p.provider, {
+          from,
+          target: Math.min(from + maxRange - 1, confirmedHead),
+          logger: p.logger,
+        });
         if (agreed === undefined) {
           break; // no block the providers agree on yet; the next tick continues
         }
@@ -194,14 +220,19 @@ function createBatchBuilder(p: BatchBuilderParams): (logs: readonly Log[]) => Pr
     // Prepared before our cursor's start: the prepare log sits in exactly one known block.
     const topics = [TM_TOPICS.prepared, pad(user), pad(p.routerAddress), transactionId];
     const found = await p.provider.read(
-      (provider) => provider.getLogs({ address: p.tm, fromBlock: preparedBlockNumber, toBlock: preparedBlockNumber, topics }),
+      (provider) =>
+        provider.getLogs({ address: p.tm, fromBlock: preparedBlockNumber, toBlock: preparedBlockNumber, topics }),
       "getLogs",
     );
-    const prepared = found.map(decodeTmLog).find((e): e is Extract<DecodedTmEvent, { kind: "prepared" }> => e?.kind === "prepared");
+    const prepared = found
+      .map(decodeTmLog)
+      .find((e): e is Extract<DecodedTmEvent, { kind: "prepared" }> => e?.kind === "prepared");
     const timestamp = await p.timestamps(preparedBlockNumber);
     if (prepared === undefined) {
       p.logger.warn("prepare log of a settled transfer not found", {
-        at: "poller.logs", transferKey: transferKey(transactionId, user), preparedBlockNumber,
+        at: "poller.logs",
+        transferKey: transferKey(transactionId, user),
+        preparedBlockNumber,
       });
       return { ...UNKNOWN_PREPARE, preparedTimestamp: timestamp };
     }

@@ -37,7 +37,11 @@ export interface SubgraphClient {
   /** `_meta.block.number` of one subgraph. */
   blockNumber(url: string): Promise<number>;
   /** Runs the query against `urls` in order, moving to the next on any failure; the data and the URL used. */
-  query<T>(urls: readonly string[], name: SubgraphQueryName, variables: Record<string, unknown>): Promise<{ data: T; url: string }>;
+  query<T>(
+    urls: readonly string[],
+    name: SubgraphQueryName,
+    variables: Record<string, unknown>,
+  ): Promise<{ data: T; url: string }>;
 }
 
 export type FetchFn = (input: string, init: RequestInit) => Promise<Response>;
@@ -58,7 +62,12 @@ export function createSubgraphClient(params: { timeoutMs?: number; fetchFn?: Fet
     }
     const body = (await res.json()) as { data?: unknown; errors?: ReadonlyArray<{ message?: string }> };
     if (body.errors !== undefined && body.errors.length > 0) {
-      throw new Error(`GraphQL errors: ${body.errors.map((e) => e.message ?? "?").join("; ").slice(0, 300)}`);
+      throw new Error(
+        `GraphQL errors: ${body.errors
+          .map((e) => e.message ?? "?")
+          .join("; ")
+          .slice(0, 300)}`,
+      );
     }
     if (body.data === null || typeof body.data !== "object") {
       throw new Error("reply without data");
@@ -66,7 +75,11 @@ export function createSubgraphClient(params: { timeoutMs?: number; fetchFn?: Fet
     return body.data;
   };
 
-  const query = async <T>(urls: readonly string[], name: SubgraphQueryName, variables: Record<string, unknown>): Promise<{ data: T; url: string }> => {
+  const query = async <T>(
+    urls: readonly string[],
+    name: SubgraphQueryName,
+    variables: Record<string, unknown>,
+  ): Promise<{ data: T; url: string }> => {
     const failures: string[] = [];
     for (const url of urls) {
       try {
@@ -75,7 +88,10 @@ export function createSubgraphClient(params: { timeoutMs?: number; fetchFn?: Fet
         failures.push(`${redactUrl(url)}: ${errorMessage(err)}`);
       }
     }
-    throw new SubgraphUnavailableError(`${name} failed on every subgraph (${failures.join(" | ") || "none configured"})`, { query: name });
+    throw new SubgraphUnavailableError(
+      `${name} failed on every subgraph (${failures.join(" | ") || "none configured"})`,
+      { query: name },
+    );
   };
 
   return {

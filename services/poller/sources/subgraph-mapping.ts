@@ -73,7 +73,10 @@ export function subgraphToRecord(t: SubgraphTransaction): TransferRecord {
     encodedBid: hex(t.encodedBid, "encodedBid"),
     bidSignature: hex(t.bidSignature, "bidSignature"),
     prepareTransactionHash: hash(t.prepareTransactionHash, "prepareTransactionHash"),
-    preparedTimestamp: t.preparedTimestamp === null || t.preparedTimestamp === undefined ? undefined : num(t.preparedTimestamp, "preparedTimestamp"),
+    preparedTimestamp:
+      t.preparedTimestamp === null || t.preparedTimestamp === undefined
+        ? undefined
+        : num(t.preparedTimestamp, "preparedTimestamp"),
   };
   if (status === "Prepared") {
     return { ...common, status };

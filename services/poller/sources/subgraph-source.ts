@@ -4,7 +4,13 @@ import type { Logger } from "../../../shared/logging/create-logger";
 import { redactUrl } from "../../../shared/logging/redact";
 import type { TransferRecord } from "../../../shared/protocol/types";
 import { transferKey } from "../../../shared/queues";
-import { SUBGRAPH_PAGE_SIZE, SubgraphUnavailableError, routerTransactions, type SubgraphClient, type SubgraphQueryName } from "./subgraph-client";
+import {
+  SUBGRAPH_PAGE_SIZE,
+  SubgraphUnavailableError,
+  routerTransactions,
+  type SubgraphClient,
+  type SubgraphQueryName,
+} from "./subgraph-client";
 import { subgraphToRecord, type SubgraphTransaction } from "./subgraph-mapping";
 import type { StoredRecordLookup, SyncParams, SyncResult, TransferSource } from "./transfer-source";
 
@@ -57,10 +63,20 @@ export function createSubgraphSource(p: SubgraphSourceParams): TransferSource {
         if (head - block <= p.syncBuffer) {
           found.push({ url, block });
         } else {
-          p.logger.debug("subgraph behind the sync buffer", { at: "poller.subgraph", url: redactUrl(url), block, head, syncBuffer: p.syncBuffer });
+          p.logger.debug("subgraph behind the sync buffer", {
+            at: "poller.subgraph",
+            url: redactUrl(url),
+            block,
+            head,
+            syncBuffer: p.syncBuffer,
+          });
         }
       } catch (err) {
-        p.logger.debug("subgraph block number unavailable", { at: "poller.subgraph", url: redactUrl(url), error: errorMessage(err) });
+        p.logger.debug("subgraph block number unavailable", {
+          at: "poller.subgraph",
+          url: redactUrl(url),
+          error: errorMessage(err),
+        });
       }
     }
     synced = found;
@@ -75,8 +91,17 @@ export function createSubgraphSource(p: SubgraphSourceParams): TransferSource {
     // The state read is as old as the oldest subgraph that answered; min over all of them is safe.
     const subgraphBlock = Math.min(...synced.map((s) => s.block));
     const listed = [
-      ...(await paged(p.client, urls, "GetSenderTransactions", { routerId, sendingChainId: String(p.chainId), status: "Prepared" })),
-      ...(await paged(p.client, urls, "GetReceiverTransactions", { routerId, receivingChainId: String(p.chainId), status: "Prepared", expiry_lt: ANY_EXPIRY })),
+      ...(await paged(p.client, urls, "GetSenderTransactions", {
+        routerId,
+        sendingChainId: String(p.chainId),
+        status: "Prepared",
+      })),
+      ...(await paged(p.client, urls, "GetReceiverTransactions", {
+        routerId,
+        receivingChainId: String(p.chainId),
+        status: "Prepared",
+        expiry_lt: ANY_EXPIRY,
+      })),
     ];
     const listedKeys = new Set(listed.map((t) => transferKey(t.transactionId, t.user.id)));
     const watched = await p.watched();
@@ -108,7 +133,11 @@ async function paged(
 ): Promise<SubgraphTransaction[]> {
   const all: SubgraphTransaction[] = [];
   for (let skip = 0; ; skip += SUBGRAPH_PAGE_SIZE) {
-    const { data } = await client.query<{ router?: { transactions?: unknown } | null }>(urls, name, { ...variables, first: SUBGRAPH_PAGE_SIZE, skip });
+    const { data } = await client.query<{ router?: { transactions?: unknown } | null }>(urls, name, {
+      ...variables,
+      first: SUBGRAPH_PAGE_SIZE,
+      skip,
+    });
     const page = routerTransactions(data);
     all.push(...page);
     if (page.length < SUBGRAPH_PAGE_SIZE) {
@@ -117,7 +146,12 @@ async function paged(
   }
 }
 
-async function byIds(client: SubgraphClient, urls: readonly string[], ids: readonly string[], routerId: string): Promise<SubgraphTransaction[]> {
+async function byIds(
+  client: SubgraphClient,
+  urls: readonly string[],
+  ids: readonly string[],
+  routerId: string,
+): Promise<SubgraphTransaction[]> {
   const all: SubgraphTransaction[] = [];
   for (let i = 0; i < ids.length; i += IDS_PER_QUERY) {
     const { data } = await client.query<{ transactions?: unknown }>(urls, "GetTransactionsWithRouter", {
@@ -137,12 +171,21 @@ async function byIds(client: SubgraphClient, urls: readonly string[], ids: reado
  * cancel does not, so its receipt gives it (once: a record already stored with its block is reused). A
  * receipt that is missing or failed means the subgraph shows a change the chain does not: skipped.
  */
-async function confirmedRecord(p: SubgraphSourceParams, record: TransferRecord, confirmedHead: number): Promise<TransferRecord | undefined> {
+async function confirmedRecord(
+  p: SubgraphSourceParams,
+  record: TransferRecord,
+  confirmedHead: number,
+): Promise<TransferRecord | undefined> {
   if (record.status === "Prepared") {
     return record.txData.preparedBlockNumber <= confirmedHead ? record : undefined;
   }
   const stored = await p.lookup(p.chainId, record.txData.transactionId, record.txData.user);
-  const storedBlock = stored?.status === "Fulfilled" ? stored.fulfillBlockNumber : stored?.status === "Cancelled" ? stored.cancelBlockNumber : undefined;
+  const storedBlock =
+    stored?.status === "Fulfilled"
+      ? stored.fulfillBlockNumber
+      : stored?.status === "Cancelled"
+        ? stored.cancelBlockNumber
+        : undefined;
   let block = stored?.status === record.status ? storedBlock : undefined;
   if (block === undefined) {
     const hash = record.status === "Fulfilled" ? record.fulfillTransactionHash : record.cancelTransactionHash;
@@ -152,5 +195,7 @@ async function confirmedRecord(p: SubgraphSourceParams, record: TransferRecord, 
   if (block === undefined || block > confirmedHead) {
     return undefined;
   }
-  return record.status === "Fulfilled" ? { ...record, fulfillBlockNumber: block } : { ...record, cancelBlockNumber: block };
+  return record.status === "Fulfilled"
+    ? { ...record, fulfillBlockNumber: block }
+    : { ...record, cancelBlockNumber: block };
 }

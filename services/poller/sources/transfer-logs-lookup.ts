@@ -1,7 +1,14 @@
 import { getAddress, zeroPadValue } from "ethers";
 import type { ChainProvider } from "../../../shared/chain/chain-provider";
 import type { TransferRecord } from "../../../shared/protocol/types";
-import { TM_TOPICS, completedRecord, decodeTmLog, prepareFieldsOf, preparedRecord, type DecodedTmEvent } from "./log-mapping";
+import {
+  TM_TOPICS,
+  completedRecord,
+  decodeTmLog,
+  prepareFieldsOf,
+  preparedRecord,
+  type DecodedTmEvent,
+} from "./log-mapping";
 
 export interface TransferLogsQuery {
   readonly chainId: number;
@@ -24,13 +31,26 @@ export interface TransferLogsQuery {
  */
 export async function findTransferLogs(q: TransferLogsQuery): Promise<TransferRecord[]> {
   const pad = (address: string): string => zeroPadValue(getAddress(address), 32).toLowerCase();
-  const topics = [[TM_TOPICS.prepared, TM_TOPICS.fulfilled, TM_TOPICS.cancelled], pad(q.user), pad(q.routerAddress), q.transactionId.toLowerCase()];
+  const topics = [
+    [TM_TOPICS.prepared, TM_TOPICS.fulfilled, TM_TOPICS.cancelled],
+    pad(q.user),
+    pad(q.routerAddress),
+    q.transactionId.toLowerCase(),
+  ];
   const address = getAddress(q.transactionManagerAddress);
   const events: DecodedTmEvent[] = [];
   for (let to = q.toBlock; to >= q.fromBlock; to -= q.maxRangeBlocks) {
     const from = Math.max(q.fromBlock, to - q.maxRangeBlocks + 1);
-    const logs = await q.provider.read((rpc) => rpc.getLogs({ address, topics, fromBlock: from, toBlock: to }), "getLogs");
-    events.push(...logs.filter((l) => !l.removed).map(decodeTmLog).filter((e): e is DecodedTmEvent => e !== undefined));
+    const logs = await q.provider.read(
+      (rpc) => rpc.getLogs({ address, topics, fromBlock: from, toBlock: to }),
+      "getLogs",
+    );
+    events.push(
+      ...logs
+        .filter((l) => !l.removed)
+        .map(decodeTmLog)
+        .filter((e): e is DecodedTmEvent => e !== undefined),
+    );
     if (events.some((e) => e.kind === "prepared")) {
       break;
     }
@@ -50,7 +70,8 @@ export async function findTransferLogs(q: TransferLogsQuery): Promise<TransferRe
       prepared = event;
       records.push(preparedRecord(q.chainId, event, await timestampOf(event.meta.blockNumber)));
     } else if (event.kind === "fulfilled" || event.kind === "cancelled") {
-      const prepare = prepared === undefined ? undefined : prepareFieldsOf(prepared, await timestampOf(prepared.meta.blockNumber));
+      const prepare =
+        prepared === undefined ? undefined : prepareFieldsOf(prepared, await timestampOf(prepared.meta.blockNumber));
       records.push(completedRecord(q.chainId, event, await timestampOf(event.meta.blockNumber), prepare));
     }
   }

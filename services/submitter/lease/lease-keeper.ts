@@ -54,14 +54,26 @@ export function createLeaseKeeper(params: LeaseKeeperParams): LeaseKeeper {
   const markReady = (role: SenderRole): void => {
     if (!ready) {
       ready = true;
-      logger.info("submitter ready", { at: "submitter.ready", role, ownerId: lease.ownerId, leaseTerm: term?.fence.token });
+      logger.info("submitter ready", {
+        at: "submitter.ready",
+        role,
+        ownerId: lease.ownerId,
+        leaseTerm: term?.fence.token,
+      });
     }
   };
   const enqueue = (what: string, fn: () => Promise<void>): Promise<void> => {
     pending += 1;
     transitions = transitions
       .then(fn)
-      .catch((err: unknown) => logger.error("sender term change failed", { at: "submitter.lease", what, code: errorCode(err), error: errorMessage(err) }))
+      .catch((err: unknown) =>
+        logger.error("sender term change failed", {
+          at: "submitter.lease",
+          what,
+          code: errorCode(err),
+          error: errorMessage(err),
+        }),
+      )
       .finally(() => {
         pending -= 1;
       });
@@ -75,7 +87,11 @@ export function createLeaseKeeper(params: LeaseKeeperParams): LeaseKeeper {
     // Every concurrent job's sleep listens on the term's signal.
     setMaxListeners(0, abort.signal);
     term = { fence, abort };
-    logger.info("sender lease acquired: this process sends for the chain", { at: "submitter.lease", leaseTerm: fence.token, ownerId: fence.ownerId });
+    logger.info("sender lease acquired: this process sends for the chain", {
+      at: "submitter.lease",
+      leaseTerm: fence.token,
+      ownerId: fence.ownerId,
+    });
     try {
       await params.onBegin(fence, abort.signal);
     } catch (err) {
@@ -106,13 +122,19 @@ export function createLeaseKeeper(params: LeaseKeeperParams): LeaseKeeper {
     if (holding) {
       const renewed = await lease.renew().catch((err: unknown) => {
         if (shouldWarn()) {
-          logger.warn("cannot renew the sender lease", { at: "submitter.lease", code: errorCode(err), error: errorMessage(err) });
+          logger.warn("cannot renew the sender lease", {
+            at: "submitter.lease",
+            code: errorCode(err),
+            error: errorMessage(err),
+          });
         }
         return undefined;
       });
       if (renewed === false || !lease.current()) {
         logger.warn("sender lease lost: sending stops, the job goes back to the new holder", {
-          at: "submitter.lease", leaseTerm: holding.token, ownerId: lease.ownerId,
+          at: "submitter.lease",
+          leaseTerm: holding.token,
+          ownerId: lease.ownerId,
         });
         holding = undefined;
         lease.drop();
@@ -125,7 +147,11 @@ export function createLeaseKeeper(params: LeaseKeeperParams): LeaseKeeper {
     }
     const fence = await lease.tryAcquire().catch((err: unknown) => {
       if (shouldWarn()) {
-        logger.warn("cannot read the sender lease", { at: "submitter.lease", code: errorCode(err), error: errorMessage(err) });
+        logger.warn("cannot read the sender lease", {
+          at: "submitter.lease",
+          code: errorCode(err),
+          error: errorMessage(err),
+        });
       }
       return undefined;
     });

@@ -15,7 +15,10 @@ const WARN_INTERVAL_MS = 30_000;
  * every transaction above it waits forever. The lowest missing nonce is then filled (send/fill-nonce-gap.ts),
  * and again after each further bound while the count has not moved.
  */
-export function startNonceGapTracker(ctx: SendContext, p: { boundMs: number; intervalMs: number; signal: AbortSignal }): NonceGapTracker {
+export function startNonceGapTracker(
+  ctx: SendContext,
+  p: { boundMs: number; intervalMs: number; signal: AbortSignal },
+): NonceGapTracker {
   let gapAt: number | undefined;
   let sinceMs = 0;
   let prunedBelow = 0;
@@ -43,7 +46,10 @@ export function startNonceGapTracker(ctx: SendContext, p: { boundMs: number; int
       return;
     }
     ctx.logger.warn("nonce gap: the chain's count stays below the nonces handed out; filling the lowest", {
-      at: "submitter.gap", nonce: pending, stored, openForMs: nowMs - sinceMs,
+      at: "submitter.gap",
+      nonce: pending,
+      stored,
+      openForMs: nowMs - sinceMs,
     });
     sinceMs = nowMs;
     await fillNonceGap(ctx, pending);
@@ -56,7 +62,11 @@ export function startNonceGapTracker(ctx: SendContext, p: { boundMs: number; int
       check()
         .catch((err: unknown) => {
           if (shouldWarn()) {
-            ctx.logger.warn("nonce gap check failed", { at: "submitter.gap", code: errorCode(err), error: errorMessage(err) });
+            ctx.logger.warn("nonce gap check failed", {
+              at: "submitter.gap",
+              code: errorCode(err),
+              error: errorMessage(err),
+            });
           }
         })
         .finally(schedule);

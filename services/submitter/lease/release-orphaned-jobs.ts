@@ -21,8 +21,21 @@ return #active
 `;
 
 /** The number of jobs released; -1 when the fence no longer holds (nothing was touched). */
-export async function releaseOrphanedJobs(redis: Redis, queue: Pick<Queue, "keys" | "toKey">, fence: Fence): Promise<number> {
+export async function releaseOrphanedJobs(
+  redis: Redis,
+  queue: Pick<Queue, "keys" | "toKey">,
+  fence: Fence,
+): Promise<number> {
   return Number(
-    await redis.eval(RELEASE_SCRIPT, 4, fence.key, queue.keys.active, queue.keys.stalled, queue.keys["stalled-check"], fence.value, queue.toKey("")),
+    await redis.eval(
+      RELEASE_SCRIPT,
+      4,
+      fence.key,
+      queue.keys.active,
+      queue.keys.stalled,
+      queue.keys["stalled-check"],
+      fence.value,
+      queue.toKey(""),
+    ),
   );
 }

@@ -141,7 +141,10 @@ export function createSenderLease(params: {
     current,
     assertHeld: () => {
       if (!current()) {
-        throw new SenderLeaseLostError("this process no longer holds the sender lease: nothing is sent", { key, ownerId });
+        throw new SenderLeaseLostError("this process no longer holds the sender lease: nothing is sent", {
+          key,
+          ownerId,
+        });
       }
     },
     drop: () => {

@@ -16,7 +16,10 @@ import { buildUnlessCompleted, openPreparedSide, wallClockMsWhenChainPasses, typ
  * 3. cancel({txData, signature: 0x, encodedMeta: 0x}), Router.cancel in router-contract mode;
  *    `#C:019` → re-check → no-op (the user fulfilled at the last second).
  */
-export async function prepareCancelReceiver(ctx: LifecycleContext, data: CancelReceiverJobData): Promise<TxCall | TxNoop> {
+export async function prepareCancelReceiver(
+  ctx: LifecycleContext,
+  data: CancelReceiverJobData,
+): Promise<TxCall | TxNoop> {
   const { txData } = data;
   const opened = await openPreparedSide(ctx, txData, "receiving");
   if ("noop" in opened) {

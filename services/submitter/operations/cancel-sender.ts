@@ -39,19 +39,36 @@ export async function prepareCancelSender(ctx: LifecycleContext, data: CancelSen
     return opened.noop;
   }
   const { state } = opened;
-  const decisionParams = { redis: ctx.redis, prefix: ctx.config.redisPrefix, transactionId: txData.transactionId, user: txData.user };
+  const decisionParams = {
+    redis: ctx.redis,
+    prefix: ctx.config.redisPrefix,
+    transactionId: txData.transactionId,
+    user: txData.user,
+  };
   const prepareRecorded = (await readTransferDecision(decisionParams)) === "prepare";
 
   let receiverCancelled = false;
   if (data.force && !prepareRecorded) {
-    ctx.logger.warn("FORCED sender cancel: the receiving side is not checked; if it is live the router loses the amount", {
-      at: "submitter.cancelSender", transactionId: txData.transactionId, requestId: data.requestId, reason: data.reason,
-    });
+    ctx.logger.warn(
+      "FORCED sender cancel: the receiving side is not checked; if it is live the router loses the amount",
+      {
+        at: "submitter.cancelSender",
+        transactionId: txData.transactionId,
+        requestId: data.requestId,
+        reason: data.reason,
+      },
+    );
   } else {
     if (data.force) {
-      ctx.logger.warn("FORCED sender cancel not forced: a receiving prepare is recorded, so the receiving side is checked", {
-        at: "submitter.cancelSender", transactionId: txData.transactionId, requestId: data.requestId, reason: data.reason,
-      });
+      ctx.logger.warn(
+        "FORCED sender cancel not forced: a receiving prepare is recorded, so the receiving side is checked",
+        {
+          at: "submitter.cancelSender",
+          transactionId: txData.transactionId,
+          requestId: data.requestId,
+          reason: data.reason,
+        },
+      );
     }
     const verdict = await checkSenderCancelOnChain({
       txData,
@@ -66,7 +83,11 @@ export async function prepareCancelSender(ctx: LifecycleContext, data: CancelSen
     receiverCancelled = verdict.receiverState === "cancelled";
   }
 
-  const claim = await claimTransferDecision({ ...decisionParams, decision: "cancel-sender", replacing: receiverCancelled ? "prepare" : undefined });
+  const claim = await claimTransferDecision({
+    ...decisionParams,
+    decision: "cancel-sender",
+    replacing: receiverCancelled ? "prepare" : undefined,
+  });
   if (!claim.ok) {
     throw new ReceiverPrepareDecidedError(
       "a receiving prepare is the transfer's recorded decision and the receiving chain does not show that side cancelled",
@@ -76,7 +97,10 @@ export async function prepareCancelSender(ctx: LifecycleContext, data: CancelSen
   return buildUnlessCompleted(ctx, "cancel", { txData, signature: "0x", encodedMeta: "0x" });
 }
 
-function receivingOf(ctx: LifecycleContext, txData: TransactionData): { provider: NonNullable<ReturnType<LifecycleContext["readProvider"]>>; transactionManager: string } | undefined {
+function receivingOf(
+  ctx: LifecycleContext,
+  txData: TransactionData,
+): { provider: NonNullable<ReturnType<LifecycleContext["readProvider"]>>; transactionManager: string } | undefined {
   const chain = ctx.config.chainConfig[String(txData.receivingChainId)];
   const provider = ctx.readProvider(txData.receivingChainId);
   return chain && provider ? { provider, transactionManager: chain.transactionManagerAddress } : undefined;
@@ -117,9 +141,15 @@ function refusalError(
   );
   switch (verdict.refusal) {
     case "receiver-fulfilled":
-      ctx.logger.error("sender cancel requested after the receiving side was fulfilled: refused, the sender must be fulfilled instead", {
-        at: "submitter.cancelSender", alert: true, ...context, user: txData.user,
-      });
+      ctx.logger.error(
+        "sender cancel requested after the receiving side was fulfilled: refused, the sender must be fulfilled instead",
+        {
+          at: "submitter.cancelSender",
+          alert: true,
+          ...context,
+          user: txData.user,
+        },
+      );
       return new ReceiverFulfilledError(verdict.detail, context);
     case "receiver-live":
       return new ReceiverLiveError(verdict.detail, context);

@@ -89,7 +89,10 @@ export class SenderVerificationError extends LifecycleError {
 
 /** `receivingAddress-mismatch` → `RECEIVING_ADDRESS_MISMATCH`. */
 export function verifyReasonCode(reason: string): string {
-  return reason.replace(/([a-z0-9])([A-Z])/g, "$1_$2").replace(/-/g, "_").toUpperCase();
+  return reason
+    .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
+    .replace(/-/g, "_")
+    .toUpperCase();
 }
 
 /** The router's unlocked liquidity on the receiving chain is below the receiving amount (§3.5 NotEnoughLiquidity). */

@@ -16,7 +16,10 @@ import { buildUnlessCompleted, openPreparedSide, revertCodeOf, type LifecycleCon
  * 3. fulfill({txData, relayerFee, signature, callData, 0x}), or Router.fulfill in router-contract mode.
  *    `#F:019` after sanitation said prepared means it was completed meanwhile: re-check → no-op.
  */
-export async function prepareFulfillSender(ctx: LifecycleContext, data: FulfillSenderJobData): Promise<TxCall | TxNoop> {
+export async function prepareFulfillSender(
+  ctx: LifecycleContext,
+  data: FulfillSenderJobData,
+): Promise<TxCall | TxNoop> {
   const { txData } = data;
   assertUserFulfillSignature(txData, data.relayerFee, data.signature);
   const opened = await openPreparedSide(ctx, txData, "sending");
@@ -64,17 +67,20 @@ export function assertUserFulfillSignature(txData: TransactionData, relayerFee: 
 /** Logged here, at the one place that knows the claim is lost, at alert level for the operator. */
 function senderExpired(ctx: LifecycleContext, data: FulfillSenderJobData, nowSec: number): SenderExpiredError {
   const { txData } = data;
-  ctx.logger.error("sending side expired before the router claimed it: the user was paid on the receiving chain and the claim is lost", {
-    at: "submitter.fulfillSender",
-    alert: true,
-    transactionId: txData.transactionId,
-    user: txData.user,
-    expiry: txData.expiry,
-    chainNowSec: nowSec,
-    amount: txData.amount,
-    sendingAssetId: txData.sendingAssetId,
-    receiverFulfillTransactionHash: data.receiverFulfillTransactionHash,
-  });
+  ctx.logger.error(
+    "sending side expired before the router claimed it: the user was paid on the receiving chain and the claim is lost",
+    {
+      at: "submitter.fulfillSender",
+      alert: true,
+      transactionId: txData.transactionId,
+      user: txData.user,
+      expiry: txData.expiry,
+      chainNowSec: nowSec,
+      amount: txData.amount,
+      sendingAssetId: txData.sendingAssetId,
+      receiverFulfillTransactionHash: data.receiverFulfillTransactionHash,
+    },
+  );
   return new SenderExpiredError(`the sending side expired at ${txData.expiry} (chain time ${nowSec})`, {
     transactionId: txData.transactionId,
     expiry: txData.expiry,

@@ -7,7 +7,12 @@ import { readVariantTransactionData } from "../../../shared/chain/router-balance
 import { blockTimestamp } from "../../../shared/chain/transfer-events";
 import type { ChainConfig, RouterConfig } from "../../../shared/config/types";
 import type { Logger } from "../../../shared/logging/create-logger";
-import { classifyVariant, invariantDigest, invariantOf, type VariantClassification } from "../../../shared/protocol/digests";
+import {
+  classifyVariant,
+  invariantDigest,
+  invariantOf,
+  type VariantClassification,
+} from "../../../shared/protocol/digests";
 import {
   abiRouterCallArgs,
   signRouterCall,
@@ -138,7 +143,12 @@ export async function buildTransferCall<K extends RouterCallKind>(
     };
     const signature = await signRouterCall(ctx.signer, kind, payload);
     to = routerContract;
-    data = contractInterface("Router").encodeFunctionData(kind, [tmArgs, payload.routerRelayerFeeAsset.toLowerCase(), 0n, signature]);
+    data = contractInterface("Router").encodeFunctionData(kind, [
+      tmArgs,
+      payload.routerRelayerFeeAsset.toLowerCase(),
+      0n,
+      signature,
+    ]);
   } else {
     to = ctx.chain.transactionManagerAddress;
     data = contractInterface("TransactionManager").encodeFunctionData(kind, [tmArgs]);
@@ -146,7 +156,6 @@ export async function buildTransferCall<K extends RouterCallKind>(
   const estimate = await ctx.provider.estimateGas({ from: ctx.from, to, data, value: 0n });
   return { to, data, value: "0", gasLimit: ((estimate * (100n + GAS_LIMIT_HEADROOM_PERCENT)) / 100n).toString() };
 }
-
 
 /** The NXTP revert code (`P:015`) of a revert at estimation, if that is what `err` is. */
 export function revertCodeOf(err: unknown): string | undefined {
@@ -169,9 +178,12 @@ export async function openPreparedSide(
 ): Promise<{ state: SideState } | { noop: TxNoop }> {
   const sideChainId = side === "sending" ? txData.sendingChainId : txData.receivingChainId;
   if (sideChainId !== ctx.chainId) {
-    throw new TransferMismatchError(`the ${side} side of this transfer is on chain ${sideChainId}, not on chain ${ctx.chainId}`, {
-      transactionId: txData.transactionId,
-    });
+    throw new TransferMismatchError(
+      `the ${side} side of this transfer is on chain ${sideChainId}, not on chain ${ctx.chainId}`,
+      {
+        transactionId: txData.transactionId,
+      },
+    );
   }
   assertOurTransfer(ctx, txData);
   const state = await readSideState(ctx.provider, ctx.chain.transactionManagerAddress, txData);

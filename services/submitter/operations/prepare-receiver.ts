@@ -47,7 +47,10 @@ import {
  *    Claimed after the estimate, so a refusal up to here leaves no claim behind and its refund can go ahead;
  *    nothing is signed or sent before the claim.
  */
-export async function preparePrepareReceiver(ctx: LifecycleContext, data: PrepareReceiverJobData): Promise<TxCall | TxNoop> {
+export async function preparePrepareReceiver(
+  ctx: LifecycleContext,
+  data: PrepareReceiverJobData,
+): Promise<TxCall | TxNoop> {
   const { txData } = data.sender;
   if (txData.receivingChainId !== ctx.chainId || data.sender.chainId !== txData.sendingChainId) {
     throw new TransferMismatchError(
@@ -57,7 +60,10 @@ export async function preparePrepareReceiver(ctx: LifecycleContext, data: Prepar
   }
   const here = await readSideState(ctx.provider, ctx.chain.transactionManagerAddress, txData);
   if (here.classification !== "not-prepared") {
-    return noop(`receiving side already ${here.classification === "completed" ? "prepared and completed" : "prepared"}`, here.blockNumber);
+    return noop(
+      `receiving side already ${here.classification === "completed" ? "prepared and completed" : "prepared"}`,
+      here.blockNumber,
+    );
   }
   await assertNoSenderCancel(ctx, data);
   const senderPreparedAtSec = await assertSenderPrepared(ctx, data);
@@ -81,7 +87,11 @@ export async function preparePrepareReceiver(ctx: LifecycleContext, data: Prepar
       return noop("receiving side prepared meanwhile (#P:015 at estimation)", here.blockNumber);
     }
     if (code === "P:018") {
-      throw new NotEnoughLiquidityError("router balance too low at estimation (#P:018)", { transactionId: txData.transactionId }, { cause: err });
+      throw new NotEnoughLiquidityError(
+        "router balance too low at estimation (#P:018)",
+        { transactionId: txData.transactionId },
+        { cause: err },
+      );
     }
     throw err;
   }
@@ -94,7 +104,9 @@ async function assertNoSenderCancel(ctx: LifecycleContext, data: PrepareReceiver
   const { txData } = data.sender;
   const queue = ctx.txQueue(txData.sendingChainId);
   if (!queue) {
-    throw new ChainNotConfiguredError(`chain ${txData.sendingChainId} has no transaction queue in this config`, { chainId: txData.sendingChainId });
+    throw new ChainNotConfiguredError(`chain ${txData.sendingChainId} has no transaction queue in this config`, {
+      chainId: txData.sendingChainId,
+    });
   }
   const why = await findSenderCancelIntent({
     queue,
@@ -120,9 +132,12 @@ async function claimPrepare(ctx: LifecycleContext, data: PrepareReceiverJobData)
     decision: "prepare",
   });
   if (!claim.ok) {
-    throw new SenderCancelDecidedError(`receiving prepare refused: the transfer's recorded decision is ${claim.recorded}`, {
-      transactionId: txData.transactionId,
-    });
+    throw new SenderCancelDecidedError(
+      `receiving prepare refused: the transfer's recorded decision is ${claim.recorded}`,
+      {
+        transactionId: txData.transactionId,
+      },
+    );
   }
 }
 
@@ -136,7 +151,11 @@ async function assertSenderPrepared(ctx: LifecycleContext, data: PrepareReceiver
   const sendingChain = chainConfigOf(ctx, txData.sendingChainId);
   const sending = readProviderOf(ctx, txData.sendingChainId);
   const state = await readSideState(sending, sendingChain.transactionManagerAddress, txData);
-  const context = { transactionId: txData.transactionId, sendingChainId: txData.sendingChainId, classification: state.classification };
+  const context = {
+    transactionId: txData.transactionId,
+    sendingChainId: txData.sendingChainId,
+    classification: state.classification,
+  };
   switch (state.classification) {
     case "prepared-matching": {
       const confirmations = state.blockNumber - txData.preparedBlockNumber + 1;
@@ -153,12 +172,20 @@ async function assertSenderPrepared(ctx: LifecycleContext, data: PrepareReceiver
     case "not-prepared":
       throw new SenderNotPreparedError("the sending side is not prepared on the sending chain", context);
     default:
-      throw new SenderDataMismatchError("the sending chain stores another variant than the job's sending data", context);
+      throw new SenderDataMismatchError(
+        "the sending chain stores another variant than the job's sending data",
+        context,
+      );
   }
 }
 
 /** Step 4: defence in depth, whoever built the job; `nowSec` is this (receiving) chain's time. */
-function verify(ctx: LifecycleContext, data: PrepareReceiverJobData, senderPreparedAtSec: number, nowSec: number): VerifySenderPrepareOk {
+function verify(
+  ctx: LifecycleContext,
+  data: PrepareReceiverJobData,
+  senderPreparedAtSec: number,
+  nowSec: number,
+): VerifySenderPrepareOk {
   const sender = data.sender;
   const result = verifySenderPrepare({
     sender: {
@@ -213,7 +240,12 @@ async function assertLiquidity(ctx: LifecycleContext, verified: VerifySenderPrep
     throw new LiquidityInFlightError(
       `unlocked liquidity ${balance.toString()} covers the receiving amount only without ${heldByOthers.toString()} held by prepares in flight`,
       Date.now() + LIQUIDITY_IN_FLIGHT_RETRY_MS,
-      { transactionId: verified.invariant.transactionId, assetId, balance: balance.toString(), heldByOthers: heldByOthers.toString() },
+      {
+        transactionId: verified.invariant.transactionId,
+        assetId,
+        balance: balance.toString(),
+        heldByOthers: heldByOthers.toString(),
+      },
     );
   }
   ctx.liquidity?.hold(assetId, verified.receiverAmount);

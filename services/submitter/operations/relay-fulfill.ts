@@ -38,11 +38,22 @@ export async function prepareRelayFulfill(ctx: LifecycleContext, data: RelayFulf
   }
   const to = ctx.chain.transactionManagerAddress;
   const callData = contractInterface("TransactionManager").encodeFunctionData("fulfill", [
-    abiFulfillArgs({ txData, relayerFee: data.relayerFee, signature: data.signature, callData: data.callData, encodedMeta: "0x" }),
+    abiFulfillArgs({
+      txData,
+      relayerFee: data.relayerFee,
+      signature: data.signature,
+      callData: data.callData,
+      encodedMeta: "0x",
+    }),
   ]);
   try {
     const estimate = await ctx.provider.estimateGas({ from: ctx.from, to, data: callData, value: 0n });
-    return { to, data: callData, value: "0", gasLimit: ((estimate * (100n + GAS_LIMIT_HEADROOM_PERCENT)) / 100n).toString() };
+    return {
+      to,
+      data: callData,
+      value: "0",
+      gasLimit: ((estimate * (100n + GAS_LIMIT_HEADROOM_PERCENT)) / 100n).toString(),
+    };
   } catch (err) {
     const code = revertCodeOf(err);
     if (code === "F:019") {

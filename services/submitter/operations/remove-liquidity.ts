@@ -38,7 +38,9 @@ export async function prepareRemoveLiquidity(ctx: OperationContext, data: Remove
   let callData: string;
   if (routerContract) {
     ctx.logger.info("router-contract mode: funds go to the Router contract's recipient; recipientAddress is ignored", {
-      at: "submitter.removeLiquidity", routerContractAddress: routerContract, recipientAddress: data.recipientAddress,
+      at: "submitter.removeLiquidity",
+      routerContractAddress: routerContract,
+      recipientAddress: data.recipientAddress,
     });
     const payload = {
       amount: data.amount,
@@ -51,8 +53,17 @@ export async function prepareRemoveLiquidity(ctx: OperationContext, data: Remove
     callData = encodeRouterRemoveLiquidity({ ...payload, signature: await signRemoveLiquidity(ctx.signer, payload) });
   } else {
     to = ctx.chain.transactionManagerAddress;
-    callData = encodeTmRemoveLiquidity({ amount: data.amount, assetId: data.assetId, recipient: data.recipientAddress });
+    callData = encodeTmRemoveLiquidity({
+      amount: data.amount,
+      assetId: data.assetId,
+      recipient: data.recipientAddress,
+    });
   }
   const estimate = await ctx.provider.estimateGas({ from: ctx.from, to, data: callData, value: 0n });
-  return { to, data: callData, value: "0", gasLimit: ((estimate * (100n + GAS_LIMIT_HEADROOM_PERCENT)) / 100n).toString() };
+  return {
+    to,
+    data: callData,
+    value: "0",
+    gasLimit: ((estimate * (100n + GAS_LIMIT_HEADROOM_PERCENT)) / 100n).toString(),
+  };
 }

@@ -64,12 +64,21 @@ export async function broadcastAttempt(ctx: SendContext, job: SendJob, attempt: 
     await job.reportBroadcast(attempt.hash, attempt.nonce);
   } catch (err) {
     // The transaction is persisted and sent; a lost progress update only delays the admin's answer.
-    ctx.logger.warn("could not report the broadcast", { at: "submitter.send", transactionHash: attempt.hash, error: errorMessage(err) });
+    ctx.logger.warn("could not report the broadcast", {
+      at: "submitter.send",
+      transactionHash: attempt.hash,
+      error: errorMessage(err),
+    });
   }
 }
 
 /** Saves the error on the record (operators read `lastError` to see why a job waits). */
-export async function recordError(ctx: SendContext, record: TxRecord, err: unknown, extra: Partial<TxRecord> = {}): Promise<TxRecord> {
+export async function recordError(
+  ctx: SendContext,
+  record: TxRecord,
+  err: unknown,
+  extra: Partial<TxRecord> = {},
+): Promise<TxRecord> {
   return ctx.records.save({
     ...record,
     ...extra,
@@ -117,9 +126,16 @@ export async function submitWithFreshNonce(ctx: SendContext, job: SendJob, recor
     const chainError = toChainError(err);
     current = await recordError(ctx, current, chainError);
     if (chainError instanceof InsufficientFundsError) {
-      ctx.logger.error("the signer cannot pay for the transaction: top up its gas balance; the job is held and retried", {
-        at: "submitter.send", alert: true, nonce: allocation.nonce, from: ctx.from, code: chainError.code,
-      });
+      ctx.logger.error(
+        "the signer cannot pay for the transaction: top up its gas balance; the job is held and retried",
+        {
+          at: "submitter.send",
+          alert: true,
+          nonce: allocation.nonce,
+          from: ctx.from,
+          code: chainError.code,
+        },
+      );
     }
     if (!(chainError instanceof NonceTooLowError)) {
       throw chainError;
@@ -128,7 +144,9 @@ export async function submitWithFreshNonce(ctx: SendContext, job: SendJob, recor
       const proof = await confirmNonceTaken(ctx, current);
       if (proof.kind === "mined") {
         ctx.logger.warn("nonce reported used, and it is the job's own transaction: waiting for it", {
-          at: "submitter.send", nonce: allocation.nonce, transactionHash: proof.receipt.hash,
+          at: "submitter.send",
+          nonce: allocation.nonce,
+          transactionHash: proof.receipt.hash,
         });
         return current;
       }
@@ -137,7 +155,11 @@ export async function submitWithFreshNonce(ctx: SendContext, job: SendJob, recor
       }
     }
     ctx.logger.warn("nonce already used on chain: rebuilding at the next nonce", {
-      at: "submitter.send", nonce: allocation.nonce, stored: allocation.stored, pending: allocation.pending, tries,
+      at: "submitter.send",
+      nonce: allocation.nonce,
+      stored: allocation.stored,
+      pending: allocation.pending,
+      tries,
     });
     atLeast = allocation.nonce + 1;
   }
@@ -168,7 +190,11 @@ export async function rebroadcastLatest(
       throw err;
     }
     const chainError = toChainError(err);
-    ctx.logger.info("rebroadcast refused", { at: "submitter.send", transactionHash: latest.hash, code: chainError.code });
+    ctx.logger.info("rebroadcast refused", {
+      at: "submitter.send",
+      transactionHash: latest.hash,
+      code: chainError.code,
+    });
     if (rethrow(chainError)) {
       throw chainError;
     }
@@ -178,7 +204,14 @@ export async function rebroadcastLatest(
 const runAlone = <T>(fn: () => Promise<T>): Promise<T> => fn();
 
 function unsignedTx(chainId: number, call: TxCall, nonce: number, fee: Fee): UnsignedTransaction {
-  const common = { chainId, nonce, to: call.to, data: call.data, value: BigInt(call.value), gasLimit: BigInt(call.gasLimit) };
+  const common = {
+    chainId,
+    nonce,
+    to: call.to,
+    data: call.data,
+    value: BigInt(call.value),
+    gasLimit: BigInt(call.gasLimit),
+  };
   return fee.type === 0
     ? { ...common, type: 0, gasPrice: fee.gasPrice }
     : { ...common, type: 2, maxFeePerGas: fee.maxFeePerGas, maxPriorityFeePerGas: fee.maxPriorityFeePerGas };

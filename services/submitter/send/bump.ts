@@ -19,7 +19,8 @@ export async function bumpOrRebroadcast(ctx: SendContext, job: SendJob, record: 
   }
   const fee = feeFromJson(latest.fee);
   const maximum = BigInt(ctx.chain.gasPriceMaximum);
-  const mayBump = record.bumps < ctx.chain.maxGasBumps && record.bumpsHaltedBy === undefined && !isAtCeiling(fee, maximum);
+  const mayBump =
+    record.bumps < ctx.chain.maxGasBumps && record.bumpsHaltedBy === undefined && !isAtCeiling(fee, maximum);
   if (mayBump) {
     const network = await ctx.gasPrice().catch(() => undefined);
     const next = bumpFee(fee, ctx.chain.gasBumpPercent, maximum, network);
@@ -42,7 +43,11 @@ export async function bumpOrRebroadcast(ctx: SendContext, job: SendJob, record: 
 
 async function bump(ctx: SendContext, job: SendJob, record: TxRecord, fee: Fee): Promise<TxRecord> {
   const replaced = latestAttempt(record);
-  const { record: saved, attempt } = await persistNewAttempt(ctx, record, { nonce: record.nonce, fee, bumps: record.bumps + 1 });
+  const { record: saved, attempt } = await persistNewAttempt(ctx, record, {
+    nonce: record.nonce,
+    fee,
+    bumps: record.bumps + 1,
+  });
   job.trace.bumps = saved.bumps;
   await ctx.hooks?.at("bump-persisted", { jobId: job.jobId, nonce: attempt.nonce });
   try {
@@ -63,13 +68,23 @@ async function bump(ctx: SendContext, job: SendJob, record: TxRecord, fee: Fee):
     }
     const chainError = toChainError(err);
     if (chainError instanceof InsufficientFundsError) {
-      ctx.logger.error("the signer cannot pay for a fee bump: bumping stopped, waiting for what was sent; top up the signer", {
-        at: "submitter.bump", alert: true, nonce: attempt.nonce, transactionHash: replaced?.hash, code: chainError.code,
-      });
+      ctx.logger.error(
+        "the signer cannot pay for a fee bump: bumping stopped, waiting for what was sent; top up the signer",
+        {
+          at: "submitter.bump",
+          alert: true,
+          nonce: attempt.nonce,
+          transactionHash: replaced?.hash,
+          code: chainError.code,
+        },
+      );
       return recordError(ctx, saved, chainError, { bumpsHaltedBy: chainError.code });
     }
     ctx.logger.warn("fee bump refused; waiting for the next timeout", {
-      at: "submitter.bump", nonce: attempt.nonce, transactionHash: attempt.hash, code: chainError.code,
+      at: "submitter.bump",
+      nonce: attempt.nonce,
+      transactionHash: attempt.hash,
+      code: chainError.code,
     });
     return recordError(ctx, saved, chainError);
   }

@@ -33,18 +33,33 @@ export async function confirmNonceTaken(ctx: SendContext, record: TxRecord): Pro
   if (mined) {
     return { kind: "mined", receipt: mined };
   }
-  const witnesses = looks.filter((look) => look.value !== undefined && look.value.count > record.nonce).map((look) => look.label);
+  const witnesses = looks
+    .filter((look) => look.value !== undefined && look.value.count > record.nonce)
+    .map((look) => look.label);
   return witnesses.length >= NONCE_TAKEN_WITNESSES
     ? { kind: "taken", witnesses }
     : { kind: "unconfirmed", witnesses, providers: looks.length };
 }
 
 /** Logged at alert level: an operator must look whether the job's transaction was mined after all. */
-export function nonceTakenUnconfirmed(ctx: SendContext, record: TxRecord, witnesses: readonly string[], providers: number): NonceTakenUnconfirmedError {
+export function nonceTakenUnconfirmed(
+  ctx: SendContext,
+  record: TxRecord,
+  witnesses: readonly string[],
+  providers: number,
+): NonceTakenUnconfirmedError {
   const hashes = record.attempts.map((a) => a.hash);
-  ctx.logger.error("nonce looks taken by a transaction this job did not send, but that is not proven: nothing is rebuilt, the job retries", {
-    at: "submitter.send", alert: true, nonce: record.nonce, witnesses, providers, transactionHashes: hashes,
-  });
+  ctx.logger.error(
+    "nonce looks taken by a transaction this job did not send, but that is not proven: nothing is rebuilt, the job retries",
+    {
+      at: "submitter.send",
+      alert: true,
+      nonce: record.nonce,
+      witnesses,
+      providers,
+      transactionHashes: hashes,
+    },
+  );
   return new NonceTakenUnconfirmedError(
     `nonce ${record.nonce} looks taken but only ${witnesses.length} of ${providers} providers confirm it and none has the job's receipt`,
     { chainId: ctx.chainId, nonce: record.nonce, transactionHashes: hashes },

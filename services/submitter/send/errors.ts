@@ -50,7 +50,6 @@ export class InvalidTxJobError extends RouterError {
   readonly retriable = false;
 }
 
-
 /**
  * This process no longer holds the chain's sender lease (it lapsed, or another instance took it over): the
  * write or broadcast was refused and nothing was sent. Like a shutdown, the job goes back to the lease holder.

@@ -34,7 +34,10 @@ export async function fillNonceGap(ctx: SendContext, nonce: number): Promise<Gap
       ctx.lease?.assertHeld();
       await ctx.provider.broadcast(stored.raw);
       ctx.logger.warn("nonce gap: rebroadcast the stored transaction of the missing nonce", {
-        at: "submitter.gap", nonce, jobId: record.jobId, transactionHash: stored.hash,
+        at: "submitter.gap",
+        nonce,
+        jobId: record.jobId,
+        transactionHash: stored.hash,
       });
       return { kind: "rebroadcast", jobId: record.jobId, transactionHash: stored.hash };
     } catch (err) {
@@ -42,11 +45,21 @@ export async function fillNonceGap(ctx: SendContext, nonce: number): Promise<Gap
         throw err;
       }
       ctx.logger.warn("nonce gap: the stored transaction was refused; filling with a self-transfer", {
-        at: "submitter.gap", nonce, jobId: record.jobId, code: toChainError(err).code, error: errorMessage(err),
+        at: "submitter.gap",
+        nonce,
+        jobId: record.jobId,
+        code: toChainError(err).code,
+        error: errorMessage(err),
       });
     }
   }
-  const job: SendJob = { jobId: fillerId, jobName: "nonce-gap-fill", dataHash: `nonce-${nonce}`, reportBroadcast: async () => undefined, trace: {} };
+  const job: SendJob = {
+    jobId: fillerId,
+    jobName: "nonce-gap-fill",
+    dataHash: `nonce-${nonce}`,
+    reportBroadcast: async () => undefined,
+    trace: {},
+  };
   const existing = await ctx.records.load(fillerId);
   if (existing) {
     const after = await bumpOrRebroadcast(ctx, job, existing);
@@ -54,7 +67,11 @@ export async function fillNonceGap(ctx: SendContext, nonce: number): Promise<Gap
     return { kind: "filler", transactionHash: after.attempts[after.attempts.length - 1]?.hash, bumps: after.bumps };
   }
   const draft = newTxRecord({
-    jobId: fillerId, jobName: job.jobName, chainId: ctx.chainId, from: ctx.from, dataHash: job.dataHash,
+    jobId: fillerId,
+    jobName: job.jobName,
+    chainId: ctx.chainId,
+    from: ctx.from,
+    dataHash: job.dataHash,
     call: { to: ctx.from, data: "0x", value: "0", gasLimit: SELF_TRANSFER_GAS },
   });
   const fee = await ctx.gasPrice();
@@ -66,7 +83,11 @@ export async function fillNonceGap(ctx: SendContext, nonce: number): Promise<Gap
       throw err;
     }
     // Persisted: the next fill rebroadcasts or bumps it.
-    ctx.logger.warn("nonce gap filler refused; retried at the next check", { at: "submitter.gap", nonce, code: toChainError(err).code });
+    ctx.logger.warn("nonce gap filler refused; retried at the next check", {
+      at: "submitter.gap",
+      nonce,
+      code: toChainError(err).code,
+    });
   }
   logFiller(ctx, nonce, saved, "nonce gap: sent a zero-value self-transfer at the missing nonce");
   return { kind: "filler", transactionHash: attempt.hash, bumps: 0 };
@@ -77,5 +98,10 @@ function latestAttemptAt(record: TxRecord, nonce: number): TxAttempt | undefined
 }
 
 function logFiller(ctx: SendContext, nonce: number, record: TxRecord, message: string): void {
-  ctx.logger.warn(message, { at: "submitter.gap", nonce, transactionHash: record.attempts[record.attempts.length - 1]?.hash, bumps: record.bumps });
+  ctx.logger.warn(message, {
+    at: "submitter.gap",
+    nonce,
+    transactionHash: record.attempts[record.attempts.length - 1]?.hash,
+    bumps: record.bumps,
+  });
 }

@@ -33,14 +33,25 @@ export async function reconcileNonce(params: {
   const holder = await findJobHoldingNonce(params, pending, stored);
   if (holder) {
     logger.info("stored nonce is ahead of the chain, kept: an unfinished job holds a nonce in the gap", {
-      at: "submitter.nonce", stored, pending, jobId: holder.jobId, nonce: holder.nonce,
+      at: "submitter.nonce",
+      stored,
+      pending,
+      jobId: holder.jobId,
+      nonce: holder.nonce,
     });
     return { stored, pending, action: "kept" };
   }
   const reset = await nonces.resetIfUnchanged(stored, pending);
-  logger.warn(reset ? "stored nonce was ahead of the chain with no job holding the gap: reset to the chain's count" : "stored nonce moved during reconcile: left alone", {
-    at: "submitter.nonce", stored, pending,
-  });
+  logger.warn(
+    reset
+      ? "stored nonce was ahead of the chain with no job holding the gap: reset to the chain's count"
+      : "stored nonce moved during reconcile: left alone",
+    {
+      at: "submitter.nonce",
+      stored,
+      pending,
+    },
+  );
   return { stored, pending, action: reset ? "reset" : "kept" };
 }
 

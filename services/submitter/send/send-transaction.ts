@@ -41,7 +41,8 @@ export async function sendJobTransaction(
     job.trace.bumps = record.bumps;
     if (record.result) {
       ctx.logger.info("job already confirmed: returning its stored result, sending nothing", {
-        at: "submitter.send", transactionHash: record.result.transactionHash,
+        at: "submitter.send",
+        transactionHash: record.result.transactionHash,
       });
       job.trace.transactionHash = record.result.transactionHash;
       return record.result;
@@ -49,7 +50,11 @@ export async function sendJobTransaction(
     if (record.status === "reverted") {
       throw revertedError(ctx, record.lastError?.message ?? "the job's transaction reverted", record);
     }
-    ctx.logger.info("resuming the job's persisted transaction", { at: "submitter.send", nonce: record.nonce, attempts: record.attempts.length });
+    ctx.logger.info("resuming the job's persisted transaction", {
+      at: "submitter.send",
+      nonce: record.nonce,
+      attempts: record.attempts.length,
+    });
     // Unaffordable and never bumped (so possibly never accepted anywhere): hold the job (retry with backoff,
     // the error says "top up") rather than wait silently for a transaction no node may have.
     const unbumped = record.bumps === 0;
@@ -58,10 +63,20 @@ export async function sendJobTransaction(
     const call = await prepare();
     if (isTxNoop(call)) {
       // Nothing was sent and nothing is persisted: a re-run checks the chain again and finds the same.
-      ctx.logger.info("the job's effect is already on chain: sending nothing", { at: "submitter.send", reason: call.reason });
+      ctx.logger.info("the job's effect is already on chain: sending nothing", {
+        at: "submitter.send",
+        reason: call.reason,
+      });
       return { transactionHash: NO_TRANSACTION_HASH, blockNumber: call.blockNumber, noop: true };
     }
-    record = newTxRecord({ jobId: job.jobId, jobName: job.jobName, chainId: ctx.chainId, from: ctx.from, dataHash: job.dataHash, call });
+    record = newTxRecord({
+      jobId: job.jobId,
+      jobName: job.jobName,
+      chainId: ctx.chainId,
+      from: ctx.from,
+      dataHash: job.dataHash,
+      call,
+    });
     record = await submitWithFreshNonce(ctx, job, record);
   }
   return settle(ctx, job, record);
@@ -79,15 +94,24 @@ async function settle(ctx: SendContext, job: SendJob, initial: TxRecord): Promis
         throw nonceTakenUnconfirmed(ctx, record, proof.witnesses, proof.providers);
       }
       if (proof?.kind !== "mined") {
-        ctx.logger.error("nonce used by a transaction this job did not send (a manual transaction?): sending a new one", {
-          at: "submitter.send", nonce: record.nonce, countAtSafeBlock: outcome.countAtSafeBlock, attempts: record.attempts.length, witnesses: proof?.witnesses,
-        });
+        ctx.logger.error(
+          "nonce used by a transaction this job did not send (a manual transaction?): sending a new one",
+          {
+            at: "submitter.send",
+            nonce: record.nonce,
+            countAtSafeBlock: outcome.countAtSafeBlock,
+            attempts: record.attempts.length,
+            witnesses: proof?.witnesses,
+          },
+        );
         await reestimate(ctx, record.call);
         record = await submitWithFreshNonce(ctx, job, record);
         continue;
       }
       ctx.logger.warn("nonce reported taken, but another provider has the job's own receipt: it is mined", {
-        at: "submitter.send", nonce: record.nonce, transactionHash: proof.receipt.hash,
+        at: "submitter.send",
+        nonce: record.nonce,
+        transactionHash: proof.receipt.hash,
       });
       receipt = proof.receipt;
     } else {
@@ -103,7 +127,9 @@ async function settle(ctx: SendContext, job: SendJob, initial: TxRecord): Promis
     const confirmed = await waitForConfirmations(ctx, receipt);
     if (!confirmed) {
       ctx.logger.warn("receipt vanished before enough confirmations (re-org): waiting for mining again", {
-        at: "submitter.confirm", transactionHash: receipt.hash, blockNumber: receipt.blockNumber,
+        at: "submitter.confirm",
+        transactionHash: receipt.hash,
+        blockNumber: receipt.blockNumber,
       });
       continue;
     }
@@ -133,15 +159,23 @@ function assertSameJob(record: TxRecord, job: SendJob, from: string): void {
   }
   if (record.from !== from) {
     // Another key cannot replace, bump or even observe the nonce of the first key's transaction.
-    throw new TxRecordMismatchError("the job's transaction was sent by another signer; the signer key changed while it was in flight", {
-      jobId: job.jobId,
-      recordFrom: record.from,
-      signer: from,
-    });
+    throw new TxRecordMismatchError(
+      "the job's transaction was sent by another signer; the signer key changed while it was in flight",
+      {
+        jobId: job.jobId,
+        recordFrom: record.from,
+        signer: from,
+      },
+    );
   }
 }
 
-function revertedError(ctx: SendContext, message: string, record: TxRecord, receipt?: TransactionReceipt): TransactionRevertedError {
+function revertedError(
+  ctx: SendContext,
+  message: string,
+  record: TxRecord,
+  receipt?: TransactionReceipt,
+): TransactionRevertedError {
   return new TransactionRevertedError(message, {
     chainId: ctx.chainId,
     nonce: record.nonce,

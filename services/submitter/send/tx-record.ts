@@ -150,8 +150,10 @@ export function createTxRecordStore(params: {
       const json = await redis.hget(txRecordKey(prefix, chainId, jobId), "record");
       return json === null ? undefined : (JSON.parse(json) as TxRecord);
     },
-    jobAtNonce: async (from, nonce) => (await redis.hget(nonceJobsKey(prefix, chainId, from), String(nonce))) ?? undefined,
-    maxIndexedNonce: async (from) => Math.max(-1, ...(await redis.hkeys(nonceJobsKey(prefix, chainId, from))).map(Number)),
+    jobAtNonce: async (from, nonce) =>
+      (await redis.hget(nonceJobsKey(prefix, chainId, from), String(nonce))) ?? undefined,
+    maxIndexedNonce: async (from) =>
+      Math.max(-1, ...(await redis.hkeys(nonceJobsKey(prefix, chainId, from))).map(Number)),
     pruneNonceIndex: async (from, belowNonce) => {
       const key = nonceJobsKey(prefix, chainId, from);
       const stale = (await redis.hkeys(key)).filter((field) => Number(field) < belowNonce);
@@ -167,8 +169,18 @@ export function createTxRecordStore(params: {
       const ttlMs = next.status === "sending" ? 0 : FINISHED_RECORD_TTL_MS;
       const found = Number(
         await redis.eval(
-          SAVE_SCRIPT, 3, key, fenced.key, nonceJobsKey(prefix, chainId, record.from),
-          record.version, next.version, JSON.stringify(next), ttlMs, fenced.value, record.nonce, record.jobId,
+          SAVE_SCRIPT,
+          3,
+          key,
+          fenced.key,
+          nonceJobsKey(prefix, chainId, record.from),
+          record.version,
+          next.version,
+          JSON.stringify(next),
+          ttlMs,
+          fenced.value,
+          record.nonce,
+          record.jobId,
         ),
       );
       if (found === -2) {
@@ -190,7 +202,15 @@ export function createTxRecordStore(params: {
       const key = txRecordKey(prefix, chainId, jobId);
       const fenced = currentFence(key);
       const moved = Number(
-        await redis.eval(ARCHIVE_REVERTED_SCRIPT, 3, key, txRecordKey(prefix, chainId, archiveId), fenced.key, FINISHED_RECORD_TTL_MS, fenced.value),
+        await redis.eval(
+          ARCHIVE_REVERTED_SCRIPT,
+          3,
+          key,
+          txRecordKey(prefix, chainId, archiveId),
+          fenced.key,
+          FINISHED_RECORD_TTL_MS,
+          fenced.value,
+        ),
       );
       if (moved === -2) {
         throw leaseLost(jobId);
@@ -212,7 +232,16 @@ export interface NewTxRecordParams {
 /** An unsaved record (version 0: "must not exist yet"); it is first saved together with its first attempt. */
 export function newTxRecord(params: NewTxRecordParams): TxRecord {
   const nowMs = Date.now();
-  return { ...params, version: 0, nonce: -1, attempts: [], bumps: 0, status: "sending", createdAtMs: nowMs, updatedAtMs: nowMs };
+  return {
+    ...params,
+    version: 0,
+    nonce: -1,
+    attempts: [],
+    bumps: 0,
+    status: "sending",
+    createdAtMs: nowMs,
+    updatedAtMs: nowMs,
+  };
 }
 
 export function latestAttempt(record: TxRecord): TxAttempt | undefined {

@@ -10,7 +10,10 @@ const WARN_INTERVAL_MS = 30_000;
  * the block was re-orged away (undefined: the caller goes back to waiting for mining); if it moved to
  * another block the count starts again from there. Returns the receipt that held.
  */
-export async function waitForConfirmations(ctx: SendContext, mined: TransactionReceipt): Promise<TransactionReceipt | undefined> {
+export async function waitForConfirmations(
+  ctx: SendContext,
+  mined: TransactionReceipt,
+): Promise<TransactionReceipt | undefined> {
   let receipt = mined;
   const shouldWarn = createThrottle(WARN_INTERVAL_MS);
   for (;;) {
@@ -26,7 +29,10 @@ export async function waitForConfirmations(ctx: SendContext, mined: TransactionR
           return again;
         }
         ctx.logger.warn("transaction re-mined in another block; counting confirmations again", {
-          at: "submitter.confirm", transactionHash: receipt.hash, fromBlock: receipt.blockNumber, toBlock: again.blockNumber,
+          at: "submitter.confirm",
+          transactionHash: receipt.hash,
+          fromBlock: receipt.blockNumber,
+          toBlock: again.blockNumber,
         });
         receipt = again;
         continue;
@@ -34,7 +40,9 @@ export async function waitForConfirmations(ctx: SendContext, mined: TransactionR
     } catch (err) {
       if (shouldWarn()) {
         ctx.logger.warn("cannot read the chain head; still waiting for confirmations", {
-          at: "submitter.confirm", code: errorCode(err), error: errorMessage(err),
+          at: "submitter.confirm",
+          code: errorCode(err),
+          error: errorMessage(err),
         });
       }
     }

@@ -37,7 +37,11 @@ export async function waitForMining(ctx: SendContext, job: SendJob, initial: TxR
     throwIfShuttingDown(ctx.signal);
     const seen = await observe(ctx, record).catch((err: unknown) => {
       if (shouldWarn()) {
-        ctx.logger.warn("cannot read receipts; still waiting", { at: "submitter.wait", code: errorCode(err), error: errorMessage(err) });
+        ctx.logger.warn("cannot read receipts; still waiting", {
+          at: "submitter.wait",
+          code: errorCode(err),
+          error: errorMessage(err),
+        });
       }
       return undefined;
     });
@@ -52,10 +56,18 @@ export async function waitForMining(ctx: SendContext, job: SendJob, initial: TxR
       record = await bumpOrRebroadcast(ctx, job, record).catch((err: unknown) => {
         // A bump that could not even be built (signer, gas price, Redis) changes nothing on chain: wait on.
         // A record conflict or a lost lease means another processor owns the job now: stop here.
-        if (err instanceof TxRecordConflictError || err instanceof SenderLeaseLostError || err instanceof SubmitterShutdownError) {
+        if (
+          err instanceof TxRecordConflictError ||
+          err instanceof SenderLeaseLostError ||
+          err instanceof SubmitterShutdownError
+        ) {
           throw err;
         }
-        ctx.logger.warn("could not bump; still waiting", { at: "submitter.bump", code: errorCode(err), error: errorMessage(err) });
+        ctx.logger.warn("could not bump; still waiting", {
+          at: "submitter.bump",
+          code: errorCode(err),
+          error: errorMessage(err),
+        });
         return record;
       });
       lastActionAtMs = Date.now();
