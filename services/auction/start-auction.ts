@@ -168,6 +168,9 @@ export async function startAuction(params: StartAuctionParams): Promise<RunningA
   messaging.serve("auction", createAuctionHandler(ctx, { reservations, options }), { queueGroup });
   messaging.serve("metatx", createMetaTxHandler(ctx), { queueGroup });
   messaging.serve("status", createStatusHandler(ctx), { queueGroup });
+  // A round trip to the server: once it answers, it has registered the subscriptions, so a request published
+  // by anyone after start() resolves (and PM2 hears "ready") reaches this instance's queue group.
+  await messaging.flush();
   logger.info("auction started", {
     at: "auction.start",
     signerAddress,
