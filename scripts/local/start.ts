@@ -317,6 +317,8 @@ async function run(
     `  curl -X POST ${admin}/remove-liquidity -H 'content-type: application/json' \\`,
     `    -d '{"adminToken":"'"$TOKEN"'","chainId":"${RECEIVING_CHAIN_ID}","assetId":"${chain(RECEIVING_CHAIN_ID).deployment.token}",` +
       `"amount":"1000000000000000000","recipientAddress":"${user.address}"}'`,
+    `  curl -u ":$TOKEN" ${admin}/status          # the whole router: processes, heads, queues, liquidity, gas`,
+    `  queue dashboard: ${admin}/admin/queues (any user name, the admin token as password)`,
     "",
     "Logs:",
     `  ${pm2} status          ${pm2} logs [auction|submitter-1338|…]`,

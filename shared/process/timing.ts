@@ -3,9 +3,12 @@
  * from holding a request, a shutdown or a readiness probe for ever.
  */
 
-/** Resolves after `ms`. The timer does not keep the process alive. */
+/**
+ * Resolves after `ms`. The timer keeps the process alive on purpose: a command-line tool awaiting it with
+ * nothing else pending would otherwise exit in the middle, with code 0.
+ */
 export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** Resolves after `ms`, or at once when `signal` aborts; never rejects. */
