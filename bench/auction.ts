@@ -32,7 +32,7 @@ import { createAuthServer } from "../services/messaging-auth/app";
 import { anvilBinary, natsServerBinary, redisServerBinary } from "../scripts/local/binaries";
 import { getFreePort } from "../scripts/local/free-port";
 import { anvilAnswers, anvilArgs, natsAnswers, natsArgs, redisAnswers, redisArgs } from "../scripts/local/probes";
-import { sleep } from "../shared/process/timing";
+import { percentile, waitUntil } from "./support";
 import { packageArtifact, type NxtpContractName } from "../scripts/nxtp-package";
 import { createLogger } from "../shared/logging/create-logger";
 import { connectMessaging, type Messaging } from "../shared/messaging";
@@ -300,7 +300,7 @@ function report(phases: readonly Phase[], instances: number): void {
   const lines = [`auction processes: ${instances}`];
   for (const phase of phases) {
     const sorted = [...phase.latenciesMs].sort((a, b) => a - b);
-    const pct = (q: number): number => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
+    const pct = (q: number): number => percentile(sorted, q);
     const bids = sorted.length;
     lines.push(
       `${phase.name}: p50 ${pct(0.5).toFixed(2)} ms, p99 ${pct(0.99).toFixed(2)} ms, max ${sorted[bids - 1].toFixed(2)} ms, ` +
@@ -341,15 +341,6 @@ async function deploy(deployer: Signer, name: NxtpContractName, args: unknown[])
   const c = await new ContractFactory(abi, bytecode, deployer).deploy(...args);
   await c.waitForDeployment();
   return new Contract(await c.getAddress(), abi, deployer);
-}
-
-/** Polls `probe` (a throw counts as "not yet": the server may not listen yet) until true or the timeout. */
-async function waitUntil(what: string, probe: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
 }
 
 main().then(

@@ -11,9 +11,6 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { accessSync, constants } from "node:fs";
-import { createServer, type AddressInfo } from "node:net";
-import { dirname, join } from "node:path";
 import { PassThrough } from "node:stream";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { Queue, QueueEvents, type Job } from "bullmq";
@@ -27,12 +24,15 @@ import {
   toQuantity,
   type Signer,
 } from "ethers";
-import { Redis } from "ioredis";
 import { startSubmitter, type RunningSubmitter } from "../services/submitter/start-submitter";
+import { anvilBinary, redisServerBinary } from "../scripts/local/binaries";
+import { getFreePort } from "../scripts/local/free-port";
+import { anvilAnswers, anvilArgs, redisAnswers, redisArgs } from "../scripts/local/probes";
 import { packageArtifact, type NxtpContractName } from "../scripts/nxtp-package";
 import { loadConfig } from "../shared/config";
 import { createLogger } from "../shared/logging/create-logger";
 import { TX_JOB, txJobId, txJobOptions, txQueueName, type TxJobData, type TxJobResult } from "../shared/queues";
+import { percentile, waitUntil } from "./support";
 
 const CHAIN_IDS = [1337, 1338] as const;
 /** anvil's account 0 (public test key): deploys and funds. */
@@ -64,46 +64,20 @@ async function main(): Promise<void> {
   const confirmations = (process.env.BENCH_CONFIRMATIONS ?? "1,12").split(",").map((c) => positive(c, 1));
   const children: ChildProcess[] = [];
   try {
-    const redisPort = await freePort();
-    children.push(
-      spawn(
-        binary("redis-server", ["/usr/bin/redis-server"]),
-        ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        { stdio: "ignore" },
-      ),
-    );
-    const anvilBin = join(dirname(require.resolve("@foundry-rs/anvil-linux-amd64/package.json")), "bin", "anvil");
+    const redisPort = await getFreePort();
+    children.push(spawn(redisServerBinary(), redisArgs(redisPort), { stdio: "ignore" }));
     const rpcUrls: string[] = [];
+    const anvilPorts: number[] = [];
     for (const chainId of CHAIN_IDS) {
-      const port = await freePort();
-      children.push(
-        spawn(
-          anvilBin,
-          [
-            "--host",
-            "127.0.0.1",
-            "--port",
-            String(port),
-            "--chain-id",
-            String(chainId),
-            "--block-time",
-            "1",
-            "--silent",
-          ],
-          { stdio: "ignore" },
-        ),
-      );
+      const port = await getFreePort();
+      children.push(spawn(anvilBinary(), anvilArgs(port, chainId, { blockTimeSec: 1 }), { stdio: "ignore" }));
       rpcUrls.push(`http://127.0.0.1:${port}`);
+      anvilPorts.push(port);
     }
     const redisUrl = `redis://127.0.0.1:${redisPort}`;
-    await waitUntil("redis", () => redisAnswers(redisUrl));
-    for (const url of rpcUrls) {
-      await waitUntil("anvil", () =>
-        fetch(url, rpcBody("eth_chainId", [])).then(
-          (r) => r.ok,
-          () => false,
-        ),
-      );
+    await waitUntil("redis", () => redisAnswers(redisPort, 500));
+    for (const [i, port] of anvilPorts.entries()) {
+      await waitUntil("anvil", () => anvilAnswers(port, CHAIN_IDS[i], 500));
     }
     const router = Wallet.createRandom();
     const funding = BigInt(jobs + baselineJobs) * BigInt(confirmations.length) * AMOUNT;
@@ -292,10 +266,10 @@ function figuresOf(
     jobs: done.length,
     txPerSec,
     wallSec: (finished[finished.length - 1] - startedAtMs) / 1000,
-    broadcastP50: pct(broadcast, 0.5),
-    broadcastP99: pct(broadcast, 0.99),
-    confirmedP50: pct(confirmed, 0.5),
-    confirmedP99: pct(confirmed, 0.99),
+    broadcastP50: percentile(broadcast, 0.5),
+    broadcastP99: percentile(broadcast, 0.99),
+    confirmedP50: percentile(confirmed, 0.5),
+    confirmedP99: percentile(confirmed, 0.99),
   };
 }
 
@@ -318,10 +292,6 @@ function printScenario(confirmations: number, pipelined: ScenarioResult, baselin
     `  event-loop delay with ${pipelined.figures[0]?.jobs ?? 0} jobs in flight per chain: p99 ${pipelined.loopDelayP99Ms.toFixed(0)} ms, max ${pipelined.loopDelayMaxMs.toFixed(0)} ms`,
   );
   process.stdout.write(`${lines.join("\n")}\n`);
-}
-
-function pct(sorted: readonly number[], q: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
 }
 
 function positive(raw: string | undefined, fallback: number): number {
@@ -354,60 +324,6 @@ async function deployAndFund(
   await send(token, "approve", [tmAddress, amount]);
   await send(tm, "addLiquidityFor", [amount, tokenAddress, router]);
   return { tm: tmAddress, token: tokenAddress };
-}
-
-async function redisAnswers(url: string): Promise<boolean> {
-  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  client.on("error", () => undefined);
-  try {
-    await client.connect();
-    return (await client.ping()) === "PONG";
-  } catch {
-    return false;
-  } finally {
-    client.disconnect();
-  }
-}
-
-function rpcBody(method: string, params: unknown[]): RequestInit {
-  return {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-  };
-}
-
-function binary(name: string, fallbacks: string[]): string {
-  const candidates = [...(process.env.PATH ?? "").split(":").map((d) => join(d, name)), ...fallbacks];
-  const found = candidates.find((path) => {
-    try {
-      accessSync(path, constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
-  if (!found) throw new Error(`${name} not found on PATH`);
-  return found;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitUntil(what: string, probe: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 main().then(
