@@ -17,7 +17,7 @@ import { chainConfigFor } from "../../shared/process/process-env";
 import { throttledErrorLog } from "../../shared/logging/throttled-error-log";
 import { createNonceStore } from "./send/nonce-store";
 import { reconcileNonce } from "./send/reconcile-nonce";
-import { SenderLeaseLostError } from "./send/errors";
+import { SenderLeaseLostError, type SenderTermStuckError } from "./send/errors";
 import { createSendSlot } from "./send/send-slot";
 import { createTxRecordStore } from "./send/tx-record";
 import type { SendHooks } from "./send/send-context";
@@ -74,6 +74,11 @@ export interface SubmitterOptions {
   readonly nonceGapBoundMs?: number;
   /** Crash points for fault tests (test/fault); never set in production. */
   readonly hooks?: SendHooks;
+  /**
+   * Called when a sender term cannot end (SENDER_TERM_STUCK): the process no longer sends or competes for the
+   * lease. main.ts crashes the process so PM2 restarts it; by default only the error is logged.
+   */
+  readonly onStuck?: (err: SenderTermStuckError) => void;
   /** The config's signer (mnemonic or remote) by default. */
   readonly signer?: RouterSigner;
   readonly providerOptions?: Pick<ChainProviderOptions, "maxLagBlocks" | "headRefreshMs" | "requestTimeoutMs">;
@@ -253,6 +258,7 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
       gapTracker?.stop();
       await worker.pause();
     },
+    onStuck: (err) => options.onStuck?.(err),
   });
   logger.info("submitter started", {
     at: "submitter.start",

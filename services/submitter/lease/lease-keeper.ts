@@ -1,6 +1,8 @@
 import { setMaxListeners } from "node:events";
 import { errorCode, errorMessage } from "../../../shared/errors";
 import type { Logger } from "../../../shared/logging/create-logger";
+import { settlesWithin } from "../../../shared/process/timing";
+import { SenderTermStuckError } from "../send/errors";
 import { createThrottle } from "../send/timing";
 import type { Fence, SenderLease } from "./sender-lease";
 
@@ -15,7 +17,17 @@ export interface LeaseKeeperParams {
   onBegin(fence: Fence, signal: AbortSignal): Promise<void>;
   /** Stops sending: pauses the worker (its active job was aborted and hands itself back). */
   onEnd(): Promise<void>;
+  /** Bound on onEnd; past it the term is stuck (default DEFAULT_END_TIMEOUT_MS). */
+  readonly endTimeoutMs?: number;
+  /**
+   * Called once when a term could not end within its bound: the keeper has stopped for good (no renewals, no
+   * new term, not ready), so the lease lapses and a standby or a restarted process takes over.
+   */
+  onStuck(err: SenderTermStuckError): void;
 }
+
+/** Well above a healthy pause (active jobs stop at their next safe point within a poll interval). */
+export const DEFAULT_END_TIMEOUT_MS = 10_000;
 
 export interface LeaseKeeper {
   /** Makes the first decision (sender term begun, or standby) before resolving, then keeps ticking. */
@@ -114,7 +126,23 @@ export function createLeaseKeeper(params: LeaseKeeperParams): LeaseKeeper {
       return;
     }
     ending.abort.abort();
-    await params.onEnd();
+    const endTimeoutMs = params.endTimeoutMs ?? DEFAULT_END_TIMEOUT_MS;
+    if (!(await settlesWithin(params.onEnd(), endTimeoutMs))) {
+      halted = true;
+      ready = false;
+      clearTimeout(timer);
+      const err = new SenderTermStuckError(`the sender term did not end within ${endTimeoutMs} ms`, {
+        leaseTerm: ending.fence.token,
+      });
+      logger.error("sender term stuck: this process stops competing for the lease", {
+        at: "submitter.lease",
+        leaseTerm: ending.fence.token,
+        ownerId: lease.ownerId,
+        code: err.code,
+      });
+      params.onStuck(err);
+      return;
+    }
     logger.info("sender term ended", { at: "submitter.lease", leaseTerm: ending.fence.token });
   };
 

@@ -58,3 +58,14 @@ export class SenderLeaseLostError extends RouterError {
   readonly code = "SENDER_LEASE_LOST";
   readonly retriable = true;
 }
+
+/**
+ * The sender term could not end within its bound (the worker would not pause: seen after a Redis restart, when
+ * BullMQ's pause waits on a connection that never comes back). The process can neither send nor safely begin
+ * another term with that worker, so it stops competing for the lease; run as a service it exits and is
+ * restarted, which is safe because every job, record and nonce lives in Redis.
+ */
+export class SenderTermStuckError extends RouterError {
+  readonly code = "SENDER_TERM_STUCK";
+  readonly retriable = false;
+}
