@@ -26,7 +26,9 @@ function chainIds() {
   try {
     raw = JSON.parse(fs.readFileSync(configFile, "utf8"));
   } catch (err) {
-    throw new Error(`ecosystem.config.js: cannot read ${configFile} (${err.code || err.message}); create it from config.example.json`);
+    throw new Error(
+      `ecosystem.config.js: cannot read ${configFile} (${err.code || err.message}); create it from config.example.json`,
+    );
   }
   const ids = Object.keys((raw && raw.chainConfig) || {}).filter((id) => /^[0-9]+$/.test(id));
   if (ids.length === 0) {
@@ -42,7 +44,9 @@ function count(name, { min, max, fallback }) {
   }
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min || n > max) {
-    throw new Error(`ecosystem.config.js: ${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+    throw new Error(
+      `ecosystem.config.js: ${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`,
+    );
   }
   return n;
 }
@@ -53,7 +57,7 @@ const submitterInstances =
     ? 1 + count("SUBMITTER_STANDBYS", { min: 0, max: 8, fallback: 0 })
     : count("SUBMITTER_INSTANCES", { min: 1, max: 9, fallback: 1 });
 
-/** Shared by every app: graceful stop within kill_timeout, readiness signal, crash-loop backoff, dated logs. */
+/** Shared by every app: graceful stop within kill_timeout, readiness signal, bounded restart delay, dated logs. */
 const common = {
   cwd: __dirname,
   exec_mode: "fork",
@@ -62,7 +66,19 @@ const common = {
   kill_timeout: 12000,
   wait_ready: true,
   listen_timeout: 20000,
-  exp_backoff_restart_delay: 200,
+  // Restarts (issue 12): a fixed short delay, never PM2's exponential backoff, which under repeated crashes grew
+  // to 11.5 s with a submitter's chain stalled meanwhile. A SIGKILLed process is respawned after 250 ms and is
+  // ready again ~1-2 s later. Crash loops: PM2 counts a restart as unstable when the process lived under
+  // min_uptime (2 s: a bad config or an unreachable Redis kills a process within about a second, a healthy one
+  // lives longer), and after max_restarts (10) unstable restarts within min_uptime x max_restarts (20 s) of
+  // `pm2 start` it stops restarting the app and logs "too many unstable restarts (10). Stopped." (with a
+  // restart_delay, PM2 7 then shows it as "waiting restart" with pid 0 and a frozen ↺ count instead of
+  // "errored"; its heartbeat goes missing and RouterProcessHeartbeatMissing fires). A process that starts
+  // crashing later restarts every 250 ms; its climbing ↺ count and the RouterRestarting alert are the signal,
+  // never a silently growing delay.
+  restart_delay: 250,
+  min_uptime: 2000,
+  max_restarts: 10,
   merge_logs: true,
   log_date_format: "YYYY-MM-DD HH:mm:ss.SSS Z",
   env: { ROUTER_CONFIG_FILE: configFile, NODE_ENV: "production" },
@@ -87,7 +103,11 @@ module.exports = {
   apps: [
     app("admin", "dist/services/admin/main.js", { instances: 1, max_memory_restart: "256M" }),
     // The auction warms its price and gas caches (up to 15 s) before it connects to NATS and reports ready.
-    app("auction", "dist/services/auction/main.js", { instances: auctionInstances, max_memory_restart: "512M", listen_timeout: 40000 }),
+    app("auction", "dist/services/auction/main.js", {
+      instances: auctionInstances,
+      max_memory_restart: "512M",
+      listen_timeout: 40000,
+    }),
     ...chains.map((chainId) =>
       app(`submitter-${chainId}`, "dist/services/submitter/main.js", {
         instances: submitterInstances,
@@ -96,7 +116,11 @@ module.exports = {
       }),
     ),
     ...chains.map((chainId) =>
-      app(`poller-${chainId}`, "dist/services/poller/main.js", { instances: 1, max_memory_restart: "512M", env: { CHAIN_ID: chainId } }),
+      app(`poller-${chainId}`, "dist/services/poller/main.js", {
+        instances: 1,
+        max_memory_restart: "512M",
+        env: { CHAIN_ID: chainId },
+      }),
     ),
   ],
 };

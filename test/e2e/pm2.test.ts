@@ -1,10 +1,14 @@
 import { execFile } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Wallet } from "ethers";
 import type { AuthServer } from "../../services/messaging-auth/app";
 import { waitForAuctionStatus } from "../../scripts/local/demo-swap";
+import { createLogger } from "../../shared/logging/create-logger";
+import { connectMessaging } from "../../shared/messaging";
+import { sleep } from "../../shared/process/timing";
 import { startAuthServer } from "../harness/auth-server";
 import { getFreePort } from "../harness/free-port";
 import { startNats, type NatsServer } from "../harness/nats";
@@ -38,12 +42,16 @@ describe("PM2: ecosystem.config.js runs the router", () => {
   let adminUrl: string;
 
   // Asynchronous: the auth server runs in this process and must answer the auction's login meanwhile.
-  const pm2 = (...args: string[]): Promise<{ status: number | null; output: string }> => {
+  const pm2In = (
+    home: string,
+    config: string,
+    ...args: string[]
+  ): Promise<{ status: number | null; output: string }> => {
     const env: NodeJS.ProcessEnv = {
       ...process.env,
-      PM2_HOME: pm2Home,
-      ROUTER_CONFIG_FILE: configFile,
-      ROUTER_LOG_DIR: join(pm2Home, "logs"),
+      PM2_HOME: home,
+      ROUTER_CONFIG_FILE: config,
+      ROUTER_LOG_DIR: join(home, "logs"),
     };
     delete env.ROUTER_ADMIN_TOKEN;
     delete env.ROUTER_MNEMONIC;
@@ -59,6 +67,32 @@ describe("PM2: ecosystem.config.js runs the router", () => {
         },
       );
     });
+  };
+  const pm2 = (...args: string[]): Promise<{ status: number | null; output: string }> =>
+    pm2In(pm2Home, configFile, ...args);
+
+  interface Pm2Entry {
+    name: string;
+    pid: number;
+    pm2_env: {
+      status: string;
+      restart_time: number;
+      restart_delay?: number;
+      min_uptime?: number;
+      max_restarts?: number;
+      exp_backoff_restart_delay?: number;
+    };
+  }
+  const jlist = async (home = pm2Home, config = configFile): Promise<Pm2Entry[]> => {
+    const output = (await pm2In(home, config, "jlist")).output;
+    return JSON.parse(output.slice(output.indexOf("["))) as Pm2Entry[];
+  };
+  const readPm2Log = (home: string): string =>
+    existsSync(join(home, "pm2.log")) ? readFileSync(join(home, "pm2.log"), "utf8") : "";
+  const appNamed = async (name: string): Promise<Pm2Entry> => {
+    const app = (await jlist()).find((a) => a.name === name);
+    if (!app) throw new Error(`no PM2 app ${name}`);
+    return app;
   };
 
   beforeAll(async () => {
@@ -116,6 +150,110 @@ describe("PM2: ecosystem.config.js runs the router", () => {
       "submitter-1338",
     ]);
   });
+
+  it("restarts with a fixed short delay, never an exponential backoff (issue 12)", async () => {
+    for (const app of await jlist()) {
+      const env = app.pm2_env;
+      expect({
+        name: app.name,
+        restartDelay: env.restart_delay,
+        minUptime: env.min_uptime,
+        maxRestarts: env.max_restarts,
+        backoff: env.exp_backoff_restart_delay,
+      }).toEqual({ name: app.name, restartDelay: 250, minUptime: 2000, maxRestarts: 10, backoff: undefined });
+    }
+  });
+
+  it("a SIGKILLed admin API answers again within 3 s, every time of 4 kills in a row (the delay does not grow)", async () => {
+    const figures: number[] = [];
+    for (let i = 0; i < 4; i += 1) {
+      const before = await appNamed("admin");
+      const killedAtMs = Date.now();
+      process.kill(before.pid, "SIGKILL");
+      await waitFor(
+        "admin answering from a new process",
+        async () => {
+          const ok = await fetch(`${adminUrl}/ping`).then(
+            (r) => r.ok,
+            () => false,
+          );
+          return ok && (await appNamed("admin")).pid !== before.pid ? true : undefined;
+        },
+        10_000,
+      );
+      figures.push(Date.now() - killedAtMs);
+    }
+    process.stdout.write(`pm2: admin SIGKILL → answering: ${figures.join(", ")} ms\n`);
+    expect(Math.max(...figures)).toBeLessThanOrEqual(3_000);
+  }, 60_000);
+
+  it("a SIGKILLed lone auction answers a status request again within 2 s of PM2 restarting it", async () => {
+    if (!nats || !auth) throw new Error("messaging not started");
+    // A client connected beforehand asks every 100 ms: the figure is the auction's, not a client login's.
+    const key = Wallet.createRandom();
+    const client = await connectMessaging({
+      servers: nats.url,
+      authUrl: auth.url,
+      signer: { getAddress: async () => key.address, signMessage: (m) => key.signMessage(m) },
+      logger: createLogger({ level: "silent", service: "pm2-test-client" }),
+    });
+    const answered = new Set<string>();
+    client.onResponse("status", (r) => {
+      if (r.responseInbox) answered.add(r.responseInbox);
+    });
+    try {
+      const before = await appNamed("auction");
+      process.kill(before.pid, "SIGKILL");
+      const killedAtMs = Date.now();
+      const asked: string[] = [];
+      await waitFor(
+        "a status answer from the restarted auction",
+        async () => {
+          const inbox = `_INBOX.${randomUUID()}`;
+          asked.push(inbox);
+          client.request("status", { requestee: key.address }, inbox);
+          await sleep(100);
+          return asked.some((i) => answered.has(i)) ? true : undefined;
+        },
+        10_000,
+      );
+      const answeredMs = Date.now() - killedAtMs;
+      expect((await appNamed("auction")).pid).not.toBe(before.pid);
+      process.stdout.write(`pm2: auction SIGKILL → answering a status request: ${answeredMs} ms\n`);
+      // PM2 respawns 250 ms after the kill; then answering within 2 s.
+      expect(answeredMs).toBeLessThanOrEqual(2_250);
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+
+  it("a process crash-looping at start is stopped after max_restarts, visibly, not restarted for ever", async () => {
+    const home = mkdtempSync(join(tmpdir(), "pm2-crashloop-"));
+    const badConfig = join(home, "config.json");
+    // Valid JSON with a chain (ecosystem.config.js reads it) but no adminToken or mnemonic: every start fails.
+    writeFileSync(badConfig, JSON.stringify({ chainConfig: { "1337": { providers: ["http://127.0.0.1:1"] } } }));
+    try {
+      const started = await pm2In(home, badConfig, "start", "ecosystem.config.js", "--only", "admin");
+      expect(started.status).toBe(0);
+      // PM2's own verdict, in its daemon log: it gave up on the app.
+      await waitFor(
+        "PM2 giving up on admin",
+        async () =>
+          /admin\/main\.js had too many unstable restarts \(10\)\. Stopped/.test(readPm2Log(home)) ? true : undefined,
+        40_000,
+      );
+      const app = (await jlist(home, badConfig)).find((a) => a.name === "admin");
+      // PM2 7 labels it "waiting restart" (restart_delay set) but never schedules the restart: pid 0, count frozen.
+      expect({ status: app?.pm2_env.status === "online", pid: app?.pid, restarts: app?.pm2_env.restart_time }).toEqual({
+        status: false,
+        pid: 0,
+        restarts: 9,
+      });
+    } finally {
+      await pm2In(home, badConfig, "kill");
+      rmSync(home, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   it("answers a status request over NATS from the auction app, and writes dated log lines per app", async () => {
     if (!nats || !auth) throw new Error("messaging not started");

@@ -1,6 +1,6 @@
 import { redisServerBinary } from "../../scripts/local/binaries";
 import { redisAnswers, redisArgs } from "../../scripts/local/probes";
-import { startOnFreePort } from "./child-process";
+import { spawnManaged, startOnFreePort, waitForReady, type ManagedProcess } from "./child-process";
 
 export { redisServerBinary };
 
@@ -13,14 +13,44 @@ export interface RedisServer {
   stop(): Promise<void>;
 }
 
-/** A throwaway redis-server on a free loopback port: no persistence, and never evicts (BullMQ needs that). */
-export async function startRedis(): Promise<RedisServer> {
+export interface StartRedisOptions {
+  /** Append-only persistence (fsync every write) in this directory, as the compose file runs Redis. */
+  readonly appendOnlyDir?: string;
+  /** Listen on this port instead of a free one (a restart on the port the clients know). */
+  readonly port?: number;
+}
+
+/** A throwaway redis-server on a free loopback port: no persistence unless asked, and never evicts (BullMQ needs that). */
+export async function startRedis(opts: StartRedisOptions = {}): Promise<RedisServer> {
   const host = "127.0.0.1";
-  const { proc, port } = await startOnFreePort({
-    name: "redis-server",
-    command: redisServerBinary(),
-    args: redisArgs,
-    probe: redisAnswers,
-  });
+  const args = (port: number): string[] => {
+    const base = redisArgs(port);
+    if (!opts.appendOnlyDir) return base;
+    const i = base.indexOf("--appendonly");
+    return [
+      ...base.slice(0, i),
+      ...base.slice(i + 2),
+      "--appendonly",
+      "yes",
+      "--appendfsync",
+      "always",
+      "--dir",
+      opts.appendOnlyDir,
+    ];
+  };
+  let proc: ManagedProcess;
+  let port: number;
+  if (opts.port === undefined) {
+    ({ proc, port } = await startOnFreePort({
+      name: "redis-server",
+      command: redisServerBinary(),
+      args,
+      probe: redisAnswers,
+    }));
+  } else {
+    port = opts.port;
+    proc = spawnManaged({ name: `redis-server:${port}`, command: redisServerBinary(), args: args(port) });
+    await waitForReady(proc, (timeoutMs) => redisAnswers(port, timeoutMs));
+  }
   return { host, port, url: `redis://${host}:${port}`, pid: proc.pid, stop: proc.stop };
 }

@@ -25,13 +25,11 @@ export function requireAdminToken(params: { adminToken: string; logger: Logger; 
       reason: password === undefined ? "no credentials" : "wrong token",
     });
     res.setHeader("WWW-Authenticate", challenge);
-    res
-      .status(401)
-      .json({
-        error: "unauthorized",
-        message: "HTTP Basic credentials with the adminToken as password are required",
-        requestId: requestIdOf(res),
-      });
+    res.status(401).json({
+      error: "unauthorized",
+      message: "HTTP Basic credentials with the adminToken as password are required",
+      requestId: requestIdOf(res),
+    });
   };
 }
 
@@ -51,13 +49,11 @@ export const sameOriginWrites: RequestHandler = (req, res, next) => {
   const originHost = origin ? hostOf(origin) : undefined;
   const sameOrigin = (site === undefined || site === "same-origin") && origin !== undefined && originHost === host;
   if (!sameOrigin) {
-    res
-      .status(403)
-      .json({
-        error: "forbidden",
-        message: "dashboard actions must come from the dashboard's own origin",
-        requestId: requestIdOf(res),
-      });
+    res.status(403).json({
+      error: "forbidden",
+      message: "dashboard actions must come from the dashboard's own origin",
+      requestId: requestIdOf(res),
+    });
     return;
   }
   next();

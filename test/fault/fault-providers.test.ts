@@ -1,0 +1,113 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { RECEIVING, SENDING, startE2eStack, stopE2eStack, type E2eStack } from "../e2e/e2e-fixture";
+import { startRpcProxy, type RpcProxy } from "./rpc-proxy";
+import { assertDistBuilt, startRouterProcs, type RouterProcs } from "./router-procs";
+import { auditRouterTxs, describeAudit, fundUsers, runSwap } from "./swap-audit";
+
+/**
+ * Issue 9: the router's processes over two providers per chain. The primary goes down mid-run (its port
+ * refuses) and the fallback carries the next swaps; a primary stuck behind a fresh fallback is skipped (no
+ * stall, no decision on its stale head). Judged from the chains: swaps fulfilled, no reverted or duplicate
+ * router transaction.
+ */
+const STEP_TIMEOUT_MS = 30_000;
+
+describe("fault: providers", () => {
+  let s: E2eStack | undefined;
+  let r: RouterProcs | undefined;
+  let dir: string;
+  const openProxies: RpcProxy[] = [];
+
+  beforeAll(async () => {
+    assertDistBuilt();
+    s = await startE2eStack();
+    dir = mkdtempSync(join(tmpdir(), "fault-providers-"));
+  }, 120_000);
+
+  afterEach(async () => {
+    await r?.stop();
+    r = undefined;
+    for (const proxy of openProxies.splice(0)) await proxy.down().catch(() => undefined);
+  });
+
+  afterAll(async () => {
+    await stopE2eStack(s);
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const withProxies = async (
+    e: E2eStack,
+  ): Promise<{ proxies: Map<number, RpcProxy>; overrides: Record<number, Record<string, unknown>> }> => {
+    const proxies = new Map<number, RpcProxy>();
+    for (const chain of [e.sending, e.receiving]) proxies.set(chain.chainId, await startRpcProxy(chain.anvil.url));
+    openProxies.push(...proxies.values());
+    const overrides = Object.fromEntries(
+      [e.sending, e.receiving].map((c) => [c.chainId, { providers: [proxies.get(c.chainId)?.url, c.anvil.url] }]),
+    );
+    return { proxies, overrides };
+  };
+
+  const expectClean = async (e: E2eStack, fromBlocks: number[], swaps: number, procs: RouterProcs): Promise<void> => {
+    const audits = [
+      await auditRouterTxs(e.sending, e.router, fromBlocks[0] + 1),
+      await auditRouterTxs(e.receiving, e.router, fromBlocks[1] + 1),
+    ];
+    const figures = audits.map(describeAudit).join("\n");
+    process.stdout.write(`${figures}\n`);
+    expect({
+      reverted: audits.flatMap((a) => a.reverted),
+      duplicates: audits.flatMap((a) => a.duplicates),
+      gaps: audits.flatMap((a) => a.nonceGaps),
+    }).toEqual({ reverted: [], duplicates: [], gaps: [] });
+    expect(audits[1].txs.filter((t) => t.method === "prepare").length).toBe(swaps);
+    expect(audits[0].txs.filter((t) => t.method === "fulfill").length).toBe(swaps);
+    // No process crashed over it (a crash would be restarted and hide the fault).
+    expect([...procs.procs.values()].map((x) => `${x.name}:${x.restarts()}`)).toEqual(
+      [...procs.procs.keys()].map((n) => `${n}:0`),
+    );
+  };
+
+  it("the primary provider goes down mid-run: the fallback carries the next swaps", async () => {
+    if (!s) throw new Error("no stack");
+    const e = s;
+    const [user] = await fundUsers(e, 1, 3);
+    const { proxies, overrides } = await withProxies(e);
+    const fromBlocks = [await e.sending.provider.getBlockNumber(), await e.receiving.provider.getBlockNumber()];
+    r = await startRouterProcs(e, dir, { chainOverrides: overrides });
+    const procs = r;
+    const fail =
+      (what: string) =>
+      (err: unknown): never => {
+        throw new Error(`${what}: ${err instanceof Error ? err.message : String(err)}\n${procs.outputs()}`);
+      };
+    await runSwap(user, STEP_TIMEOUT_MS).catch(fail("swap through the primary"));
+    for (const id of [SENDING, RECEIVING]) expect(proxies.get(id)?.requests()).toBeGreaterThan(0);
+    for (const proxy of proxies.values()) await proxy.down();
+    await runSwap(user, STEP_TIMEOUT_MS).catch(fail("swap with the primary down"));
+    await runSwap(user, STEP_TIMEOUT_MS).catch(fail("second swap with the primary down"));
+    expect([...procs.procs.values()].map((x) => x.output()).join("\n")).toMatch(/provider unavailable, skipping it/);
+    await expectClean(e, fromBlocks, 3, procs);
+  }, 120_000);
+
+  it("a primary provider stuck 20 blocks behind a fresh fallback is skipped: no stall, no wrong decision", async () => {
+    if (!s) throw new Error("no stack");
+    const e = s;
+    const [user] = await fundUsers(e, 1, 3);
+    const { proxies, overrides } = await withProxies(e);
+    for (const proxy of proxies.values()) await proxy.lagBehind(20);
+    const fromBlocks = [await e.sending.provider.getBlockNumber(), await e.receiving.provider.getBlockNumber()];
+    r = await startRouterProcs(e, dir, { chainOverrides: overrides });
+    const procs = r;
+    for (let i = 0; i < 3; i += 1) {
+      await runSwap(user, STEP_TIMEOUT_MS).catch((err: unknown) => {
+        throw new Error(
+          `swap ${i + 1} with a lagging primary: ${err instanceof Error ? err.message : String(err)}\n${procs.outputs()}`,
+        );
+      });
+    }
+    expect([...procs.procs.values()].map((x) => x.output()).join("\n")).toMatch(/provider lags behind, skipping it/);
+    await expectClean(e, fromBlocks, 3, procs);
+  }, 120_000);
+});

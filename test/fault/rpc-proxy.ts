@@ -1,0 +1,89 @@
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import { toQuantity } from "ethers";
+
+/**
+ * A JSON-RPC provider in front of an anvil node that the fault tests can break: `down()` closes it (the next
+ * connection is refused, open ones are cut), `lagBehind(n)` makes it a provider stuck n blocks behind (its
+ * eth_blockNumber and "latest" block stay at the head it had then).
+ */
+export interface RpcProxy {
+  readonly url: string;
+  /** Requests served so far. */
+  requests(): number;
+  lagBehind(blocks: number): Promise<void>;
+  down(): Promise<void>;
+}
+
+interface RpcRequest {
+  readonly id?: unknown;
+  readonly method?: string;
+  readonly params?: unknown[];
+}
+
+async function body(req: IncomingMessage): Promise<string> {
+  let text = "";
+  for await (const chunk of req) text += String(chunk);
+  return text;
+}
+
+export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
+  let served = 0;
+  let frozenHead: number | undefined;
+  const sockets = new Set<Socket>();
+  const forward = async (payload: unknown): Promise<unknown> => {
+    const res = await fetch(targetUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(payload),
+    });
+    return res.json();
+  };
+  const answer = async (r: RpcRequest): Promise<unknown> => {
+    if (frozenHead !== undefined) {
+      if (r.method === "eth_blockNumber") return { jsonrpc: "2.0", id: r.id, result: toQuantity(frozenHead) };
+      if (r.method === "eth_getBlockByNumber" && r.params?.[0] === "latest")
+        return forward({ ...r, params: [toQuantity(frozenHead), ...(r.params ?? []).slice(1)] });
+    }
+    return forward(r);
+  };
+  const server: Server = createServer((req, res) => {
+    void (async () => {
+      served += 1;
+      try {
+        const parsed = JSON.parse(await body(req)) as RpcRequest | RpcRequest[];
+        const reply = Array.isArray(parsed) ? await Promise.all(parsed.map(answer)) : await answer(parsed);
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify(reply));
+      } catch (err) {
+        res.writeHead(502);
+        res.end(String(err));
+      }
+    })();
+  });
+  server.on("connection", (socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen({ host: "127.0.0.1", port: 0 }, resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    requests: () => served,
+    lagBehind: async (blocks) => {
+      const head = Number(
+        BigInt(
+          ((await forward({ jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] })) as { result: string })
+            .result,
+        ),
+      );
+      frozenHead = Math.max(0, head - blocks);
+    },
+    down: async () => {
+      if (!server.listening) return;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const socket of sockets) socket.destroy();
+      await closed;
+    },
+  };
+}

@@ -1,0 +1,103 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { sleep } from "../../shared/process/timing";
+import { startE2eStack, stopE2eStack, type E2eStack } from "../e2e/e2e-fixture";
+import { assertDistBuilt, startRouterProcs, type RouterProcs } from "./router-procs";
+import { auditRouterTxs, describeAudit, fundUsers, percentile, runPool, runSwap } from "./swap-audit";
+
+/**
+ * Issue 9 soak: SWAPS swaps end to end through the router's processes (submitter and poller of 1337 and
+ * 1338, real child processes restarted 250 ms after they die, as PM2 with ecosystem.config.js does) while a
+ * random one of them is SIGKILLed every 2-4 s (every process once per round of four, in random order). Every swap must end fulfilled on both sides, with no reverted
+ * and no duplicate router transaction and contiguous nonces on both chains, judged from the chains' blocks.
+ */
+const SWAPS = Number(process.env.SOAK_SWAPS ?? 50);
+// Two users at a time: the 50 swaps then last long enough (~30 s) for every process to be killed more than once.
+const USERS = 2;
+const SWAP_STEP_TIMEOUT_MS = 45_000;
+
+describe("soak: swaps under random SIGKILLs", () => {
+  let s: E2eStack | undefined;
+  let r: RouterProcs | undefined;
+  let dir: string;
+
+  beforeAll(async () => {
+    assertDistBuilt();
+    s = await startE2eStack();
+    dir = mkdtempSync(join(tmpdir(), "fault-soak-"));
+  }, 120_000);
+
+  afterAll(async () => {
+    await r?.stop();
+    await stopE2eStack(s);
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it(`${SWAPS} swaps, a random router process SIGKILLed every 2-4 s: all fulfilled, 0 reverted, 0 duplicates, nonces contiguous`, async () => {
+    if (!s) throw new Error("no stack");
+    const e = s;
+    const users = await fundUsers(e, USERS, Math.ceil(SWAPS / USERS));
+    const fromBlocks = [await e.sending.provider.getBlockNumber(), await e.receiving.provider.getBlockNumber()];
+    const procs = await startRouterProcs(e, dir);
+    r = procs;
+    const names = [...procs.procs.keys()];
+    const kills = new Map<string, number>(names.map((n) => [n, 0]));
+    const order: string[] = [];
+    let running = true;
+    const killer = (async () => {
+      for (let first = true; running; first = false) {
+        await sleep(first ? 1_000 : 2_000 + Math.random() * 2_000);
+        if (!running) break;
+        // Random order, every process once per round: no role escapes the kills by chance.
+        if (order.length === 0) order.push(...[...names].sort(() => Math.random() - 0.5));
+        const name = order.shift() as string;
+        if (procs.proc(name).signal("SIGKILL")) kills.set(name, (kills.get(name) ?? 0) + 1);
+      }
+    })();
+    const startedAtMs = Date.now();
+    let outcomes;
+    try {
+      outcomes = await runPool(SWAPS, USERS, (_i, w) => runSwap(users[w], SWAP_STEP_TIMEOUT_MS));
+    } catch (err) {
+      throw new Error(
+        `a swap did not complete under kills: ${err instanceof Error ? err.message : String(err)}\n${procs.outputs()}`,
+        { cause: err },
+      );
+    } finally {
+      running = false;
+      await killer;
+    }
+    const elapsedMs = Date.now() - startedAtMs;
+    const audits = [
+      await auditRouterTxs(e.sending, e.router, fromBlocks[0] + 1),
+      await auditRouterTxs(e.receiving, e.router, fromBlocks[1] + 1),
+    ];
+    const durations = outcomes.map((o) => o.durationMs);
+    const totalKills = [...kills.values()].reduce((a, b) => a + b, 0);
+    const figures = [
+      `soak: ${outcomes.length}/${SWAPS} swaps fulfilled on both sides in ${(elapsedMs / 1000).toFixed(1)} s; ${totalKills} SIGKILLs (${[...kills].map(([n, c]) => `${n} ${c}`).join(", ")})`,
+      `swap duration p50 ${percentile(durations, 50)} ms, p99 ${percentile(durations, 99)} ms, max ${Math.max(...durations)} ms`,
+      ...audits.map(describeAudit),
+    ].join("\n");
+    process.stdout.write(`${figures}\n`);
+    const [sendingAudit, receivingAudit] = audits;
+    expect({
+      figures,
+      reverted: audits.flatMap((a) => a.reverted),
+      duplicates: audits.flatMap((a) => a.duplicates),
+      gaps: audits.flatMap((a) => a.nonceGaps),
+    }).toEqual({ figures, reverted: [], duplicates: [], gaps: [] });
+    // One receiving prepare and one sending claim per swap, nothing else.
+    expect(receivingAudit.txs.filter((t) => t.method === "prepare")).toHaveLength(SWAPS);
+    expect(sendingAudit.txs.filter((t) => t.method === "fulfill")).toHaveLength(SWAPS);
+    for (const a of audits) {
+      const latest = await (a.chainId === e.sending.chainId ? e.sending : e.receiving).provider.getTransactionCount(
+        e.router,
+        "latest",
+      );
+      expect(a.lastNonce === undefined ? latest : a.lastNonce + 1).toBe(latest);
+    }
+    expect(totalKills).toBeGreaterThanOrEqual(Math.min(names.length, Math.floor(elapsedMs / 4_000)));
+  }, 240_000);
+});
