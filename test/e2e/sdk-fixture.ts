@@ -64,7 +64,12 @@ export function assertPrerequisites(mains: readonly string[]): void {
   }
 }
 
-export async function startSdkStack(): Promise<SdkStack> {
+export interface SdkStackOptions {
+  /** Top-level keys merged into the router config file (e.g. `port`, `metricsPort` for a PM2-run router). */
+  readonly config?: Readonly<Record<string, unknown>>;
+}
+
+export async function startSdkStack(options: SdkStackOptions = {}): Promise<SdkStack> {
   const routerWallet = Wallet.createRandom();
   const mnemonic = routerWallet.mnemonic?.phrase;
   if (!mnemonic) throw new Error("random wallet without mnemonic");
@@ -140,6 +145,7 @@ export async function startSdkStack(): Promise<SdkStack> {
         [String(SENDING)]: entry(sending),
         [String(RECEIVING)]: entry(receiving, { allowRelay: true }),
       },
+      ...options.config,
     };
     const configFile = join(dir, "config.json");
     writeFileSync(configFile, JSON.stringify(config));
@@ -237,11 +243,7 @@ export interface StatusResponse {
  * NATS (so it is subscribed before the SDK asks for a quote); returns that status answer.
  */
 export async function startRouterProcesses(s: SdkStack): Promise<StatusResponse> {
-  const auth = s.spawn("messaging-auth", "messaging-auth/main.js", [
-    `MESSAGING_AUTH_PORT=${new URL(s.authUrl).port}`,
-    "MESSAGING_AUTH_LOG_LEVEL=warn",
-  ]);
-  await waitForReady(auth, async () => (await fetch(`${s.authUrl}/auth/${s.router}`)).ok, 15_000);
+  await startAuthProcess(s);
   for (const chainId of [SENDING, RECEIVING])
     s.spawn(`submitter-${chainId}`, "submitter/main.js", [`CHAIN_ID=${chainId}`]);
   const auction = s.spawn("auction", "auction/main.js");
@@ -256,6 +258,16 @@ export async function startRouterProcesses(s: SdkStack): Promise<StatusResponse>
     20_000,
   );
   return status as StatusResponse;
+}
+
+/** Starts the messaging auth service at s.authUrl (a child process) and resolves once it answers. */
+export async function startAuthProcess(s: SdkStack): Promise<ManagedProcess> {
+  const auth = s.spawn("messaging-auth", "messaging-auth/main.js", [
+    `MESSAGING_AUTH_PORT=${new URL(s.authUrl).port}`,
+    "MESSAGING_AUTH_LOG_LEVEL=warn",
+  ]);
+  await waitForReady(auth, async () => (await fetch(`${s.authUrl}/auth/${s.router}`)).ok, 15_000);
+  return auth;
 }
 
 /** One `status.request` as the SDK sends it (PROTOCOL §1.5–1.7); the first answer, or undefined after `waitMs`. */
