@@ -122,8 +122,15 @@ export async function runRefresher(
   intervalMs: number,
   signal: AbortSignal,
 ): Promise<void> {
+  let delayMs = intervalMs;
   while (!signal.aborted) {
-    await refreshChainOnce(plan, deps, signal);
-    await abortableDelay(intervalMs, signal);
+    const failures = await refreshChainOnce(plan, deps, signal);
+    // A failed read can leave a value cold, and a cold value refuses bids: retry soon, backing off to the interval.
+    delayMs =
+      failures === 0 ? intervalMs : Math.min(intervalMs, delayMs >= intervalMs ? REFRESH_RETRY_MIN_MS : delayMs * 2);
+    await abortableDelay(delayMs, signal);
   }
 }
+
+/** First retry after a refresh pass with failures; doubles up to the refresh interval. */
+export const REFRESH_RETRY_MIN_MS = 1_000;
