@@ -37,7 +37,7 @@ export interface AuctionStack {
   stop(): Promise<void>;
 }
 
-/** Chains 1 (oracle), 1337 and 1338 with NXTP, redis, nats, the auth service and a gas station stub. */
+/** Chains 1 (oracle), 1337 and 1338 with NXTP, redis, nats, the auth service and a local gas station server. */
 export async function startAuctionStack(): Promise<AuctionStack> {
   const stack = await startStack({ chainIds: [1, SENDING, RECEIVING] });
   if (!stack.redis || !stack.nats) throw new Error("stack without redis or nats");

@@ -25,7 +25,7 @@ async function authError(promise: Promise<unknown>): Promise<MessagingAuthError>
 }
 
 /** A throw-away HTTP server answering with `handler`, for the body formats and failures the real server never produces. */
-async function stub(
+async function scriptedAuthServer(
   handler: (method: string, url: string, body: string) => { status: number; body: string } | undefined,
 ): Promise<{ url: string; server: Server; seen: string[] }> {
   const seen: string[] = [];
@@ -144,7 +144,7 @@ describe("messaging auth: client against other server behaviours", () => {
 
   it("accepts JSON-string bodies for nonce and token (the SDK's axios does too), and sends the checksummed address", async () => {
     const signer = walletSigner();
-    const s = await stub((method) =>
+    const s = await scriptedAuthServer((method) =>
       method === "GET"
         ? { status: 200, body: JSON.stringify("0xabc") }
         : { status: 200, body: JSON.stringify("tok.en.jwt") },
@@ -158,7 +158,7 @@ describe("messaging auth: client against other server behaviours", () => {
   });
 
   it("times out a hung auth server, naming the step", async () => {
-    const s = await stub(() => undefined);
+    const s = await scriptedAuthServer(() => undefined);
     servers.push(s.server);
     const err = await authError(fetchMessagingToken({ authUrl: s.url, signer: walletSigner(), timeoutMs: 200 }));
     expect(err.step).toBe("nonce");
@@ -166,7 +166,7 @@ describe("messaging auth: client against other server behaviours", () => {
   });
 
   it("refuses an empty token body and never quotes a successful body in the error", async () => {
-    const s = await stub((method) => ({ status: 200, body: method === "GET" ? "0x01" : "   " }));
+    const s = await scriptedAuthServer((method) => ({ status: 200, body: method === "GET" ? "0x01" : "   " }));
     servers.push(s.server);
     const err = await authError(fetchMessagingToken({ authUrl: s.url, signer: walletSigner() }));
     expect(err.step).toBe("token");
@@ -174,7 +174,7 @@ describe("messaging auth: client against other server behaviours", () => {
   });
 
   it("reports an unreachable auth server at the nonce step", async () => {
-    const s = await stub(() => undefined);
+    const s = await scriptedAuthServer(() => undefined);
     const url = s.url;
     s.server.closeAllConnections();
     await new Promise((r) => s.server.close(r));
