@@ -45,7 +45,10 @@ export async function persistNewAttempt(
 
 /** Sends one persisted attempt; on success advances the stored nonce and reports the broadcast. */
 export async function broadcastAttempt(ctx: SendContext, job: SendJob, attempt: TxAttempt): Promise<void> {
-  // A holder paused past its lease (SIGSTOP, a long GC) must not send, even the persisted bytes.
+  // A holder paused past its lease (SIGSTOP, a long GC) must not send, even the persisted bytes. The time of the
+  // check is logged: a pause can still fall between it and the send (then the same persisted bytes go out late,
+  // never a second transaction), and a test can tell such a send from one decided after waking.
+  const leaseCheckedAtMs = Date.now();
   ctx.lease?.assertHeld();
   const result = await ctx.provider.broadcast(attempt.raw);
   await ctx.hooks?.at("after-broadcast", { jobId: job.jobId, nonce: attempt.nonce });
@@ -59,6 +62,7 @@ export async function broadcastAttempt(ctx: SendContext, job: SendJob, attempt: 
     fee: attempt.fee,
     acceptedBy: result.acceptedBy,
     alreadyKnownBy: result.alreadyKnownBy,
+    leaseCheckedAtMs,
   });
   try {
     await job.reportBroadcast(attempt.hash, attempt.nonce);
