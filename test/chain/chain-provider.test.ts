@@ -1,36 +1,16 @@
-import { PassThrough } from "node:stream";
 import { Transaction, parseEther, type JsonRpcProvider } from "ethers";
 import { ChainProviderConfigError, createChainProvider, type ChainProvider } from "../../shared/chain/chain-provider";
 import { TransactionRevertedError } from "../../shared/chain/errors";
-import { createLogger, type Logger } from "../../shared/logging/create-logger";
 import { anvilWallet, startAnvil, type Anvil } from "../harness/anvil";
 import { liveChildPids } from "../harness/child-process";
 import { getFreePort } from "../harness/free-port";
+import { captureLogs } from "../harness/logs";
+import type { Logger } from "../../shared/logging/create-logger";
 
 /** Two anvils with one chain id stand for two providers of one chain; their heads can differ on purpose. */
 const CHAIN_ID = 1337;
 /** A key-like path segment, as RPC vendors put API keys in URLs: it must never reach a log line. */
 const API_KEY = "SECRETKEY0123456789abcdef";
-
-interface CapturedLogger {
-  logger: Logger;
-  lines(): Array<Record<string, unknown>>;
-  text(): string;
-}
-
-function captureLogs(): CapturedLogger {
-  const stream = new PassThrough();
-  const chunks: string[] = [];
-  stream.on("data", (c: Buffer) => chunks.push(c.toString("utf8")));
-  const logger = createLogger({ level: "debug", service: "test", stream });
-  const text = (): string => chunks.join("");
-  const lines = (): Array<Record<string, unknown>> =>
-    text()
-      .split("\n")
-      .filter((l) => l.trim() !== "")
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
-  return { logger, lines, text };
-}
 
 async function signedTransfer(nonce: number): Promise<string> {
   const wallet = anvilWallet(3);

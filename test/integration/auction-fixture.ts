@@ -11,7 +11,8 @@ import { connectMessaging } from "../../shared/messaging";
 import type { Messaging, MessagingResponse } from "../../shared/messaging/types";
 import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
 import { createBalanceStore, type BalanceStore } from "../../shared/transfers/balance-store";
-import { captureLogs, startAuthServer, waitUntil, type LogCapture } from "../harness/auth-server";
+import { startAuthServer, waitUntil } from "../harness/auth-server";
+import { captureLogs, type LogCapture } from "../harness/logs";
 import { sendTx } from "../harness/deploy";
 import { startStack, type Stack } from "../harness/stack";
 

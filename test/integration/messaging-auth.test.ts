@@ -8,7 +8,8 @@ import {
   fetchMessagingToken,
   type MessagingAuthSigner,
 } from "../../shared/messaging";
-import { captureLogs, startAuthServer } from "../harness/auth-server";
+import { startAuthServer } from "../harness/auth-server";
+import { captureLogs } from "../harness/logs";
 
 function walletSigner(wallet = Wallet.createRandom()): MessagingAuthSigner & { address: string } {
   return { address: wallet.address, getAddress: async () => wallet.address, signMessage: (m) => wallet.signMessage(m) };

@@ -10,7 +10,8 @@ import {
   type MessagingAuthSigner,
   type MessagingResponse,
 } from "../../shared/messaging";
-import { captureLogs, startAuthServer, waitUntil } from "../harness/auth-server";
+import { startAuthServer, waitUntil } from "../harness/auth-server";
+import { captureLogs } from "../harness/logs";
 import { spawnManaged, tcpExchange, waitForReady, type ManagedProcess } from "../harness/child-process";
 import { getFreePort } from "../harness/free-port";
 import { natsServerBinary } from "../harness/nats";

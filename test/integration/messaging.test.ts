@@ -12,7 +12,8 @@ import {
   type MessagingRequest,
   type MessagingResponse,
 } from "../../shared/messaging";
-import { captureLogs, startAuthServer, waitUntil, type LogCapture } from "../harness/auth-server";
+import { startAuthServer, waitUntil } from "../harness/auth-server";
+import { captureLogs, type LogCapture } from "../harness/logs";
 import { getFreePort } from "../harness/free-port";
 import { startNats, type NatsServer } from "../harness/nats";
 

@@ -1,11 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { PassThrough } from "node:stream";
 import { Queue, QueueEvents, type Job } from "bullmq";
 import { Redis } from "ioredis";
 import { Wallet, ZeroAddress, parseEther } from "ethers";
 import { loadConfig } from "../../shared/config";
 import type { RouterConfig } from "../../shared/config/types";
-import { createLogger, type Logger } from "../../shared/logging/create-logger";
 import {
   TX_JOB,
   TX_JOB_DEFAULTS,
@@ -20,6 +18,7 @@ import { txRecordKey } from "../../shared/queues";
 import { anvilWallet } from "../harness/anvil";
 import { fundRouterLiquidity, mintToken, readBigInt } from "../harness/deploy";
 import { startStack, type Stack, type StackChain } from "../harness/stack";
+import { captureLogs, type LogCapture } from "../harness/logs";
 
 /** Shared set-up of the submitter tests: one anvil + NXTP + redis, and a router signer of its own. */
 export const CHAIN_ID = 1337;
@@ -113,26 +112,9 @@ export function uniquePrefix(): string {
   return `t${randomUUID().replace(/-/g, "").slice(0, 12)}`;
 }
 
-export interface CapturedLogger {
-  readonly logger: Logger;
-  lines(): Array<Record<string, unknown>>;
-}
-
-export function captureLogs(): CapturedLogger {
-  const stream = new PassThrough();
-  const chunks: string[] = [];
-  stream.on("data", (c: Buffer) => chunks.push(c.toString("utf8")));
-  const logger = createLogger({ level: "debug", service: "submitter-test", stream });
-  return {
-    logger,
-    lines: () =>
-      chunks
-        .join("")
-        .split("\n")
-        .filter((l) => l.trim() !== "")
-        .map((l) => JSON.parse(l) as Record<string, unknown>),
-  };
-}
+/** The shared log capture (test/harness/logs.ts), under the name these fixtures' users know. */
+export type CapturedLogger = LogCapture;
+export { captureLogs };
 
 /** Producer side of one chain's tx queue, with the progress events it saw. */
 export interface TxQueueClient {
