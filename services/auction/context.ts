@@ -1,5 +1,6 @@
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
+import type { ChainProvider } from "../../shared/chain/chain-provider";
 import type { RouterConfig } from "../../shared/config/types";
 import type { Logger } from "../../shared/logging/create-logger";
 import type { Messaging } from "../../shared/messaging/types";
@@ -47,6 +48,11 @@ export interface AuctionContext {
   readonly fees: FeeEstimator;
   /** Producer handle of a configured chain's transaction queue; undefined for an unconfigured chain. */
   readonly txQueue: (chainId: number) => Queue | undefined;
+  /**
+   * A configured chain's provider (the refreshers' own, or one made on first use); undefined for an unconfigured
+   * chain. Never used on the bid path; the relay path reads a chain only for a transfer this router prepares.
+   */
+  readonly chainProvider: (chainId: number) => ChainProvider | undefined;
   /** Wall clock in ms; a parameter so tests can move time. */
   readonly nowMs: () => number;
 }

@@ -109,3 +109,11 @@ export function classifyVariant(actual: string, expected: VariantLike): VariantC
   }
   return "mismatch";
 }
+
+/**
+ * Whether two TransactionData name the same transfer (every invariant field, by the digest the contract keys
+ * it by). The two sides of one transfer share it; their variants (amount, expiry, block) differ.
+ */
+export function sameInvariant(a: TransactionData, b: TransactionData): boolean {
+  return invariantDigest(invariantOf(a)) === invariantDigest(invariantOf(b));
+}

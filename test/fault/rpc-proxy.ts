@@ -5,13 +5,15 @@ import { toQuantity } from "ethers";
 /**
  * A JSON-RPC provider in front of an anvil node that the fault tests can break: `down()` closes it (the next
  * connection is refused, open ones are cut), `lagBehind(n)` makes it a provider stuck n blocks behind (its
- * eth_blockNumber and "latest" block stay at the head it had then).
+ * eth_blockNumber and "latest" block stay at the head it had then), `estimateGasAt(tag)` makes it a provider
+ * whose eth_estimateGas runs against `tag` whatever the caller asked (not every RPC estimates against pending).
  */
 export interface RpcProxy {
   readonly url: string;
   /** Requests served so far. */
   requests(): number;
   lagBehind(blocks: number): Promise<void>;
+  estimateGasAt(tag: string): void;
   down(): Promise<void>;
 }
 
@@ -30,6 +32,7 @@ async function body(req: IncomingMessage): Promise<string> {
 export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
   let served = 0;
   let frozenHead: number | undefined;
+  let estimateTag: string | undefined;
   const sockets = new Set<Socket>();
   const forward = async (payload: unknown): Promise<unknown> => {
     const res = await fetch(targetUrl, {
@@ -40,6 +43,9 @@ export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
     return res.json();
   };
   const answer = async (r: RpcRequest): Promise<unknown> => {
+    if (estimateTag !== undefined && r.method === "eth_estimateGas") {
+      return forward({ ...r, params: [r.params?.[0], estimateTag] });
+    }
     if (frozenHead !== undefined) {
       if (r.method === "eth_blockNumber") return { jsonrpc: "2.0", id: r.id, result: toQuantity(frozenHead) };
       if (r.method === "eth_getBlockByNumber" && r.params?.[0] === "latest")
@@ -78,6 +84,9 @@ export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
         ),
       );
       frozenHead = Math.max(0, head - blocks);
+    },
+    estimateGasAt: (tag) => {
+      estimateTag = tag;
     },
     down: async () => {
       if (!server.listening) return;

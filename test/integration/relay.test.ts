@@ -1,13 +1,16 @@
 import { randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage } from "node:http";
+import type { AddressInfo } from "node:net";
 import { Queue } from "bullmq";
-import { Wallet, ZeroAddress, getBytes, hexlify, parseEther, randomBytes } from "ethers";
+import { Wallet, ZeroAddress, ZeroHash, getBytes, hexlify, parseEther, randomBytes } from "ethers";
 import { connect, type NatsConnection } from "nats";
 import type { AuthServer } from "../../services/messaging-auth/app";
 import { startAuction, type RunningAuction } from "../../services/auction/start-auction";
+import { contractInterface } from "../../shared/chain/contracts";
 import { loadConfig } from "../../shared/config";
 import type { TransactionData } from "../../shared/protocol/types";
 import { fulfillPayloadHash } from "../../shared/protocol/user-signatures";
-import { TX_JOB, transferKey, txJobId, txQueueName, type RelayFulfillJobData } from "../../shared/queues";
+import { TX_JOB, transferKey, txJobId, txQueueName, txRecordKey, type RelayFulfillJobData } from "../../shared/queues";
 import { createTransferStore } from "../../shared/transfers/transfer-store";
 import { startAuthServer } from "../harness/auth-server";
 import { nxtpContractAt, sendTx } from "../harness/deploy";
@@ -39,6 +42,72 @@ interface Reply {
 const RELAY_JOB = (t: UserTransfer): string =>
   txJobId(TX_JOB.relayFulfill, transferKey(t.transactionId, t.txData.user));
 
+/**
+ * A JSON-RPC pass-through to anvil that counts the `variantTransactionData` reads (ethers batches: arrays too)
+ * and, while `hideVariants(true)`, answers them with the zero word: a provider that does not show a prepare yet.
+ */
+interface CountingRpc {
+  readonly url: string;
+  variantReads(): number;
+  hideVariants(hidden: boolean): void;
+  close(): Promise<void>;
+}
+
+interface RpcCall {
+  readonly id?: unknown;
+  readonly method?: string;
+  readonly params?: Array<{ data?: string }>;
+}
+
+async function startCountingRpc(targetUrl: string): Promise<CountingRpc> {
+  const selector = contractInterface("TransactionManager").getFunction("variantTransactionData")?.selector ?? "";
+  let reads = 0;
+  let hidden = false;
+  const isVariantRead = (c: RpcCall): boolean =>
+    c.method === "eth_call" && (c.params?.[0]?.data?.startsWith(selector) ?? false);
+  const body = async (req: IncomingMessage): Promise<string> => {
+    let text = "";
+    for await (const chunk of req) text += String(chunk);
+    return text;
+  };
+  const answer = async (call: RpcCall): Promise<unknown> => {
+    if (isVariantRead(call)) {
+      reads += 1;
+      if (hidden) return { jsonrpc: "2.0", id: call.id, result: ZeroHash };
+    }
+    const res = await fetch(targetUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(call),
+    });
+    return res.json();
+  };
+  const server = createServer((req, res) => {
+    void (async () => {
+      const parsed = JSON.parse(await body(req)) as RpcCall | RpcCall[];
+      const reply = Array.isArray(parsed) ? await Promise.all(parsed.map(answer)) : await answer(parsed);
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify(reply));
+    })().catch(() => {
+      res.writeHead(502);
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen({ host: "127.0.0.1", port: 0 }, resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    variantReads: () => reads,
+    hideVariants: (value) => {
+      hidden = value;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
 describe("relayed fulfill: the SDK's metatx.request → receiving fulfill → the router's claim", () => {
   let s: E2eStack;
   let nats: NatsServer;
@@ -55,6 +124,7 @@ describe("relayed fulfill: the SDK's metatx.request → receiving fulfill → th
   const startRelayAuction = async (
     allowRelay: boolean,
     topLevel: Record<string, unknown> = {},
+    receivingProvider?: string,
   ): Promise<RunningAuction> => {
     const raw = routerConfigJson(s, r.prefix, {}) as { chainConfig: Record<string, Record<string, unknown>> } & Record<
       string,
@@ -65,6 +135,7 @@ describe("relayed fulfill: the SDK's metatx.request → receiving fulfill → th
       allowRelay,
       relayerFeeThreshold: 10,
       priceOracleAddress: s.receiving.deployment.priceOracle,
+      ...(receivingProvider ? { providers: [receivingProvider] } : {}),
     };
     const config = loadConfig(
       { ...raw, messagingUrl: nats.url, authUrl: auth.url, network: "local", ...topLevel },
@@ -300,4 +371,109 @@ describe("relayed fulfill: the SDK's metatx.request → receiving fulfill → th
       await queue.close();
     }
   }, 60_000);
+  it("a relay job the submitter finds not prepared on chain waits while our own prepare of that side is in flight (RELAY_RECEIVER_PENDING, retried), then fails for good", async () => {
+    const url = new URL(s.redisUrl);
+    const queue = new Queue(txQueueName(RECEIVING), {
+      connection: { host: url.hostname, port: Number(url.port), maxRetriesPerRequest: null },
+      prefix: r.prefix,
+    });
+    // A transfer never prepared on 1338, with a prepare-receiver transaction of ours recorded as "sending" for it.
+    const unprepared = { ...receiver, transactionId: hexlify(randomBytes(32)) };
+    const key = transferKey(unprepared.transactionId, unprepared.user);
+    const prepareRecord = txRecordKey(r.prefix, RECEIVING, txJobId(TX_JOB.prepareReceiver, key));
+    await r.redis.hset(prepareRecord, "record", JSON.stringify({ status: "sending" }));
+    try {
+      const signed = (await sdkRequest(unprepared, "0")) as { data: { signature: string } };
+      const job: RelayFulfillJobData = {
+        chainId: RECEIVING,
+        txData: unprepared,
+        relayerFee: "0",
+        signature: signed.data.signature,
+        callData: "0x",
+      };
+      const jobId = "relay-check-pending";
+      await queue.add(TX_JOB.relayFulfill, job, { jobId, attempts: 2, backoff: { type: "fixed", delay: 1_000 } });
+      const retried = await waitFor("first attempt retried", async () =>
+        r.logs.lines().find((l) => l.at === "submitter.job" && l.jobId === jobId && l.outcome === "retry"),
+      );
+      expect(retried.code).toBe("RELAY_RECEIVER_PENDING");
+      // Our prepare is over (no transaction any more): the chain's "not prepared" is now the answer.
+      await r.redis.del(prepareRecord);
+      const failed = await waitFor("second attempt failed", async () => {
+        const found = await queue.getJob(jobId);
+        return (await found?.isFailed()) ? found?.failedReason : undefined;
+      });
+      expect(failed).toMatch(/^RECEIVER_NOT_PREPARED/);
+      expect((await queue.getJob(jobId))?.attemptsMade).toBe(2);
+    } finally {
+      await r.redis.del(prepareRecord);
+      await queue.close();
+    }
+  }, 60_000);
+
+  it("relays a fulfill whose receiving prepare is mined but not stored by the poller yet, proven from the chain; refuses a transfer not ours at once with no RPC, txData differing from the chain, and a stranger's signature", async () => {
+    const rpc = await startCountingRpc(s.receiving.anvil.url);
+    try {
+      auction = await startRelayAuction(true, {}, rpc.url);
+      // 1338's poller stopped: the router's receiving prepare is mined but never stored, the race the SDK 0.1.42
+      // loses at the default 1 s poller interval (its request comes ~0.4 s after the prepare), made certain here.
+      await r.stopPoller(RECEIVING);
+      const late = await userPrepare(s);
+      const lateReceiver = (await waitForEvent(s.receiving, "prepared", late.transactionId, 30_000)).txData;
+      const store = createTransferStore(r.redis, r.prefix);
+      expect(await store.get(RECEIVING, late.transactionId, late.txData.user)).toBeUndefined();
+
+      // Not ours (no decision, no prepare-receiver job): refused on the first try, with no chain read and no job.
+      const readsBefore = rpc.variantReads();
+      const strangerId = hexlify(randomBytes(32));
+      const notOurs = await ask(await sdkRequest({ ...lateReceiver, transactionId: strangerId }, "0"));
+      expect(notOurs.error).toMatchObject({ type: "UnknownTransferError", context: { code: "UNKNOWN_TRANSFER" } });
+      expect(rpc.variantReads()).toBe(readsBefore);
+      const notOursLine = auctionLogs.lines().find((l) => l.at === "auction.metatx" && l.transactionId === strangerId);
+      expect(notOursLine).toMatchObject({ outcome: "refused", attempts: 1 });
+
+      // Ours, but the amount differs from the receiving side on chain: read from the chain, refused.
+      const tampered = await ask(
+        await sdkRequest({ ...lateReceiver, amount: (BigInt(lateReceiver.amount) - 1n).toString() }, "0"),
+      );
+      expect(tampered.error).toMatchObject({ type: "TransferMismatchError", context: { code: "TRANSFER_MISMATCH" } });
+      expect(rpc.variantReads()).toBeGreaterThan(readsBefore);
+
+      const stranger = await ask(await sdkRequest(lateReceiver, "0", Wallet.createRandom()));
+      expect(stranger.error?.type).toBe("InvalidFulfillSignatureError");
+
+      // The genuine request: the transfer check passes from the chain (the fee probe is refused only for its fee).
+      const probe = await ask(await sdkRequest(lateReceiver, "1"));
+      expect(probe.error?.type).toBe("NotEnoughRelayerFeeError");
+      const relayerFee = BigInt(probe.error?.context.expectedFee as string) * 2n;
+      // The auction's provider does not show the prepare yet: the router retries by itself (the SDK asks once)
+      // and relays once the chain shows it. Released after two reads, i.e. after at least one retry.
+      rpc.hideVariants(true);
+      const hiddenFrom = rpc.variantReads();
+      const asked = ask(await sdkRequest(lateReceiver, relayerFee.toString()));
+      await waitFor("a retried chain read", async () => (rpc.variantReads() >= hiddenFrom + 2 ? true : undefined));
+      rpc.hideVariants(false);
+      const relayed = await asked;
+      expect(relayed.error).toBeNull();
+      expect(relayed.data).toEqual({ transactionHash: expect.stringMatching(/^0x[0-9a-f]{64}$/), chainId: RECEIVING });
+      const fulfilled = await waitForEvent(s.receiving, "fulfilled", late.transactionId, 30_000);
+      expect(fulfilled.transactionHash).toBe(relayed.data?.transactionHash);
+      expect(await senderOf(s.receiving, fulfilled)).toBe(s.router);
+      expect(await store.get(RECEIVING, late.transactionId, late.txData.user)).toBeUndefined();
+      const line = auctionLogs
+        .lines()
+        .find((l) => l.at === "auction.metatx" && l.outcome === "relayed" && l.transactionId === late.transactionId);
+      expect(line).toMatchObject({ transferSource: "chain", existing: false });
+      expect(line?.attempts).toBeGreaterThanOrEqual(2);
+
+      // The poller back: it stores the fulfill, and the router claims the sending side.
+      await r.startPoller(RECEIVING);
+      const claimed = await waitForEvent(s.sending, "fulfilled", late.transactionId, 30_000);
+      expect(await senderOf(s.sending, claimed)).toBe(s.router);
+    } finally {
+      await auction?.stop();
+      auction = undefined;
+      await rpc.close();
+    }
+  }, 150_000);
 });

@@ -5,6 +5,7 @@ import {
   completedVariantDigest,
   invariantDigest,
   invariantOf,
+  sameInvariant,
   variantDigest,
 } from "../../shared/protocol/digests";
 import { ProtocolInputError } from "../../shared/protocol/errors";
@@ -121,6 +122,13 @@ describe("invariantDigest (§4.1)", () => {
 
   it("refuses a malformed address", () => {
     expect(() => invariantDigest(invariantOf({ ...TX_DATA, user: "0x1234" }))).toThrow(ProtocolInputError);
+  });
+
+  it("sameInvariant: the two sides of one transfer (other variants) match; any invariant field changed does not", () => {
+    const receiving = { ...TX_DATA, amount: "999", expiry: TX_DATA.expiry - 86_400, preparedBlockNumber: 7 };
+    expect(sameInvariant(TX_DATA, receiving)).toBe(true);
+    expect(sameInvariant(TX_DATA, { ...receiving, receivingAddress: TX_DATA.user })).toBe(false);
+    expect(sameInvariant(TX_DATA, { ...receiving, router: TX_DATA.initiator })).toBe(false);
   });
 });
 

@@ -4,7 +4,7 @@ import type { MessagingRequest, NxtpErrorJson, RequestHandler } from "../../../s
 import { validateMetaTxRequest, type FulfillMetaTx } from "../../../shared/protocol/metatx-request";
 import type { AuctionContext } from "../context";
 import { InvalidMetaTxPayloadError, InvalidMetaTxTypeError } from "../operations/relay-errors";
-import { relayFulfill, type RelayOptions } from "../operations/relay-fulfill";
+import { relayFulfill, type RelayOptions, type RelayTrace } from "../operations/relay-fulfill";
 
 /**
  * `*.*.metatx.request` (PROTOCOL §5, docs/relaying.md): a request without data is dropped; anything else is
@@ -15,7 +15,7 @@ import { relayFulfill, type RelayOptions } from "../operations/relay-fulfill";
  */
 export function createMetaTxHandler(
   ctx: AuctionContext,
-  options: Omit<RelayOptions, "requestId"> = {},
+  options: Omit<RelayOptions, "requestId" | "trace"> = {},
 ): RequestHandler {
   const logger = ctx.logger.child({ handler: "metatx" });
   return async (request) => {
@@ -31,9 +31,10 @@ export function createMetaTxHandler(
     const requestId = randomUUID();
     const base = { at: "auction.metatx", requestId, from: request.from };
     let fulfill: FulfillMetaTx | undefined;
+    const trace: RelayTrace = { attempts: 0 };
     try {
       fulfill = validated(request.data);
-      const outcome = await relayFulfill(ctx, fulfill, { ...options, requestId });
+      const outcome = await relayFulfill(ctx, fulfill, { ...options, requestId, trace });
       reply(request, () =>
         ctx.messaging.respond(request, { transactionHash: outcome.transactionHash, chainId: outcome.chainId }),
       );
@@ -43,6 +44,7 @@ export function createMetaTxHandler(
         outcome: "relayed",
         jobId: outcome.jobId,
         existing: outcome.existing,
+        ...traced(trace),
         transactionHash: outcome.transactionHash,
         relayerFee: fulfill.relayerFee,
         expectedFee: outcome.expectedFee,
@@ -55,6 +57,7 @@ export function createMetaTxHandler(
         ...base,
         ...(fulfill ? ids(fulfill) : transactionIdOf(err)),
         outcome: refusal ? "refused" : "failed",
+        ...traced(trace),
         code: errorCode(err),
         error: errorMessage(err),
         durationMs: Date.now() - startedAtMs,
@@ -77,6 +80,8 @@ export function createMetaTxHandler(
  * every router receives every request, including those for transfers other routers carry.
  */
 const OPERATIONAL_FAILURES: ReadonlySet<string> = new Set([
+  "RECEIVER_PREPARE_NOT_VISIBLE",
+  "RELAY_CHAIN_UNAVAILABLE",
   "RELAY_FAILED",
   "RELAY_BROADCAST_TIMEOUT",
   "RELAY_QUEUE_UNAVAILABLE",
@@ -92,6 +97,11 @@ function validated(data: unknown): FulfillMetaTx {
   throw validation.reason === "invalid-type"
     ? new InvalidMetaTxTypeError(validation.message, context)
     : new InvalidMetaTxPayloadError(validation.message, context);
+}
+
+/** How many times the checks ran (retried refusals) and where the receiving side was proven (store or chain). */
+function traced(trace: RelayTrace): Record<string, unknown> {
+  return trace.attempts === 0 ? {} : { attempts: trace.attempts, transferSource: trace.source };
 }
 
 function ids(fulfill: FulfillMetaTx): Record<string, unknown> {

@@ -42,9 +42,28 @@ export class InvalidFulfillSignatureError extends RouterError {
   readonly retriable = false;
 }
 
-/** No receiving-side record of this transfer in the transfer store: this router does not carry it (yet). */
+/**
+ * No receiving-side record of this transfer in the transfer store, and no prepare of this router for it in
+ * its own records (decision, prepare-receiver job): this router does not carry it.
+ */
 export class UnknownTransferError extends RouterError {
   readonly code = "UNKNOWN_TRANSFER";
+  readonly retriable = true;
+}
+
+/**
+ * The router's own records say it prepares this receiving side (decision "prepare", its prepare-receiver job or
+ * transaction), but neither its poller's record nor the chain shows the prepare yet. Retried by the router
+ * itself for a bounded time (docs/relaying.md); this is the answer only once that time is over.
+ */
+export class ReceiverPrepareNotVisibleError extends RouterError {
+  readonly code = "RECEIVER_PREPARE_NOT_VISIBLE";
+  readonly retriable = true;
+}
+
+/** The receiving chain could not be read (every provider failed) while checking a side the poller has not stored yet. */
+export class RelayChainUnavailableError extends RouterError {
+  readonly code = "RELAY_CHAIN_UNAVAILABLE";
   readonly retriable = true;
 }
 

@@ -1,3 +1,7 @@
+import type { Queue } from "bullmq";
+import type { ChainConfig } from "../../../shared/config/types";
+import { RouterError } from "../../../shared/errors";
+import { abortableDelay } from "../../../shared/process/timing";
 import type { FulfillMetaTx } from "../../../shared/protocol/metatx-request";
 import { checkUserFulfillSignature } from "../../../shared/protocol/user-signatures";
 import { TX_JOB, txJobOptions, transferKey, txJobId, type RelayFulfillJobData } from "../../../shared/queues";
@@ -20,18 +24,49 @@ import {
   RelayQueueUnavailableError,
 } from "./relay-errors";
 import { decideRelayFee } from "./relay-fee";
-import { checkRelayedTransfer } from "./relay-transfer-check";
+import { checkRelayedTransfer, type RelaySideSource } from "./relay-transfer-check";
 
 /** How long a requester waits for the broadcast before an error reply (the job itself stays queued). */
 export const RELAY_BROADCAST_TIMEOUT_MS = 30_000;
 /** The auction has no queue event stream: the relay job is polled, at this interval, until it is broadcast. */
 export const RELAY_POLL_INTERVAL_MS = 250;
+/**
+ * How long the router itself keeps retrying a refusal that may pass later (RETRIED_REFUSALS), at most until the
+ * receiving side's expiry: the SDK 0.1.42 asks once and ignores error replies, so nobody else would ask again.
+ */
+export const RELAY_RETRY_WINDOW_MS = 60_000;
+/** Between two tries: the receiving chain's poller stores a prepare within about one interval of its own (1 s). */
+export const RELAY_RETRY_INTERVAL_MS = 1_000;
+
+/**
+ * Refusals that may pass later without anything changing in the request: the router's own prepare not visible
+ * yet, the receiving chain unreadable, the fee cache cold, Redis briefly unavailable. Every other refusal is final.
+ */
+const RETRIED_REFUSALS: ReadonlySet<string> = new Set([
+  "RECEIVER_PREPARE_NOT_VISIBLE",
+  "RELAY_CHAIN_UNAVAILABLE",
+  "RELAYER_FEE_UNAVAILABLE",
+  "RELAY_QUEUE_UNAVAILABLE",
+]);
 
 export interface RelayOptions {
   readonly broadcastTimeoutMs?: number;
   readonly pollIntervalMs?: number;
+  readonly retryWindowMs?: number;
+  readonly retryIntervalMs?: number;
+  /** Aborted when the auction stops: a request being retried gives up and is answered with its last refusal. */
+  readonly signal?: AbortSignal;
   /** Correlates the request, the job and their log lines. */
   readonly requestId?: string;
+  /** Filled in as the request goes, for its outcome line (also when it is refused). */
+  readonly trace?: RelayTrace;
+}
+
+export interface RelayTrace {
+  /** Tries of the transfer checks (1 unless a refusal was retried). */
+  attempts: number;
+  /** Where the receiving side was proven, once it was. */
+  source?: RelaySideSource;
 }
 
 export interface RelayOutcome {
@@ -47,9 +82,11 @@ export interface RelayOutcome {
 /**
  * A validated Fulfill meta-transaction → the relay job's broadcast hash (docs/relaying.md). Checks, in
  * order, each a refusal before anything is enqueued: the chain is configured with allowRelay; not in
- * diagnosticMode; the user's signature; then an existing relay job for the transfer is answered as it is;
- * otherwise the transfer's recorded state and the relayer fee, and the job is enqueued under
- * `relay-fulfill-<transactionId>-<user>` on the receiving chain's queue and waited on until broadcast.
+ * diagnosticMode; the user's signature; then (relayOnce) an existing relay job for the transfer is answered as
+ * it is; otherwise the transfer's state and the relayer fee, and the job is enqueued under
+ * `relay-fulfill-<transactionId>-<user>` on the receiving chain's queue and waited on until broadcast. A
+ * refusal in RETRIED_REFUSALS is tried again every RELAY_RETRY_INTERVAL_MS for RELAY_RETRY_WINDOW_MS (or until
+ * the receiving expiry) before it is the answer.
  */
 export async function relayFulfill(
   ctx: AuctionContext,
@@ -71,6 +108,37 @@ export async function relayFulfill(
   }
   assertUserSignature(request);
 
+  const trace = options.trace ?? { attempts: 0 };
+  const signal = options.signal ?? new AbortController().signal;
+  const intervalMs = options.retryIntervalMs ?? RELAY_RETRY_INTERVAL_MS;
+  const deadlineMs = Math.min(Date.now() + (options.retryWindowMs ?? RELAY_RETRY_WINDOW_MS), txData.expiry * 1000);
+  for (;;) {
+    trace.attempts += 1;
+    try {
+      return await relayOnce(ctx, { request, chain, queue, options, trace });
+    } catch (err) {
+      const later = err instanceof RouterError && RETRIED_REFUSALS.has(err.code);
+      if (!later || signal.aborted || Date.now() + intervalMs > deadlineMs) {
+        throw err;
+      }
+    }
+    await abortableDelay(intervalMs, signal);
+  }
+}
+
+/** One try: an existing job's hash, or the transfer and fee checks, then the job's broadcast. */
+async function relayOnce(
+  ctx: AuctionContext,
+  p: {
+    request: FulfillMetaTx;
+    chain: ChainConfig;
+    queue: Queue;
+    options: RelayOptions;
+    trace: RelayTrace;
+  },
+): Promise<RelayOutcome> {
+  const { request, chain, queue, options } = p;
+  const { txData } = request;
   const jobId = txJobId(TX_JOB.relayFulfill, transferKey(txData.transactionId, txData.user));
   const waitParams = {
     queue,
@@ -84,7 +152,7 @@ export async function relayFulfill(
     return { transactionHash: outcome.transactionHash, chainId: request.chainId, jobId, existing: true };
   }
 
-  await checkRelayedTransfer(ctx, request);
+  p.trace.source = await checkRelayedTransfer(ctx, request);
   const fee = decideRelayFee(ctx, chain, request);
   const data: RelayFulfillJobData = {
     chainId: request.chainId,

@@ -1,9 +1,14 @@
+import { readSideState, type SideState } from "../../../shared/chain/side-state";
 import type { FulfillMetaTx } from "../../../shared/protocol/metatx-request";
 import { transactionDataMismatches } from "../../../shared/protocol/metatx-request";
+import type { TransferRecord } from "../../../shared/protocol/types";
 import { sameHex } from "../../../shared/protocol/values";
+import { findOwnReceivingPrepare } from "../../../shared/queues/own-receiving-prepare";
 import { withTimeout } from "../../../shared/queues/wait-for-broadcast";
 import type { AuctionContext } from "../context";
 import {
+  ReceiverPrepareNotVisibleError,
+  RelayChainUnavailableError,
   RelayQueueUnavailableError,
   TransferExpiredError,
   TransferMismatchError,
@@ -14,14 +19,25 @@ import {
 /** One Redis read on the request path; Redis is local, so a slow answer means it is in trouble. */
 export const STORE_READ_TIMEOUT_MS = 2_000;
 
+/** Where the receiving side the relay acts on was proven: the poller's record, or the chain itself. */
+export type RelaySideSource = "store" | "chain";
+
 /**
- * The relay decision (docs/relaying.md): relay only transfers this router carries, in the state the request
- * claims. The receiving-side record the receiving chain's poller wrote must exist, be Prepared, name our
- * router and equal the request's txData field by field; the receiving side must not be expired by the
- * receiving chain's clock as its poller last saw it (the wall clock if no head is stored). No RPC: the
- * submitter reads the chain itself before it sends.
+ * The relay decision (docs/relaying.md, step 7): relay only transfers this router carries, in the state the
+ * request claims.
+ * 1. The receiving-side record the receiving chain's poller wrote, when there is one: it must be Prepared, name
+ *    our router and equal the request's txData field by field; not expired by the receiving chain's clock as
+ *    its poller last saw it (the wall clock if no head is stored). No RPC.
+ * 2. No record yet (the poller has not stored the router's own prepare): the request must name our router, and
+ *    the router's own records must show it prepares this very transfer (decision "prepare", the prepare-receiver
+ *    job on this chain naming the same invariant, that job live or its transaction sending or confirmed:
+ *    shared/queues/own-receiving-prepare.ts). Otherwise UNKNOWN_TRANSFER at once, with no RPC.
+ * 3. Only then the chain: `variantTransactionData(invariantDigest)` must equal the request's (amount, expiry,
+ *    preparedBlockNumber), which proves the on-chain receiving side is the request's txData (only our router can
+ *    prepare a receiving side naming it); not expired by the chain's latest block. Not prepared yet is
+ *    RECEIVER_PREPARE_NOT_VISIBLE, which relay-fulfill retries for a bounded time.
  */
-export async function checkRelayedTransfer(ctx: AuctionContext, request: FulfillMetaTx): Promise<void> {
+export async function checkRelayedTransfer(ctx: AuctionContext, request: FulfillMetaTx): Promise<RelaySideSource> {
   const { txData } = request;
   const context = { transactionId: txData.transactionId, chainId: request.chainId };
   const [record, head] = await storeRead(() =>
@@ -30,9 +46,59 @@ export async function checkRelayedTransfer(ctx: AuctionContext, request: Fulfill
       ctx.transfers.getHead(request.chainId),
     ]),
   );
-  if (!record) {
-    throw new UnknownTransferError("this router has no receiving-side record of the transfer", context);
+  if (record) {
+    checkRecordedSide(ctx, request, record);
+    assertNotExpired(request, head?.timestamp ?? Math.floor(ctx.nowMs() / 1000));
+    return "store";
   }
+  if (!sameHex(txData.router, ctx.routerAddress)) {
+    throw new UnknownTransferError("the transfer names another router", context);
+  }
+  const queue = ctx.txQueue(request.chainId);
+  if (!queue) {
+    throw new UnknownTransferError(`chain ${request.chainId} has no transaction queue on this router`, context);
+  }
+  const own = await storeRead(() =>
+    findOwnReceivingPrepare({
+      queue,
+      redis: ctx.redis,
+      prefix: ctx.config.redisPrefix,
+      receivingChainId: request.chainId,
+      txData,
+    }),
+  );
+  if (own.kind === "none") {
+    throw new UnknownTransferError("this router has no receiving-side record or prepare of the transfer", context);
+  }
+  if (own.kind === "other-transfer") {
+    throw new TransferMismatchError("txData names another transfer than this router's receiving prepare", context);
+  }
+  const state = await chainRead(ctx, request);
+  switch (state.classification) {
+    case "not-prepared":
+      throw new ReceiverPrepareNotVisibleError(
+        `this router's receiving prepare is not visible yet (${own.evidence}; chain block ${state.blockNumber})`,
+        { ...context, blockNumber: state.blockNumber },
+      );
+    case "completed":
+      throw new TransferNotPreparedError("the receiving side is already fulfilled or cancelled on chain", {
+        ...context,
+        status: "completed",
+      });
+    case "mismatch":
+      throw new TransferMismatchError(
+        "txData differs from the receiving side on chain in amount, expiry or preparedBlockNumber",
+        { ...context, fields: ["amount", "expiry", "preparedBlockNumber"] },
+      );
+    default:
+      assertNotExpired(request, state.nowSec);
+      return "chain";
+  }
+}
+
+function checkRecordedSide(ctx: AuctionContext, request: FulfillMetaTx, record: TransferRecord): void {
+  const { txData } = request;
+  const context = { transactionId: txData.transactionId, chainId: request.chainId };
   if (record.status !== "Prepared") {
     throw new TransferNotPreparedError(`the receiving side is already ${record.status}`, {
       ...context,
@@ -49,12 +115,31 @@ export async function checkRelayedTransfer(ctx: AuctionContext, request: Fulfill
       fields: mismatches,
     });
   }
-  const nowSec = head?.timestamp ?? Math.floor(ctx.nowMs() / 1000);
+}
+
+function assertNotExpired(request: FulfillMetaTx, nowSec: number): void {
+  const { txData } = request;
   if (nowSec > txData.expiry) {
     throw new TransferExpiredError(`the receiving side expired at ${txData.expiry} (chain time ${nowSec})`, {
-      ...context,
+      transactionId: txData.transactionId,
+      chainId: request.chainId,
       expiry: txData.expiry,
     });
+  }
+}
+
+/** The receiving side on chain, from the auction's provider of that chain; any read failure is retriable. */
+async function chainRead(ctx: AuctionContext, request: FulfillMetaTx): Promise<SideState> {
+  const chain = ctx.config.chainConfig[String(request.chainId)];
+  const provider = ctx.chainProvider(request.chainId);
+  const context = { transactionId: request.txData.transactionId, chainId: request.chainId };
+  if (!chain || !provider) {
+    throw new RelayChainUnavailableError(`no provider for chain ${request.chainId}`, context);
+  }
+  try {
+    return await readSideState(provider, chain.transactionManagerAddress, request.txData);
+  } catch (err) {
+    throw new RelayChainUnavailableError(`chain ${request.chainId} could not be read`, context, { cause: err });
   }
 }
 

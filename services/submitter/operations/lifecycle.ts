@@ -3,16 +3,9 @@ import type { Redis } from "ioredis";
 import type { ChainProvider } from "../../../shared/chain/chain-provider";
 import { contractInterface } from "../../../shared/chain/contracts";
 import { TransactionRevertedError } from "../../../shared/chain/errors";
-import { readVariantTransactionData } from "../../../shared/chain/router-balances";
-import { blockTimestamp } from "../../../shared/chain/transfer-events";
+import { readSideState, type SideState } from "../../../shared/chain/side-state";
 import type { ChainConfig, RouterConfig } from "../../../shared/config/types";
 import type { Logger } from "../../../shared/logging/create-logger";
-import {
-  classifyVariant,
-  invariantDigest,
-  invariantOf,
-  type VariantClassification,
-} from "../../../shared/protocol/digests";
 import {
   abiRouterCallArgs,
   signRouterCall,
@@ -85,27 +78,8 @@ export function readProviderOf(ctx: LifecycleContext, chainId: number): ChainPro
   return provider;
 }
 
-export interface SideState {
-  readonly classification: VariantClassification;
-  readonly blockNumber: number;
-  /** Timestamp of the latest block: the chain's "now" (the contract compares expiries with block.timestamp). */
-  readonly nowSec: number;
-}
-
-/** §3.7 sanitation check of one side of `txData` on the chain behind `provider`, with the chain's time. */
-export async function readSideState(
-  provider: ChainProvider,
-  transactionManager: string,
-  txData: TransactionData,
-): Promise<SideState> {
-  const [actual, latest] = await Promise.all([
-    readVariantTransactionData(provider, transactionManager, invariantDigest(invariantOf(txData))),
-    provider.getBlock("latest"),
-  ]);
-  const blockNumber = latest?.number ?? (await provider.getBlockNumber());
-  const nowSec = latest?.timestamp ?? (await blockTimestamp(provider, "latest"));
-  return { classification: classifyVariant(actual, txData), blockNumber, nowSec };
-}
+/** Moved to shared/chain/side-state.ts (the auction reads it too); re-exported for the operations. */
+export { readSideState, type SideState } from "../../../shared/chain/side-state";
 
 /** Wall-clock ms at which the chain's clock (now `chainNowSec`) will be past `targetSec`, plus a block's slack. */
 export function wallClockMsWhenChainPasses(chainNowSec: number, targetSec: number): number {

@@ -3,7 +3,8 @@ import { isTransactionExpired } from "../../../shared/protocol/expiry";
 import { abiFulfillArgs } from "../../../shared/protocol/router-signatures";
 import type { RelayFulfillJobData } from "../../../shared/queues";
 import type { TxCall, TxNoop } from "../send/tx-record";
-import { LifecycleError } from "./errors";
+import { findPrepareReceiverInFlight } from "../../../shared/queues/in-flight";
+import { LifecycleError, ReceiverNotPreparedError } from "./errors";
 import { assertUserFulfillSignature } from "./fulfill-sender";
 import { noop, openPreparedSide, readSideState, revertCodeOf, type LifecycleContext } from "./lifecycle";
 import { GAS_LIMIT_HEADROOM_PERCENT } from "./remove-liquidity";
@@ -15,10 +16,21 @@ export class RelayReceiverExpiredError extends LifecycleError {
 }
 
 /**
+ * The receiving side is not on chain yet, but this router's own prepare of it can still run or has a sending or
+ * confirmed transaction (a provider behind the auction's, or a prepare not mined yet): retried with the job's
+ * backoff, not terminal. Once that prepare is over and the chain still shows nothing, RECEIVER_NOT_PREPARED.
+ */
+export class RelayReceiverPendingError extends LifecycleError {
+  readonly code = "RELAY_RECEIVER_PENDING";
+  readonly retriable = true;
+}
+
+/**
  * The user's receiving-side fulfill, relayed for them (docs/relaying.md), on the receiving chain:
  * 1. the user's fulfill signature must recover to `txData.user` (the same check as the sending-side claim);
  * 2. sanitation here: completed → no-op (the user or another relayer fulfilled, or it was cancelled);
- *    not prepared / other variant → terminal; expired by the chain's clock → terminal;
+ *    other variant → terminal; expired by the chain's clock → terminal; not prepared → terminal, unless our
+ *    own prepare of that side is still in flight (RELAY_RECEIVER_PENDING, retried);
  * 3. `TransactionManager.fulfill({txData, relayerFee, signature, callData, 0x})` sent by the signer straight
  *    to the TransactionManager, also in router-contract mode: a relay is the user's action, not the router's,
  *    and the contract pays `relayerFee` to msg.sender. Estimated first, so a revert costs nothing;
@@ -28,7 +40,7 @@ export class RelayReceiverExpiredError extends LifecycleError {
 export async function prepareRelayFulfill(ctx: LifecycleContext, data: RelayFulfillJobData): Promise<TxCall | TxNoop> {
   const { txData } = data;
   assertUserFulfillSignature(txData, data.relayerFee, data.signature);
-  const opened = await openPreparedSide(ctx, txData, "receiving");
+  const opened = await openReceivingSide(ctx, data);
   if ("noop" in opened) {
     return opened.noop;
   }
@@ -66,6 +78,35 @@ export async function prepareRelayFulfill(ctx: LifecycleContext, data: RelayFulf
       throw expired(data, nowSec);
     }
     throw err;
+  }
+}
+
+/** openPreparedSide, except that "not prepared" while our own prepare of the side is in flight is retried. */
+async function openReceivingSide(
+  ctx: LifecycleContext,
+  data: RelayFulfillJobData,
+): Promise<Awaited<ReturnType<typeof openPreparedSide>>> {
+  try {
+    return await openPreparedSide(ctx, data.txData, "receiving");
+  } catch (err) {
+    const queue = ctx.txQueue(ctx.chainId);
+    if (!(err instanceof ReceiverNotPreparedError) || !queue) {
+      throw err;
+    }
+    const inFlight = await findPrepareReceiverInFlight({
+      queue,
+      redis: ctx.redis,
+      prefix: ctx.config.redisPrefix,
+      receivingChainId: ctx.chainId,
+      transactionId: data.txData.transactionId,
+      user: data.txData.user,
+    });
+    if (inFlight === undefined) {
+      throw err;
+    }
+    throw new RelayReceiverPendingError(`the receiving side is not on chain yet: ${inFlight}`, {
+      transactionId: data.txData.transactionId,
+    });
   }
 }
 
