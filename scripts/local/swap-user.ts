@@ -1,10 +1,12 @@
 import { getAddress, type ContractTransactionReceipt, type JsonRpcProvider, type Wallet } from "ethers";
 import {
-  decodeTransferLog,
+  decodeTmLogs,
+  isTransferEvent,
   transferEventTopic,
+  type RawTmLog,
   type TransferEvent,
   type TransferEventKind,
-} from "../../shared/chain/transfer-events";
+} from "../../shared/chain/tm-log-decoder";
 import { encodeBid } from "../../shared/protocol/bid";
 import { abiFulfillArgs, abiPrepareArgs } from "../../shared/protocol/router-signatures";
 import type { AuctionBid, InvariantTransactionData, TransactionData } from "../../shared/protocol/types";
@@ -86,18 +88,26 @@ export async function findTransferEvents(
     fromBlock,
     toBlock: "latest",
   });
-  return logs.map((log) => decodeTransferLog(log)).filter((e): e is TransferEvent => e !== undefined);
+  return transferEventsOf(logs);
 }
 
 export function eventIn(receipt: ContractTransactionReceipt, chain: UserChain, kind: TransferEventKind): TransferEvent {
-  for (const log of receipt.logs) {
-    const event =
-      log.address.toLowerCase() === chain.transactionManager.toLowerCase() ? decodeTransferLog(log) : undefined;
-    if (event?.kind === kind) {
-      return event;
-    }
+  const ours = receipt.logs.filter((log) => log.address.toLowerCase() === chain.transactionManager.toLowerCase());
+  const event = transferEventsOf(ours).find((e) => e.kind === kind);
+  if (event === undefined) {
+    throw new Error(`no ${kind} event in ${receipt.hash}`);
   }
-  throw new Error(`no ${kind} event in ${receipt.hash}`);
+  return event;
+}
+
+/** A demo or test tool stops at an undecodable log: it reads only its own fresh transactions. */
+function transferEventsOf(logs: readonly RawTmLog[]): TransferEvent[] {
+  const { events, undecodable } = decodeTmLogs(logs);
+  const [first] = undecodable;
+  if (first !== undefined) {
+    throw new Error(`undecodable TransactionManager log in tx ${first.transactionHash}: ${first.reason}`);
+  }
+  return events.filter(isTransferEvent);
 }
 
 /** A user's wallet behind the signer interface signFulfill / signCancel take. */

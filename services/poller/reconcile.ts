@@ -7,6 +7,7 @@ import { variantVerdict, type VariantVerdict } from "../../shared/protocol/varia
 import type { PollerContext } from "./context";
 import { transferKeyOf } from "./plan-action";
 import { findTransferLogs } from "./sources/transfer-logs-lookup";
+import { createUndecodableReporter } from "./sources/undecodable-logs";
 
 /** Scheduled reconcile of every open record of the chain (besides the first tick, a rewind and each cancel). */
 export const DEFAULT_RECONCILE_INTERVAL_MS = 60_000;
@@ -167,6 +168,7 @@ async function storeFromLogs(
     fromBlock: p.stored?.txData.preparedBlockNumber ?? Math.max(0, head - ctx.reconcileSearchBlocks),
     toBlock: head,
     maxRangeBlocks: ctx.maxRangeBlocks,
+    reportUndecodable: createUndecodableReporter(ctx.logger, ctx.alertOnce, p.chainId),
   });
   for (const found of records) {
     await ctx.store.put(found);

@@ -1,12 +1,20 @@
-import { getAddress, zeroPadValue, type Log, type Result } from "ethers";
+import { zeroPadValue } from "ethers";
 import { RouterError } from "../errors";
 import { classifyVariant, invariantDigest, invariantOf, NOT_PREPARED_VARIANT_DIGEST } from "../protocol/digests";
 import { RECEIVER_EXPIRY_MAX_WINDOW_SEC, RECEIVER_EXPIRY_OFFSET_SEC, isTransactionExpired } from "../protocol/expiry";
 import type { TransactionData, TransferRecord } from "../protocol/types";
-import { abiAddress, abiBytes32, toSafeNumber } from "../protocol/values";
+import { abiAddress, abiBytes32 } from "../protocol/values";
 import type { ChainProvider } from "./chain-provider";
-import { contractInterface } from "./contracts";
 import { readVariantTransactionData } from "./router-balances";
+import {
+  decodeTmLogs,
+  isTransferEvent,
+  transferEventTopic,
+  type PreparedEvent,
+  type TransferEvent,
+  type TransferEventKind,
+  type UndecodableTmLog,
+} from "./tm-log-decoder";
 
 /**
  * TransactionManager transfer events (§4.2), read from logs filtered by all three indexed topics (user,
@@ -22,113 +30,10 @@ export const MAX_LOG_CHUNKS = 400;
 /** Chains' clocks are not in lock-step; a receiving prepare is searched from this long before the sending prepare. */
 export const CLOCK_SKEW_MARGIN_SEC = 3_600;
 
-export type TransferEventKind = "prepared" | "fulfilled" | "cancelled";
-
-interface TransferEventBase {
-  readonly txData: TransactionData;
-  readonly blockNumber: number;
-  readonly transactionHash: string;
-  readonly logIndex: number;
-}
-
-export interface PreparedEvent extends TransferEventBase {
-  readonly kind: "prepared";
-  readonly encryptedCallData: string;
-  readonly encodedBid: string;
-  readonly bidSignature: string;
-}
-
-export interface FulfilledEvent extends TransferEventBase {
-  readonly kind: "fulfilled";
-  readonly signature: string;
-  readonly relayerFee: string;
-  readonly callData: string;
-}
-
-export interface CancelledEvent extends TransferEventBase {
-  readonly kind: "cancelled";
-}
-
-export type TransferEvent = PreparedEvent | FulfilledEvent | CancelledEvent;
-
-const EVENT_NAMES: Readonly<Record<TransferEventKind, string>> = {
-  prepared: "TransactionPrepared",
-  fulfilled: "TransactionFulfilled",
-  cancelled: "TransactionCancelled",
-};
-
 /** The requested log range would take more than MAX_LOG_CHUNKS requests. */
 export class LogRangeTooLargeError extends RouterError {
   readonly code = "LOG_RANGE_TOO_LARGE";
   readonly retriable = false;
-}
-
-export function transferEventTopic(kind: TransferEventKind): string {
-  const event = contractInterface("TransactionManager").getEvent(EVENT_NAMES[kind]);
-  if (!event) {
-    throw new Error(`TransactionManager ABI has no ${EVENT_NAMES[kind]} event`);
-  }
-  return event.topicHash;
-}
-
-/** Decodes one TransactionManager log into a transfer event; undefined for any other event. */
-export function decodeTransferLog(
-  log: Pick<Log, "topics" | "data" | "blockNumber" | "transactionHash" | "index">,
-): TransferEvent | undefined {
-  const parsed = contractInterface("TransactionManager").parseLog({ topics: [...log.topics], data: log.data });
-  if (!parsed) {
-    return undefined;
-  }
-  const base = { blockNumber: log.blockNumber, transactionHash: log.transactionHash, logIndex: log.index };
-  const args = parsed.args.getValue("args") as Result;
-  switch (parsed.name) {
-    case "TransactionPrepared":
-      return {
-        ...base,
-        kind: "prepared",
-        txData: toTransactionData(parsed.args.getValue("txData") as Result),
-        encryptedCallData: String(args.getValue("encryptedCallData")).toLowerCase(),
-        encodedBid: String(args.getValue("encodedBid")).toLowerCase(),
-        bidSignature: String(args.getValue("bidSignature")).toLowerCase(),
-      };
-    case "TransactionFulfilled":
-      return {
-        ...base,
-        kind: "fulfilled",
-        txData: toTransactionData(args.getValue("txData") as Result),
-        signature: String(args.getValue("signature")).toLowerCase(),
-        relayerFee: (args.getValue("relayerFee") as bigint).toString(),
-        callData: String(args.getValue("callData")).toLowerCase(),
-      };
-    case "TransactionCancelled":
-      return { ...base, kind: "cancelled", txData: toTransactionData(args.getValue("txData") as Result) };
-    default:
-      return undefined;
-  }
-}
-
-/** The JSON shape of §1.7: checksummed addresses, lower-case hashes, decimal amount, numbers for the rest. */
-export function toTransactionData(r: Result): TransactionData {
-  const address = (field: string): string => getAddress(String(r.getValue(field)));
-  const num = (field: string): number => toSafeNumber(r.getValue(field) as bigint, field);
-  return {
-    receivingChainTxManagerAddress: address("receivingChainTxManagerAddress"),
-    user: address("user"),
-    router: address("router"),
-    initiator: address("initiator"),
-    sendingAssetId: address("sendingAssetId"),
-    receivingAssetId: address("receivingAssetId"),
-    sendingChainFallback: address("sendingChainFallback"),
-    callTo: address("callTo"),
-    receivingAddress: address("receivingAddress"),
-    sendingChainId: num("sendingChainId"),
-    receivingChainId: num("receivingChainId"),
-    callDataHash: String(r.getValue("callDataHash")).toLowerCase(),
-    transactionId: String(r.getValue("transactionId")).toLowerCase(),
-    amount: (r.getValue("amount") as bigint).toString(),
-    expiry: num("expiry"),
-    preparedBlockNumber: num("preparedBlockNumber"),
-  };
 }
 
 export interface FindTransferEventsParams {
@@ -143,6 +48,8 @@ export interface FindTransferEventsParams {
   /** Scanning goes from `toBlock` backwards and stops once this holds for the events found so far. */
   readonly stopWhen?: (eventsNewestFirst: readonly TransferEvent[]) => boolean;
   readonly chunkBlocks?: number;
+  /** Each matching log that does not decode: skipped by the scan, reported here (tm-log-decoder.ts's rule). */
+  readonly onUndecodable: (log: UndecodableTmLog) => void;
 }
 
 /**
@@ -178,17 +85,14 @@ export async function findTransferEvents(params: FindTransferEventsParams): Prom
       (p) => p.getLogs({ address: params.transactionManager, topics, fromBlock: lo, toBlock: hi }),
       "getLogs",
     );
-    const decoded = logs.map(decodeTransferLog).filter((e): e is TransferEvent => e !== undefined);
-    found.push(...decoded.sort(newestFirst));
+    const { events, undecodable } = decodeTmLogs(logs);
+    undecodable.forEach(params.onUndecodable);
+    found.push(...events.filter(isTransferEvent).reverse());
     if (params.stopWhen?.(found)) {
       break;
     }
   }
   return found.reverse();
-}
-
-function newestFirst(a: TransferEvent, b: TransferEvent): number {
-  return b.blockNumber - a.blockNumber || b.logIndex - a.logIndex;
 }
 
 /** The first block whose timestamp is >= `timestampSec` (binary search; head + 1 when there is none yet). */
@@ -265,6 +169,7 @@ export async function inspectReceivingSide(params: InspectReceivingSideParams): 
     CLOCK_SKEW_MARGIN_SEC;
   const fromBlock = await firstBlockAtOrAfter(provider, earliestSec, head);
   const sameTransfer = (e: TransferEvent): boolean => invariantDigest(invariantOf(e.txData)) === digest;
+  const undecodable: UndecodableTmLog[] = [];
   const events = (
     await findTransferEvents({
       provider,
@@ -276,8 +181,19 @@ export async function inspectReceivingSide(params: InspectReceivingSideParams): 
       fromBlock,
       toBlock: head,
       stopWhen: (found) => found.some((e) => e.kind === "prepared" && sameTransfer(e)),
+      onUndecodable: (log) => undecodable.push(log),
     })
   ).filter(sameTransfer);
+  const [first] = undecodable;
+  if (first !== undefined) {
+    // A log of this (user, router, transactionId) we cannot read might be the very event that decides: refuse.
+    return {
+      state: "unknown",
+      detail:
+        `undecodable TransactionManager log of this transfer at block ${first.blockNumber}, ` +
+        `tx ${first.transactionHash}, index ${first.logIndex}: ${first.reason}`,
+    };
+  }
   return classifyReceivingEvents(variant, events);
 }
 

@@ -1,11 +1,6 @@
 import { Wallet, ZeroAddress, hexlify, keccak256, randomBytes, type ContractTransactionReceipt } from "ethers";
 import { readVariantTransactionData } from "../../shared/chain/router-balances";
-import {
-  decodeTransferLog,
-  transferEventTopic,
-  type TransferEvent,
-  type TransferEventKind,
-} from "../../shared/chain/transfer-events";
+import type { TransferEvent, TransferEventKind } from "../../shared/chain/tm-log-decoder";
 import { amountAfterRouterFee } from "../../shared/protocol/amounts";
 import { encodeBid, signBid } from "../../shared/protocol/bid";
 import { completedVariantDigest, invariantDigest, invariantOf } from "../../shared/protocol/digests";
@@ -14,7 +9,12 @@ import type { AuctionBid, InvariantTransactionData, TransactionData } from "../.
 import { signCancel, signFulfill } from "../../shared/protocol/user-signatures";
 import { transferKey } from "../../shared/queues";
 import type { RouterSigner } from "../../shared/signer/router-signer";
-import { eventIn as eventInReceipt, walletSigner } from "../../scripts/local/swap-user";
+import {
+  eventIn as eventInReceipt,
+  findTransferEvents,
+  walletSigner,
+  type UserChain,
+} from "../../scripts/local/swap-user";
 import { nxtpContractAt, readBigInt, sendTx } from "../harness/deploy";
 import type { StackChain } from "../harness/stack";
 import { waitFor } from "../integration/submitter-fixture";
@@ -153,13 +153,7 @@ export async function transferEvents(
   kind: TransferEventKind,
   transactionId: string,
 ): Promise<TransferEvent[]> {
-  const logs = await chain.provider.getLogs({
-    address: chain.deployment.transactionManager,
-    topics: [transferEventTopic(kind), null, null, transactionId],
-    fromBlock: 0,
-    toBlock: "latest",
-  });
-  return logs.map((log) => decodeTransferLog(log)).filter((e): e is TransferEvent => e !== undefined);
+  return findTransferEvents(userChain(chain), kind, transactionId);
 }
 
 export async function waitForEvent(
@@ -263,9 +257,9 @@ function tm(chain: StackChain, wallet: Wallet) {
 }
 
 function eventIn(receipt: ContractTransactionReceipt, chain: StackChain, kind: TransferEventKind): TransferEvent {
-  return eventInReceipt(
-    receipt,
-    { chainId: chain.chainId, provider: chain.provider, transactionManager: chain.deployment.transactionManager },
-    kind,
-  );
+  return eventInReceipt(receipt, userChain(chain), kind);
+}
+
+function userChain(chain: StackChain): UserChain {
+  return { chainId: chain.chainId, provider: chain.provider, transactionManager: chain.deployment.transactionManager };
 }

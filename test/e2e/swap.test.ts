@@ -1,5 +1,5 @@
 import { Wallet, hexlify, randomBytes } from "ethers";
-import type { TransferEvent } from "../../shared/chain/transfer-events";
+import type { TransferEvent } from "../../shared/chain/tm-log-decoder";
 import { TX_JOB, txJobId, type CancelSenderJobData, type TxJobName } from "../../shared/queues";
 import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
 import { ANVIL_MNEMONIC } from "../harness/anvil";

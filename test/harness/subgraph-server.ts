@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type Result } from "ethers";
-import { contractInterface } from "../../shared/chain/contracts";
+import { decodeTmLogs, isTransferEvent, type TmEvent } from "../../shared/chain/tm-log-decoder";
+import type { TransactionData } from "../../shared/protocol/types";
 import { anvilProvider } from "./anvil";
 
 /**
@@ -38,8 +38,6 @@ interface Indexed {
   readonly balances: Map<string, { amount: bigint; assetId: string; router: string }>;
 }
 
-const tm = contractInterface("TransactionManager");
-
 export async function startSubgraphServer(params: StartSubgraphServerParams): Promise<SubgraphServer> {
   const provider = anvilProvider(params.rpcUrl, params.chainId);
   const timestamps = new Map<number, number>();
@@ -52,18 +50,18 @@ export async function startSubgraphServer(params: StartSubgraphServerParams): Pr
     const block = Math.max(0, (await provider.getBlockNumber()) - lag);
     const logs = await provider.getLogs({ address: params.transactionManager, fromBlock: 0, toBlock: block });
     const state: Indexed = { block, transactions: new Map(), balances: new Map() };
-    for (const log of logs) {
-      const parsed = tm.parseLog({ topics: [...log.topics], data: log.data });
-      if (!parsed) continue;
-      let ts = timestamps.get(log.blockNumber);
+    const { events, undecodable } = decodeTmLogs(logs);
+    if (undecodable.length > 0) {
+      // A stand-in fed only by the real contract: a log it cannot read is a harness bug, reported as an error reply.
+      throw new Error(`undecodable TransactionManager logs: ${JSON.stringify(undecodable)}`);
+    }
+    for (const event of events) {
+      let ts = timestamps.get(event.blockNumber);
       if (ts === undefined) {
-        ts = (await provider.getBlock(log.blockNumber))?.timestamp ?? 0;
-        timestamps.set(log.blockNumber, ts);
+        ts = (await provider.getBlock(event.blockNumber))?.timestamp ?? 0;
+        timestamps.set(event.blockNumber, ts);
       }
-      apply(state, params.chainId, parsed.name, parsed.args, {
-        hash: log.transactionHash.toLowerCase(),
-        timestamp: ts,
-      });
+      apply(state, params.chainId, event, ts);
     }
     return state;
   };
@@ -107,72 +105,56 @@ export async function startSubgraphServer(params: StartSubgraphServerParams): Pr
   };
 }
 
-function apply(
-  state: Indexed,
-  chainId: number,
-  name: string,
-  args: Result,
-  meta: { hash: string; timestamp: number },
-): void {
-  if (name === "LiquidityAdded" || name === "LiquidityRemoved") {
-    const sign = name === "LiquidityAdded" ? 1n : -1n;
-    addBalance(
-      state,
-      String(args.getValue("router")),
-      String(args.getValue("assetId")),
-      sign * (args.getValue("amount") as bigint),
-    );
+function apply(state: Indexed, chainId: number, event: TmEvent, timestamp: number): void {
+  if (!isTransferEvent(event)) {
+    const sign = event.kind === "liquidityAdded" ? 1n : -1n;
+    addBalance(state, event.router, event.assetId, sign * BigInt(event.amount));
     return;
   }
-  if (name === "TransactionPrepared") {
-    const tx = args.getValue("txData") as Result;
-    const p = args.getValue("args") as Result;
+  const tx = event.txData;
+  const amount = BigInt(tx.amount);
+  if (event.kind === "prepared") {
     const entity = txEntity(tx, chainId);
     Object.assign(entity, {
       status: "Prepared",
-      preparedTimestamp: String(meta.timestamp),
-      encryptedCallData: lower(p.getValue("encryptedCallData")),
-      encodedBid: lower(p.getValue("encodedBid")),
-      bidSignature: lower(p.getValue("bidSignature")),
-      prepareCaller: lower(args.getValue("caller")),
-      prepareTransactionHash: meta.hash,
+      preparedTimestamp: String(timestamp),
+      encryptedCallData: event.encryptedCallData,
+      encodedBid: event.encodedBid,
+      bidSignature: event.bidSignature,
+      prepareCaller: lower(event.caller),
+      prepareTransactionHash: event.transactionHash,
     });
     state.transactions.set(entity.id, entity);
-    if (Number(tx.getValue("receivingChainId")) === chainId) {
-      addBalance(state, entity.router.id, String(tx.getValue("receivingAssetId")), -(tx.getValue("amount") as bigint));
+    if (tx.receivingChainId === chainId) {
+      addBalance(state, entity.router.id, tx.receivingAssetId, -amount);
     }
     return;
   }
-  if (name !== "TransactionFulfilled" && name !== "TransactionCancelled") return;
-  const a = args.getValue("args") as Result;
-  const tx = a.getValue("txData") as Result;
   const entity = state.transactions.get(txEntity(tx, chainId).id);
   if (!entity) return;
-  const sending = Number(tx.getValue("sendingChainId")) === chainId;
-  if (name === "TransactionFulfilled") {
+  const sending = tx.sendingChainId === chainId;
+  if (event.kind === "fulfilled") {
     Object.assign(entity, {
       status: "Fulfilled",
-      relayerFee: (a.getValue("relayerFee") as bigint).toString(),
-      signature: lower(a.getValue("signature")),
-      callData: lower(a.getValue("callData")),
-      fulfillCaller: lower(args.getValue("caller")),
-      fulfillTransactionHash: meta.hash,
+      relayerFee: event.relayerFee,
+      signature: event.signature,
+      callData: event.callData,
+      fulfillCaller: lower(event.caller),
+      fulfillTransactionHash: event.transactionHash,
     });
-    if (sending)
-      addBalance(state, entity.router.id, String(tx.getValue("sendingAssetId")), tx.getValue("amount") as bigint);
+    if (sending) addBalance(state, entity.router.id, tx.sendingAssetId, amount);
   } else {
     Object.assign(entity, {
       status: "Cancelled",
-      cancelCaller: lower(args.getValue("caller")),
-      cancelTransactionHash: meta.hash,
+      cancelCaller: lower(event.caller),
+      cancelTransactionHash: event.transactionHash,
     });
-    if (!sending)
-      addBalance(state, entity.router.id, String(tx.getValue("receivingAssetId")), tx.getValue("amount") as bigint);
+    if (!sending) addBalance(state, entity.router.id, tx.receivingAssetId, amount);
   }
 }
 
-function txEntity(tx: Result, chainId: number): Entity {
-  const s = (field: string): string => lower(tx.getValue(field));
+function txEntity(tx: TransactionData, chainId: number): Entity {
+  const s = (field: keyof TransactionData): string => lower(tx[field]);
   const user = s("user");
   const router = s("router");
   return {
@@ -192,10 +174,13 @@ function txEntity(tx: Result, chainId: number): Entity {
         "callTo",
         "callDataHash",
         "transactionId",
-      ].map((f) => [f, s(f)]),
+      ].map((f) => [f, s(f as keyof TransactionData)]),
     ),
     ...Object.fromEntries(
-      ["sendingChainId", "receivingChainId", "amount", "expiry", "preparedBlockNumber"].map((f) => [f, s(f)]),
+      ["sendingChainId", "receivingChainId", "amount", "expiry", "preparedBlockNumber"].map((f) => [
+        f,
+        s(f as keyof TransactionData),
+      ]),
     ),
     relayerFee: null,
     signature: null,

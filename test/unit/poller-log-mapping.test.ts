@@ -1,68 +1,19 @@
-import { ZeroAddress, getAddress, keccak256, zeroPadValue } from "ethers";
-import { contractInterface } from "../../shared/chain/contracts";
-import type { TransactionData } from "../../shared/protocol/types";
+import { getAddress, zeroPadValue } from "ethers";
 import {
   TM_TOPICS,
-  completedRecord,
   decodeTmLog,
+  type CancelledEvent,
+  type FulfilledEvent,
+  type LiquidityChangeEvent,
+  type PreparedEvent,
+} from "../../shared/chain/tm-log-decoder";
+import {
+  completedRecord,
+  liquidityEventOf,
   preparedRecord,
   routerLogFilters,
-  type DecodedTmEvent,
-  type RawLog,
 } from "../../services/poller/sources/log-mapping";
-
-const tm = contractInterface("TransactionManager");
-const USER = "0x1111111111111111111111111111111111111111";
-const ROUTER = "0x627306090abaB3A6e1400e9345bC60c78a8BEf57";
-const TOKEN = "0x8AC76a51cc950d9822D68b83fE1Ad97B32Cd580d";
-const TX_ID = "0x" + "ab".repeat(32);
-const HASH = "0x" + "cd".repeat(32);
-
-const TX_DATA: TransactionData = {
-  receivingChainTxManagerAddress: "0x6090De2EC76eb1Dc3B5d632734415c93c44Fd113",
-  user: USER,
-  router: ROUTER,
-  initiator: USER,
-  sendingAssetId: TOKEN,
-  receivingAssetId: "0x2791Bca1f2de4661ED88A30C99A7a9449Aa84174",
-  sendingChainFallback: USER,
-  callTo: ZeroAddress,
-  receivingAddress: USER,
-  sendingChainId: 1337,
-  receivingChainId: 1338,
-  callDataHash: keccak256("0x"),
-  transactionId: TX_ID,
-  amount: "1000000000000000000",
-  expiry: 1_700_300_000,
-  preparedBlockNumber: 42,
-};
-
-function rawLog(name: string, values: unknown[], blockNumber = 42): RawLog {
-  const event = tm.getEvent(name);
-  if (!event) throw new Error(name);
-  const { data, topics } = tm.encodeEventLog(event, values);
-  return { data, topics, blockNumber, transactionHash: HASH.toUpperCase().replace("0X", "0x"), index: 3 };
-}
-
-function preparedLog(): RawLog {
-  const invariant = { ...TX_DATA };
-  return rawLog("TransactionPrepared", [
-    USER,
-    ROUTER,
-    TX_ID,
-    TX_DATA,
-    USER,
-    {
-      invariantData: invariant,
-      amount: TX_DATA.amount,
-      expiry: TX_DATA.expiry,
-      encryptedCallData: "0xABCD",
-      encodedBid: "0x0102",
-      bidSignature: "0x0304",
-      encodedMeta: "0x",
-    },
-  ]);
-}
+import { HASH, ROUTER, TOKEN, TX_DATA, TX_ID, USER, preparedLog, rawLog } from "./tm-log-fixtures";
 
 describe("poller log mapping", () => {
   it("filters on the router as topic 2 of Transaction* events and topic 1 of Liquidity* events", () => {
@@ -82,7 +33,7 @@ describe("poller log mapping", () => {
   it("maps a TransactionPrepared log to a Prepared record with the event's txData and PrepareArgs", () => {
     const event = decodeTmLog(preparedLog());
     expect(event?.kind).toBe("prepared");
-    const record = preparedRecord(1337, event as Extract<DecodedTmEvent, { kind: "prepared" }>, 1_700_000_123);
+    const record = preparedRecord(1337, event as PreparedEvent, 1_700_000_123);
     expect(record).toEqual({
       status: "Prepared",
       chainId: 1337,
@@ -110,7 +61,7 @@ describe("poller log mapping", () => {
       ],
       50,
     );
-    const event = decodeTmLog(log) as Extract<DecodedTmEvent, { kind: "fulfilled" }>;
+    const event = decodeTmLog(log) as FulfilledEvent;
     const prepare = {
       encryptedCallData: "0x",
       encodedBid: "0x01",
@@ -138,7 +89,7 @@ describe("poller log mapping", () => {
       [USER, ROUTER, TX_ID, { txData: TX_DATA, signature: "0x", encodedMeta: "0x" }, USER],
       60,
     );
-    const event = decodeTmLog(log) as Extract<DecodedTmEvent, { kind: "cancelled" }>;
+    const event = decodeTmLog(log) as CancelledEvent;
     expect(completedRecord(1337, event, 77)).toEqual({
       status: "Cancelled",
       chainId: 1337,
@@ -153,13 +104,14 @@ describe("poller log mapping", () => {
     });
   });
 
-  it("decodes liquidity events and ignores events the router does not use", () => {
-    expect(decodeTmLog(rawLog("LiquidityRemoved", [ROUTER, TOKEN, 12n, USER], 9))).toEqual({
-      kind: "liquidity",
-      meta: { blockNumber: 9, transactionHash: HASH, logIndex: 3 },
-      router: getAddress(ROUTER),
-      event: { kind: "removed", assetId: getAddress(TOKEN), amount: "12", blockNumber: 9, transactionHash: HASH },
+  it("maps liquidity events to the sink's shape", () => {
+    const event = decodeTmLog(rawLog("LiquidityRemoved", [ROUTER, TOKEN, 12n, USER], 9)) as LiquidityChangeEvent;
+    expect(liquidityEventOf(event)).toEqual({
+      kind: "removed",
+      assetId: getAddress(TOKEN),
+      amount: "12",
+      blockNumber: 9,
+      transactionHash: HASH,
     });
-    expect(decodeTmLog(rawLog("RouterAdded", [ROUTER, USER]))).toBeUndefined();
   });
 });

@@ -3,6 +3,7 @@ import type { Redis } from "ioredis";
 import type { ChainProvider } from "../../../shared/chain/chain-provider";
 import { readVariantTransactionData } from "../../../shared/chain/router-balances";
 import { checkSenderCancelOnChain, type SenderCancelVerdict } from "../../../shared/chain/sender-cancel-check";
+import { undecodableLogFields } from "../../../shared/chain/tm-log-decoder";
 import { blockTimestamp, findTransferEvents } from "../../../shared/chain/transfer-events";
 import type { RouterConfig } from "../../../shared/config/types";
 import { RouterError, errorCode } from "../../../shared/errors";
@@ -240,6 +241,11 @@ async function fromLogs(
     fromBlock: Math.max(0, head - lookback + 1),
     toBlock: head,
     stopWhen: (found) => found.some((e) => isSendingSide(e.txData)),
+    onUndecodable: (log) =>
+      deps.logger.error("undecodable TransactionManager log skipped", {
+        at: "admin.cancelSender",
+        ...undecodableLogFields(log),
+      }),
   });
   return events
     .map((e) => e.txData)

@@ -6,13 +6,20 @@ import type { TransferRecord } from "../../../shared/protocol/types";
 import { pollerCursorKey, transferKey } from "../../../shared/queues";
 import {
   TM_TOPICS,
+  decodeTmLogs,
+  isTransferEvent,
+  type CancelledEvent,
+  type FulfilledEvent,
+  type PreparedEvent,
+} from "../../../shared/chain/tm-log-decoder";
+import { createAlertOnce } from "../alert-once";
+import {
   UNKNOWN_PREPARE,
   completedRecord,
-  decodeTmLog,
+  liquidityEventOf,
   prepareFieldsOf,
   preparedRecord,
   routerLogFilters,
-  type DecodedTmEvent,
   type PrepareFields,
 } from "./log-mapping";
 import { agreedBlock } from "./agreed-block";
@@ -24,6 +31,7 @@ import {
   type StoredRecordLookup,
   type TransferSource,
 } from "./transfer-source";
+import { createUndecodableReporter, type ReportUndecodable } from "./undecodable-logs";
 
 /** Blocks per eth_getLogs: small enough for every public RPC's range cap and response size limit. */
 export const DEFAULT_MAX_RANGE_BLOCKS = 2_000;
@@ -165,7 +173,12 @@ export function createLogsSource(p: LogsSourceParams): TransferSource {
       return { coveredTo: end, hash, logs: [...transfers, ...liquidity].filter((log) => !log.removed) };
     }, "getLogs");
 
-  const builder = createBatchBuilder({ ...p, tm, timestamps });
+  const reportUndecodable = createUndecodableReporter(
+    p.logger,
+    createAlertOnce(p.redis, p.prefix, p.chainId),
+    p.chainId,
+  );
+  const builder = createBatchBuilder({ ...p, tm, timestamps, reportUndecodable });
 
   return {
     name: "logs",
@@ -201,12 +214,13 @@ export function createLogsSource(p: LogsSourceParams): TransferSource {
 interface BatchBuilderParams extends LogsSourceParams {
   readonly tm: string;
   readonly timestamps: (blockNumber: number) => Promise<number>;
+  readonly reportUndecodable: ReportUndecodable;
 }
 
 /** Logs of one range → at most one record per transfer (the latest state) plus the liquidity events. */
 function createBatchBuilder(p: BatchBuilderParams): (logs: readonly Log[]) => Promise<SourceBatch> {
   const prepareFieldsFor = async (
-    event: Extract<DecodedTmEvent, { kind: "fulfilled" | "cancelled" }>,
+    event: FulfilledEvent | CancelledEvent,
     inBatch: TransferRecord | undefined,
   ): Promise<PrepareFields> => {
     if (inBatch !== undefined) {
@@ -224,9 +238,9 @@ function createBatchBuilder(p: BatchBuilderParams): (logs: readonly Log[]) => Pr
         provider.getLogs({ address: p.tm, fromBlock: preparedBlockNumber, toBlock: preparedBlockNumber, topics }),
       "getLogs",
     );
-    const prepared = found
-      .map(decodeTmLog)
-      .find((e): e is Extract<DecodedTmEvent, { kind: "prepared" }> => e?.kind === "prepared");
+    const decoded = decodeTmLogs(found);
+    await p.reportUndecodable(decoded.undecodable);
+    const prepared = decoded.events.find((e): e is PreparedEvent => e.kind === "prepared");
     const timestamp = await p.timestamps(preparedBlockNumber);
     if (prepared === undefined) {
       p.logger.warn("prepare log of a settled transfer not found", {
@@ -240,19 +254,17 @@ function createBatchBuilder(p: BatchBuilderParams): (logs: readonly Log[]) => Pr
   };
 
   return async (logs) => {
-    const events = logs
-      .map(decodeTmLog)
-      .filter((e): e is DecodedTmEvent => e !== undefined)
-      .sort((a, b) => a.meta.blockNumber - b.meta.blockNumber || a.meta.logIndex - b.meta.logIndex);
+    const { events, undecodable } = decodeTmLogs(logs);
+    await p.reportUndecodable(undecodable);
     const records = new Map<string, TransferRecord>();
     const liquidityEvents: LiquidityEvent[] = [];
     for (const event of events) {
-      if (event.kind === "liquidity") {
-        liquidityEvents.push(event.event);
+      if (!isTransferEvent(event)) {
+        liquidityEvents.push(liquidityEventOf(event));
         continue;
       }
       const key = transferKey(event.txData.transactionId, event.txData.user);
-      const timestamp = await p.timestamps(event.meta.blockNumber);
+      const timestamp = await p.timestamps(event.blockNumber);
       if (event.kind === "prepared") {
         records.set(key, preparedRecord(p.chainId, event, timestamp));
       } else {

@@ -3,12 +3,13 @@ import type { ChainProvider } from "../../../shared/chain/chain-provider";
 import type { TransferRecord } from "../../../shared/protocol/types";
 import {
   TM_TOPICS,
-  completedRecord,
-  decodeTmLog,
-  prepareFieldsOf,
-  preparedRecord,
-  type DecodedTmEvent,
-} from "./log-mapping";
+  decodeTmLogs,
+  isTransferEvent,
+  type PreparedEvent,
+  type TransferEvent,
+} from "../../../shared/chain/tm-log-decoder";
+import { completedRecord, prepareFieldsOf, preparedRecord } from "./log-mapping";
+import type { ReportUndecodable } from "./undecodable-logs";
 
 export interface TransferLogsQuery {
   readonly chainId: number;
@@ -21,6 +22,7 @@ export interface TransferLogsQuery {
   readonly fromBlock: number;
   readonly toBlock: number;
   readonly maxRangeBlocks: number;
+  readonly reportUndecodable: ReportUndecodable;
 }
 
 /**
@@ -38,24 +40,21 @@ export async function findTransferLogs(q: TransferLogsQuery): Promise<TransferRe
     q.transactionId.toLowerCase(),
   ];
   const address = getAddress(q.transactionManagerAddress);
-  const events: DecodedTmEvent[] = [];
+  const events: TransferEvent[] = [];
   for (let to = q.toBlock; to >= q.fromBlock; to -= q.maxRangeBlocks) {
     const from = Math.max(q.fromBlock, to - q.maxRangeBlocks + 1);
     const logs = await q.provider.read(
       (rpc) => rpc.getLogs({ address, topics, fromBlock: from, toBlock: to }),
       "getLogs",
     );
-    events.push(
-      ...logs
-        .filter((l) => !l.removed)
-        .map(decodeTmLog)
-        .filter((e): e is DecodedTmEvent => e !== undefined),
-    );
+    const decoded = decodeTmLogs(logs.filter((l) => !l.removed));
+    await q.reportUndecodable(decoded.undecodable);
+    events.push(...decoded.events.filter(isTransferEvent));
     if (events.some((e) => e.kind === "prepared")) {
       break;
     }
   }
-  events.sort((a, b) => a.meta.blockNumber - b.meta.blockNumber || a.meta.logIndex - b.meta.logIndex);
+  events.sort((a, b) => a.blockNumber - b.blockNumber || a.logIndex - b.logIndex);
   const timestampOf = async (block: number): Promise<number> => {
     const found = await q.provider.getBlock(block);
     if (found === null) {
@@ -64,15 +63,15 @@ export async function findTransferLogs(q: TransferLogsQuery): Promise<TransferRe
     return found.timestamp;
   };
   const records: TransferRecord[] = [];
-  let prepared: Extract<DecodedTmEvent, { kind: "prepared" }> | undefined;
+  let prepared: PreparedEvent | undefined;
   for (const event of events) {
     if (event.kind === "prepared") {
       prepared = event;
-      records.push(preparedRecord(q.chainId, event, await timestampOf(event.meta.blockNumber)));
-    } else if (event.kind === "fulfilled" || event.kind === "cancelled") {
+      records.push(preparedRecord(q.chainId, event, await timestampOf(event.blockNumber)));
+    } else {
       const prepare =
-        prepared === undefined ? undefined : prepareFieldsOf(prepared, await timestampOf(prepared.meta.blockNumber));
-      records.push(completedRecord(q.chainId, event, await timestampOf(event.meta.blockNumber), prepare));
+        prepared === undefined ? undefined : prepareFieldsOf(prepared, await timestampOf(prepared.blockNumber));
+      records.push(completedRecord(q.chainId, event, await timestampOf(event.blockNumber), prepare));
     }
   }
   return records;
