@@ -3,7 +3,7 @@ import type { Redis } from "ioredis";
 import type { ChainProvider } from "../../shared/chain/chain-provider";
 import type { RouterConfig } from "../../shared/config/types";
 import type { RouterSigner } from "../../shared/signer/router-signer";
-import type { JobLiquidity, LiquidityInFlight } from "./liquidity-in-flight";
+import type { JobLiquidity, LiquidityHolds } from "./liquidity-in-flight";
 import type { SendContext } from "./send/send-context";
 
 /** Everything a job needs, built once per process by startSubmitter (never per job). */
@@ -20,8 +20,13 @@ export interface SubmitterContext extends SendContext {
   readonly txQueue: (chainId: number) => Queue | undefined;
   /** Plain Redis connection (other chains' transaction records). */
   readonly redis: Redis;
-  /** Liquidity held by this process's concurrent jobs (receiving prepares not mined yet). */
-  readonly liquidityInFlight?: LiquidityInFlight;
+  /** Liquidity held in Redis by the chain's sent-but-unmined prepares and withdrawals (liquidity-in-flight.ts). */
+  readonly liquidityHolds?: LiquidityHolds;
   /** The running job's own view of it, set per job by the processor. */
   readonly liquidity?: JobLiquidity;
+  /**
+   * A job stalled more often than this (its process died or lost the BullMQ lock each time) fails, unless it has
+   * a transaction that may be on chain: then it keeps running (processor.ts). BullMQ's own stall limit is off.
+   */
+  readonly maxStalledCount?: number;
 }

@@ -27,7 +27,8 @@ import { prepareFulfillSender } from "./operations/fulfill-sender";
 import { preparePrepareReceiver } from "./operations/prepare-receiver";
 import { prepareRelayFulfill } from "./operations/relay-fulfill";
 import { prepareRemoveLiquidity } from "./operations/remove-liquidity";
-import { InvalidTxJobError, SenderLeaseLostError, SubmitterShutdownError } from "./send/errors";
+import { TransactionRevertedError } from "../../shared/chain/errors";
+import { InvalidTxJobError, JobStalledError, SenderLeaseLostError, SubmitterShutdownError } from "./send/errors";
 import type { SendTrace } from "./send/send-context";
 import { sendJobTransaction } from "./send/send-transaction";
 import type { TxCall, TxNoop } from "./send/tx-record";
@@ -58,7 +59,7 @@ export function createTxProcessor(ctx: SubmitterContext): TxProcessor {
       name: job.name,
       ...(typeof requestId === "string" ? { requestId } : {}),
     });
-    const liquidity = job.id ? ctx.liquidityInFlight?.forJob(job.id) : undefined;
+    const liquidity = job.id && HOLDING_JOBS.has(job.name) ? ctx.liquidityHolds?.forJob(job.id) : undefined;
     try {
       const result = await runJob({ ...ctx, logger, liquidity }, job, trace);
       logOutcome(logger, "completed", { ctx, trace, startedAtMs, noop: result.noop });
@@ -66,10 +67,19 @@ export function createTxProcessor(ctx: SubmitterContext): TxProcessor {
     } catch (err) {
       throw await toBullMqError({ err, job, token, logger, ctx, trace, startedAtMs });
     } finally {
-      liquidity?.release();
+      // Dropped unless the job's transaction may still be mined: then it holds across runs and takeovers.
+      await liquidity?.settle().catch((err: unknown) => {
+        logger.warn("could not settle the job's liquidity hold; a later check or takeover drops it", {
+          at: "submitter.liquidity",
+          error: errorMessage(err),
+        });
+      });
     }
   };
 }
+
+/** Jobs whose transaction takes the router's unlocked liquidity: they hold it until mined (liquidity-in-flight.ts). */
+const HOLDING_JOBS: ReadonlySet<string> = new Set([TX_JOB.prepareReceiver, TX_JOB.removeLiquidity]);
 
 /**
  * Jobs whose call the contract refuses to execute twice (#P:015, #F:019, #C:019): a rebuild at a new nonce
@@ -96,6 +106,7 @@ async function runJob(ctx: SubmitterContext, job: TxJob, trace: SendTrace): Prom
   if (!job.id) {
     throw new InvalidTxJobError("job has no id");
   }
+  await assertStallLimit(ctx, job, job.id);
   return sendJobTransaction(
     ctx,
     {
@@ -108,10 +119,45 @@ async function runJob(ctx: SubmitterContext, job: TxJob, trace: SendTrace): Prom
       },
       trace,
       replayProtected: REPLAY_PROTECTED_JOBS.has(job.name),
-      onMined: () => ctx.liquidity?.release(),
+      onMined: async (receipt) => {
+        trace.minedOk = receipt.status === 1;
+        // Best effort: an unmarked hold only over-counts until the run settles it from the confirmed record.
+        await ctx.liquidity?.markMined(receipt.blockNumber).catch((err: unknown) => {
+          ctx.logger.warn("could not mark the liquidity hold mined", {
+            at: "submitter.liquidity",
+            error: errorMessage(err),
+          });
+        });
+      },
+      onRebuild: async () => ctx.liquidity?.unmarkMined(),
     },
     () => prepareCall(ctx, job.name, job.data),
   );
+}
+
+/**
+ * BullMQ's stall limit, applied here because only the record knows what a job did: past it, a job with nothing
+ * on chain fails (it kills every process it runs in), a job with a transaction record keeps running, since its
+ * transaction may be mined and the job must then complete, not be reported failed.
+ */
+async function assertStallLimit(ctx: SubmitterContext, job: TxJob, jobId: string): Promise<void> {
+  const limit = ctx.maxStalledCount;
+  if (limit === undefined || job.stalledCounter <= limit) {
+    return;
+  }
+  const record = await ctx.records.load(jobId);
+  if (!record || record.status === "reverted") {
+    throw new JobStalledError(`job stalled ${job.stalledCounter} times (limit ${limit}) and has nothing on chain`, {
+      stalled: job.stalledCounter,
+      limit,
+    });
+  }
+  ctx.logger.warn("job stalled past the limit, but it has a transaction: it keeps running from its record", {
+    at: "submitter.job",
+    stalled: job.stalledCounter,
+    limit,
+    recordStatus: record.status,
+  });
 }
 
 function prepareCall(ctx: SubmitterContext, name: string, data: TxJobData): Promise<TxCall | TxNoop> {
@@ -181,6 +227,19 @@ async function toBullMqError(p: FailureParams): Promise<Error> {
       return parked;
     }
   }
+  if (p.token && !(err instanceof TransactionRevertedError) && (await minedOnChain(p))) {
+    try {
+      // Its transaction is mined: the job is never reported failed; it runs again, resumes from its record and
+      // completes (with the stored result once confirmed). No attempt is used.
+      const retryAtMs = Date.now() + MINED_RETRY_MS;
+      await job.moveToDelayed(retryAtMs, p.token);
+      logOutcome(logger, "delayed", { ...p, code, error: errorMessage(err), retryAtMs });
+      return new DelayedError();
+    } catch (moveErr) {
+      // The lock is gone: another run owns the job now, and this run's failure cannot be recorded either.
+      logger.warn("could not park the mined job", { at: "submitter.job", error: errorMessage(moveErr) });
+    }
+  }
   if (err instanceof RetryLaterError && p.token) {
     try {
       // "Not yet" (a time rule): park the job until then without using an attempt; nothing was sent.
@@ -204,6 +263,24 @@ async function toBullMqError(p: FailureParams): Promise<Error> {
     await enqueueSenderRefund(p.ctx, job.data as PrepareReceiverJobData, code, logger);
   }
   return new UnrecoverableError(`${code}: ${errorMessage(err)}`);
+}
+
+/** A job whose transaction is mined, stopped by an error, runs again this soon. */
+const MINED_RETRY_MS = 1_000;
+
+/**
+ * This run saw the job's transaction mined successfully, or (for an error that is not the job's verdict, e.g. a
+ * record conflict with a second run after a lock loss) its record says it is confirmed.
+ */
+async function minedOnChain(p: FailureParams): Promise<boolean> {
+  if (p.trace.minedOk) {
+    return true;
+  }
+  if (!isRetriable(p.err)) {
+    return false;
+  }
+  const record = p.job.id ? await p.ctx.records.load(p.job.id).catch(() => undefined) : undefined;
+  return record?.status === "confirmed";
 }
 
 /**

@@ -2,7 +2,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sleep } from "../../shared/process/timing";
-import { RECEIVING, startE2eStack, stopE2eStack, type E2eStack } from "../e2e/e2e-fixture";
+import { Queue } from "bullmq";
+import { txQueueName } from "../../shared/queues";
+import { RECEIVING, SENDING, startE2eStack, stopE2eStack, type E2eStack } from "../e2e/e2e-fixture";
 import { waitFor } from "../integration/submitter-fixture";
 import { assertDistBuilt, startRouterProcs, type RouterProcs, type Supervised } from "./router-procs";
 import { auditRouterTxs, describeAudit, fundUsers, runPool, runSwap } from "./swap-audit";
@@ -44,6 +46,17 @@ describe("fault: BullMQ lock loss with two submitters alive", () => {
         .filter((l) => l.includes('"submitter ready"'));
       return ready.length > 0 && ready[ready.length - 1].includes('"role":"sender"');
     });
+
+  /** Every failed job of both chains' queues, with its reason. */
+  const failedJobs = async (procs: RouterProcs): Promise<string[]> => {
+    const failed: string[] = [];
+    for (const chainId of [SENDING, RECEIVING]) {
+      const queue = new Queue(txQueueName(chainId), { connection: procs.redis, prefix: procs.prefix });
+      for (const job of await queue.getFailed()) failed.push(`${String(job.id)}: ${job.failedReason}`);
+      await queue.close();
+    }
+    return failed;
+  };
 
   it("the sender SIGSTOPped past its lock, the standby takes over; resumed, it sends nothing", async () => {
     if (!s) throw new Error("no stack");
@@ -109,6 +122,8 @@ describe("fault: BullMQ lock loss with two submitters alive", () => {
       duplicates: audits.flatMap((a) => a.duplicates),
       gaps: audits.flatMap((a) => a.nonceGaps),
     }).toEqual({ reverted: [], duplicates: [], gaps: [] });
+    // Issue 16 item 9: a job whose transaction is on chain is never reported failed after the lock loss.
+    expect(await failedJobs(procs)).toEqual([]);
     expect(audits[1].txs.filter((t) => t.method === "prepare")).toHaveLength(SWAPS);
     expect(audits[0].txs.filter((t) => t.method === "fulfill")).toHaveLength(SWAPS);
     expect(takeoverMs).toBeLessThan(5_000);

@@ -183,13 +183,16 @@ export class ReceiverUnverifiableError extends RetryLaterError {
 }
 
 /**
- * The router's unlocked liquidity covers the receiving amount only if the prepares this process has in flight
- * (not mined yet) are ignored: parked briefly, not refused; once they are mined the chain's balance decides
- * (services/submitter/liquidity-in-flight.ts).
+ * The router's unlocked liquidity covers the amount (a receiving prepare's, a withdrawal's) only if the chain's
+ * holds of transactions in flight (sent, not mined yet) are ignored: parked briefly, not refused; once they are
+ * mined the chain's balance decides (services/submitter/liquidity-in-flight.ts).
  */
 export class LiquidityInFlightError extends RetryLaterError {
   readonly code = "LIQUIDITY_IN_FLIGHT";
 }
+
+/** A transaction in flight is mined within a few blocks; a job parked behind it looks again this soon. */
+export const LIQUIDITY_IN_FLIGHT_RETRY_MS = 2_000;
 
 /** Receiver cancel before the receiving expiry: only the user may cancel then (#C:022); parked until expiry. */
 export class ReceiverNotExpiredError extends RetryLaterError {

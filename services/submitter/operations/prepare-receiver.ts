@@ -1,4 +1,3 @@
-import { decodeRouterBalances, encodeRouterBalances } from "../../../shared/chain/contracts";
 import { blockTimestamp } from "../../../shared/chain/transfer-events";
 import { DEFAULT_TOLERANCE_PERCENT } from "../../../shared/protocol/amounts";
 import { verifySenderPrepare, type VerifySenderPrepareOk } from "../../../shared/protocol/verify-sender";
@@ -8,6 +7,7 @@ import type { TxCall, TxNoop } from "../send/tx-record";
 import {
   ChainNotConfiguredError,
   LiquidityInFlightError,
+  LIQUIDITY_IN_FLIGHT_RETRY_MS,
   NotEnoughLiquidityError,
   SenderCancelDecidedError,
   SenderCompletedError,
@@ -17,6 +17,7 @@ import {
   SenderVerificationError,
   TransferMismatchError,
 } from "./errors";
+import { holdLiquidity } from "./hold-liquidity";
 import {
   buildTransferCall,
   chainConfigOf,
@@ -40,7 +41,10 @@ import {
  *    the prepare block's timestamp is then read from the chain, never taken from the job;
  * 4. `verifySenderPrepare` (bid signature, every bid field against the invariant, pools, bid expiry,
  *    expiry window, amount): a refusal is terminal, its code the reason, cancellable as verify says;
- * 5. our unlocked liquidity covers the receiving amount (cancellable NOT_ENOUGH_LIQUIDITY otherwise);
+ * 5. our unlocked liquidity, read at a fixed block net of the chain's liquidity holds (prepares and withdrawals
+ *    sent but not mined), covers the receiving amount, and the amount is held (atomic, liquidity-in-flight.ts):
+ *    cancellable NOT_ENOUGH_LIQUIDITY when the balance itself is short, LIQUIDITY_IN_FLIGHT (parked 2 s) when
+ *    only the holds make it short. This is the liquidity decision: eth_estimateGas may run against `latest`;
  * 6. prepare({invariantData, amount, expiry, encryptedCallData, encodedBid, bidSignature, 0x}), estimated:
  *    `#P:015` → no-op (prepared meanwhile), `#P:018` → NOT_ENOUGH_LIQUIDITY, other reverts terminal;
  * 7. the transfer's decision is claimed as "prepare" (atomic; refused if a sender cancel claimed it first).
@@ -217,39 +221,33 @@ function verify(
   return result;
 }
 
-/** Step 5: on chain, not from a cache; the contract would revert #P:018 anyway, this names it first. */
+/**
+ * Step 5: on chain, net of the chain's holds (our prepares and withdrawals sent but not mined, across takeovers),
+ * and the amount is held from here until the transaction is mined (or the run ends without one). A refusal
+ * here comes before the decision is claimed, so the sender cancel stays possible.
+ */
 async function assertLiquidity(ctx: LifecycleContext, verified: VerifySenderPrepareOk): Promise<void> {
-  const router = routerAddressOf(ctx);
   const assetId = verified.invariant.receivingAssetId;
-  const balance = decodeRouterBalances(
-    await ctx.provider.call({ to: ctx.chain.transactionManagerAddress, data: encodeRouterBalances(router, assetId) }),
-  );
-  if (balance < verified.receiverAmount) {
+  const check = await holdLiquidity(ctx, assetId, verified.receiverAmount);
+  if (check.ok) {
+    return;
+  }
+  const context = {
+    transactionId: verified.invariant.transactionId,
+    assetId,
+    balance: check.balance.toString(),
+    balanceBlock: check.balanceBlock,
+    receiverAmount: verified.receiverAmount.toString(),
+  };
+  if (check.balance < verified.receiverAmount) {
     throw new NotEnoughLiquidityError(
-      `unlocked liquidity ${balance.toString()} is below the receiving amount ${verified.receiverAmount.toString()}`,
-      {
-        transactionId: verified.invariant.transactionId,
-        assetId,
-        balance: balance.toString(),
-        receiverAmount: verified.receiverAmount.toString(),
-      },
+      `unlocked liquidity ${check.balance.toString()} is below the receiving amount ${verified.receiverAmount.toString()}`,
+      context,
     );
   }
-  const heldByOthers = ctx.liquidity?.heldByOthers(assetId) ?? 0n;
-  if (balance - heldByOthers < verified.receiverAmount) {
-    throw new LiquidityInFlightError(
-      `unlocked liquidity ${balance.toString()} covers the receiving amount only without ${heldByOthers.toString()} held by prepares in flight`,
-      Date.now() + LIQUIDITY_IN_FLIGHT_RETRY_MS,
-      {
-        transactionId: verified.invariant.transactionId,
-        assetId,
-        balance: balance.toString(),
-        heldByOthers: heldByOthers.toString(),
-      },
-    );
-  }
-  ctx.liquidity?.hold(assetId, verified.receiverAmount);
+  throw new LiquidityInFlightError(
+    `unlocked liquidity ${check.balance.toString()} covers the receiving amount only without ${check.heldByOthers.toString()} held by transactions in flight`,
+    Date.now() + LIQUIDITY_IN_FLIGHT_RETRY_MS,
+    { ...context, heldByOthers: check.heldByOthers.toString() },
+  );
 }
-
-/** A prepare in flight is mined within a few blocks; look again soon. */
-const LIQUIDITY_IN_FLIGHT_RETRY_MS = 2_000;

@@ -5,7 +5,10 @@ import type { Logger } from "../../../shared/logging/create-logger";
 import { signRemoveLiquidity } from "../../../shared/protocol/router-signatures";
 import type { RemoveLiquidityJobData } from "../../../shared/queues";
 import type { RouterSigner } from "../../../shared/signer/router-signer";
+import type { JobLiquidity } from "../liquidity-in-flight";
 import type { TxCall } from "../send/tx-record";
+import { LiquidityInFlightError, LIQUIDITY_IN_FLIGHT_RETRY_MS } from "./errors";
+import { holdLiquidity } from "./hold-liquidity";
 
 /**
  * eth_estimateGas is exact for the state it ran against; the state can move (another transfer, a warm slot
@@ -16,16 +19,22 @@ export const GAS_LIMIT_HEADROOM_PERCENT = 20n;
 export interface OperationContext {
   readonly config: RouterConfig;
   readonly chain: ChainConfig;
-  readonly provider: Pick<ChainProvider, "estimateGas">;
+  readonly provider: Pick<ChainProvider, "estimateGas" | "call" | "getBlockNumber">;
   readonly signer: Pick<RouterSigner, "signMessage">;
   /** The signer's address: the sender, and the router in direct mode. */
   readonly from: string;
   readonly logger: Logger;
+  /** This job's liquidity hold (absent outside a submitter: no holds). */
+  readonly liquidity?: JobLiquidity;
 }
 
 /**
- * The call a remove-liquidity job sends, checked with eth_estimateGas first: a revert (`#RL:008`, not enough
- * unlocked liquidity) fails the job there, before any nonce is used or gas is spent.
+ * The call a remove-liquidity job sends:
+ * 1. the amount is held until the withdrawal is mined (liquidity-in-flight.ts), so receiving prepares check
+ *    against it; when the balance covers it only without the holds of prepares or withdrawals in flight, the
+ *    job is parked (LIQUIDITY_IN_FLIGHT) and checks again once they are mined;
+ * 2. checked with eth_estimateGas: a revert (`#RL:008`, not enough unlocked liquidity) fails the job there,
+ *    before any nonce is used or gas is spent.
  * - Direct mode: `TransactionManager.removeLiquidity(amount, assetId, recipientAddress)` from the signer.
  * - Router-contract mode: `Router.removeLiquidity(amount, assetId, relayerFeeAsset, 0, signature)` from the
  *   signer (PROTOCOL.md §4.6 step 4). The TransactionManager pays the Router's own `recipient`; the job's
@@ -59,6 +68,7 @@ export async function prepareRemoveLiquidity(ctx: OperationContext, data: Remove
       recipient: data.recipientAddress,
     });
   }
+  await holdAmount(ctx, data);
   const estimate = await ctx.provider.estimateGas({ from: ctx.from, to, data: callData, value: 0n });
   return {
     to,
@@ -66,4 +76,24 @@ export async function prepareRemoveLiquidity(ctx: OperationContext, data: Remove
     value: "0",
     gasLimit: ((estimate * (100n + GAS_LIMIT_HEADROOM_PERCENT)) / 100n).toString(),
   };
+}
+
+/** Step 1; a balance below the amount itself is left to the estimate (#RL:008, as without holds). */
+async function holdAmount(ctx: OperationContext, data: RemoveLiquidityJobData): Promise<void> {
+  const amount = BigInt(data.amount);
+  const check = await holdLiquidity(ctx, data.assetId, amount);
+  if (check.ok || check.balance < amount) {
+    return;
+  }
+  throw new LiquidityInFlightError(
+    `unlocked liquidity ${check.balance.toString()} covers the withdrawal only without ${check.heldByOthers.toString()} held by transactions in flight`,
+    Date.now() + LIQUIDITY_IN_FLIGHT_RETRY_MS,
+    {
+      assetId: data.assetId,
+      amount: data.amount,
+      balance: check.balance.toString(),
+      balanceBlock: check.balanceBlock,
+      heldByOthers: check.heldByOthers.toString(),
+    },
+  );
 }

@@ -44,6 +44,15 @@ export class SubmitterShutdownError extends RouterError {
   readonly retriable = true;
 }
 
+/**
+ * The job stalled (its process died or lost the BullMQ lock) more than the submitter's limit and has no
+ * transaction record: it kills every process it runs in before it sends anything. Terminal; nothing is on chain.
+ */
+export class JobStalledError extends RouterError {
+  readonly code = "JOB_STALLED";
+  readonly retriable = false;
+}
+
 /** Job data that no submitter can process (schema, unknown name, wrong chain's queue). */
 export class InvalidTxJobError extends RouterError {
   readonly code = "INVALID_JOB";

@@ -52,6 +52,8 @@ export interface SendTrace {
   nonce?: number;
   transactionHash?: string;
   bumps?: number;
+  /** One of the job's transactions was seen mined with status 1: the job must never be reported failed. */
+  minedOk?: boolean;
 }
 
 /** The job, as far as the pipeline is concerned. */
@@ -68,6 +70,11 @@ export interface SendJob {
    * a nonce that looks taken must be proven so before anything is rebuilt (confirm-nonce-taken.ts).
    */
   readonly replayProtected?: boolean;
-  /** Called when one of the job's transactions is seen mined (the chain's state now shows its effect). */
-  onMined?(): void;
+  /**
+   * Called when one of the job's transactions is seen mined (balances read from that block on show its effect),
+   * with the receipt's block and status; again after a re-org re-mines it.
+   */
+  onMined?(receipt: { readonly blockNumber: number; readonly status: number | null }): Promise<void>;
+  /** Called before the job's call is rebuilt at a new nonce (its old nonce was taken by another transaction). */
+  onRebuild?(): Promise<void>;
 }

@@ -104,6 +104,7 @@ async function settle(ctx: SendContext, job: SendJob, initial: TxRecord): Promis
             witnesses: proof?.witnesses,
           },
         );
+        await job.onRebuild?.();
         await reestimate(ctx, record.call);
         record = await submitWithFreshNonce(ctx, job, record);
         continue;
@@ -118,7 +119,7 @@ async function settle(ctx: SendContext, job: SendJob, initial: TxRecord): Promis
       receipt = outcome.receipt;
     }
     job.trace.transactionHash = receipt.hash;
-    job.onMined?.();
+    await job.onMined?.({ blockNumber: receipt.blockNumber, status: receipt.status });
     if (receipt.status !== 1) {
       record = await ctx.records.save({ ...record, status: "reverted" });
       throw revertedError(ctx, "the transaction was mined and reverted (receipt status 0)", record, receipt);
