@@ -1,5 +1,6 @@
 import { errorMessage } from "../../shared/errors";
 import { PREPARE_DELAY_MARGIN_SEC } from "../../shared/protocol/auction-expiry";
+import { decodeBid } from "../../shared/protocol/bid";
 import type { TransferRecord } from "../../shared/protocol/types";
 import { sameHex } from "../../shared/protocol/values";
 import { TX_JOB, txJobId } from "../../shared/queues";
@@ -94,7 +95,10 @@ interface Pulled {
 /** The auction's reservation of a bid covers confirmations until the receiving prepare (auction-expiry.ts margin). */
 const PIN_RESERVATION_MS = PREPARE_DELAY_MARGIN_SEC * 1000;
 
-/** Our sending-side prepare is in: the bid was taken, so its reservation must outlive bidExpiry. */
+/**
+ * Our sending-side prepare is in: the bid it carries was taken, so its promise becomes a hard hold that outlives
+ * bidExpiry, and the transfer's other bids are free again (docs/auction.md, "Promises").
+ */
 async function pinReservation(ctx: PollerContext, record: TransferRecord): Promise<void> {
   const { receivingChainId, receivingAssetId, transactionId, user } = record.txData;
   try {
@@ -103,6 +107,7 @@ async function pinReservation(ctx: PollerContext, record: TransferRecord): Promi
       receivingAssetId,
       transferKeyOf(record),
       Date.now() + PIN_RESERVATION_MS,
+      amountReceivedOfBid(record),
     );
   } catch (err) {
     ctx.logger.warn("reservation pin failed", {
@@ -111,6 +116,25 @@ async function pinReservation(ctx: PollerContext, record: TransferRecord): Promi
       user,
       error: errorMessage(err),
     });
+  }
+}
+
+/**
+ * The receiving amount of the bid the sending prepare carries, when it is this transfer's bid; undefined (the
+ * whole promise is held) when the encoding is not one. Only a cap: the script never holds more than was
+ * promised, and the receiving prepare verifies the bid's signature before anything is locked.
+ */
+function amountReceivedOfBid(record: TransferRecord): bigint | undefined {
+  try {
+    const bid = decodeBid(record.encodedBid);
+    const matches =
+      sameHex(bid.transactionId, record.txData.transactionId) &&
+      sameHex(bid.user, record.txData.user) &&
+      bid.receivingChainId === record.txData.receivingChainId &&
+      sameHex(bid.receivingAssetId, record.txData.receivingAssetId);
+    return matches ? BigInt(bid.amountReceived) : undefined;
+  } catch {
+    return undefined;
   }
 }
 

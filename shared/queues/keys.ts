@@ -96,14 +96,15 @@ export function auctionRateKey(
 }
 
 /**
- * Liquidity promised by open bids on the receiving (chain, asset): a hash with field `total` (decimal string)
- * and one field `r:<transferKey>` per bid holding its amountReceived.
+ * Liquidity promised on the receiving (chain, asset) by open bids and hard holds: a hash of decimal strings,
+ * `total`, `hard`, and per transfer `r:<transferKey>` (its promise) and `s:<transferKey>` (its bids or `hard`),
+ * per user `u:<user>`; the layout is owned by shared/transfers/bid-reservations.ts.
  */
 export function bidReservationsKey(prefix: string, chainId: number, assetId: string): string {
   return routerKey(prefix, "reserved", chainId, assetId.toLowerCase());
 }
 
-/** Sorted set of the transfer keys in `bidReservationsKey`, scored by when each reservation lapses (ms). */
+/** Sorted set of the transfer keys in `bidReservationsKey`, scored by when each one's promise next changes (ms). */
 export function bidReservationExpiryKey(prefix: string, chainId: number, assetId: string): string {
   return routerKey(prefix, "reserved-until", chainId, assetId.toLowerCase());
 }
@@ -151,4 +152,14 @@ export function senderLeaseTokenKey(prefix: string, chainId: number, signerAddre
  */
 export function nonceJobsKey(prefix: string, chainId: number, signerAddress: string): string {
   return routerKey(prefix, "nonce-jobs", chainId, signerAddress);
+}
+
+/**
+ * Liquidity held on one (chain, signer) by its sent-but-unmined transactions (receiving prepares, withdrawals):
+ * a hash with one field per job id (JSON: asset, amount, its tx record's key, the term that wrote it and, once
+ * the transaction is seen mined, the block) and a `version` field every write advances. Written only by the
+ * holder of the chain's sender lease, fenced like the send records (services/submitter/liquidity-in-flight.ts).
+ */
+export function liquidityHoldsKey(prefix: string, chainId: number, signerAddress: string): string {
+  return routerKey(prefix, "liquidity-holds", chainId, signerAddress);
 }

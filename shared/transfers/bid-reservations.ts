@@ -10,12 +10,16 @@ import {
 
 /**
  * The auction's shared bookkeeping in Redis, so any number of auction instances never promise the same
- * liquidity twice (PROTOCOL.md weak point 3):
- * - a reservation per signed bid on the receiving (chain, asset), `amountReceived` for the transfer key,
- *   until `bidExpiry` (plus a grace, see the auction); pinned longer once the sending-side prepare is seen,
+ * liquidity twice (PROTOCOL.md weak point 3; the policy is docs/auction.md, "Promises"):
+ * - every signed bid keeps its `amountReceived` promised on the receiving (chain, asset) until its own
+ *   `bidExpiry` (plus a grace, see the auction); a transfer's promise is its largest such bid, so a
+ *   re-request never lowers it;
+ * - once the sending-side prepare is seen the poller turns the promise into a hard hold of the bid used,
  *   released once the receiving prepare is stored and the balance read after it reflects the lock;
+ * - unprepared promises block new bids only up to `UNPREPARED_SHARE_PERCENT` of the free liquidity, so
+ *   requesters that never prepare cannot lock the rest;
  * - the `requestLimit` stamp per (user, chains, assets).
- * One Lua script checks rate limit, freshness, liquidity and gas and takes the reservation and the stamp in
+ * One Lua script checks rate limit, freshness, liquidity and gas and records the bid and the stamp in
  * the same atomic step. Amounts are uint256 decimal strings: Lua numbers are doubles, so the script compares,
  * adds and subtracts them as digit strings, 14 digits at a time (exact in a double).
  */
@@ -61,6 +65,8 @@ local function djoin(parts)
   return dnorm(table.concat(out))
 end
 local function dadd(a, b)
+  if b == '0' then return a end
+  if a == '0' then return b end
   local x, y = dchunks(a), dchunks(b)
   local n = math.max(#x, #y)
   local parts, carry = {}, 0
@@ -74,6 +80,7 @@ local function dadd(a, b)
 end
 -- a - b, floored at zero (a reservation total never goes negative, even after a foreign write).
 local function dsub(a, b)
+  if b == '0' then return a end
   if dcmp(a, b) <= 0 then return '0' end
   local x, y = dchunks(a), dchunks(b)
   local parts, borrow = {}, 0
@@ -84,41 +91,154 @@ local function dsub(a, b)
   end
   return djoin(parts)
 end
+-- floor(a / d) for a small integer d (at most 64: the remainder times BASE stays exact in a double).
+local function ddiv(a, d)
+  local x = dchunks(a)
+  local parts, rem = {}, 0
+  for k = #x, 1, -1 do
+    local cur = rem * BASE + x[k]
+    parts[k] = math.floor(cur / d)
+    rem = cur - parts[k] * d
+  end
+  return djoin(parts)
+end
 local function dvalid(a)
   return type(a) == 'string' and string.find(a, '^[0-9]+$') ~= nil
 end
 `;
 
-/** Drops lapsed reservations (bounded per call; what is left over counts until a later call). */
-const PRUNE_LUA = `
-local function prune(hashKey, zsetKey, nowMs)
-  local lapsed = redis.call('ZRANGEBYSCORE', zsetKey, '-inf', nowMs, 'LIMIT', 0, 1000)
-  if #lapsed == 0 then return end
-  local total = redis.call('HGET', hashKey, 'total') or '0'
-  for _, member in ipairs(lapsed) do
-    local amount = redis.call('HGET', hashKey, 'r:' .. member)
-    if amount then total = dsub(total, amount) end
-    redis.call('HDEL', hashKey, 'r:' .. member)
-    redis.call('ZREM', zsetKey, member)
+/**
+ * The share of the free liquidity (balance minus hard holds) that unprepared promises can block: 1/2, 50 %
+ * (docs/auction.md, "Promises"). Promises of unprepared bids count against a new bid only up to this share, so
+ * requests up to the rest are never refused for liquidity, whatever requesters that never prepare do; it is
+ * also the per-requester cap on several open transfers of one `user`. A divisor: the script halves exactly.
+ */
+const UNPREPARED_SHARE_DIVISOR = 2;
+export const UNPREPARED_SHARE_PERCENT = 100 / UNPREPARED_SHARE_DIVISOR;
+
+/**
+ * Open bids one transfer may hold at once (its re-requests within bidExpiry + grace). Each keeps its own
+ * promise, so the list is bounded; an honest requester re-asks a handful of times at most.
+ */
+export const MAX_BIDS_PER_TRANSFER = 16;
+
+/**
+ * The promise records of one receiving (chain, asset), shared by the scripts below. In the hash:
+ * - `total`: every promise; `hard`: the hard holds (sending prepare seen); unprepared = total − hard;
+ * - `r:<transferKey>`: the transfer's promise: the largest unexpired bid, or the hard hold;
+ * - `s:<transferKey>`: `hard`, or the transfer's unexpired bids as `amount@untilMs,...` (largest first, each
+ *   kept until its own untilMs; a bid covered by another as large and as long is merged away);
+ * - `u:<user>`: the user's unprepared promises (the per-requester cap).
+ * The zset scores each transfer by when its promise next changes (its earliest bid lapses, or the hold ends).
+ * A record written before `s:` existed counts as one unprepared bid until its zset score.
+ */
+const PROMISES_LUA = `
+local function fadd(h, f, v)
+  redis.call('HSET', h, f, dadd(redis.call('HGET', h, f) or '0', v))
+end
+local function fsub(h, f, v)
+  local left = dsub(redis.call('HGET', h, f) or '0', v)
+  if left == '0' and string.sub(f, 1, 2) == 'u:' then redis.call('HDEL', h, f) else redis.call('HSET', h, f, left) end
+end
+local function userOf(member)
+  return string.match(member, '%-([^%-]+)$') or member
+end
+local function parseBids(h, z, member)
+  local state = redis.call('HGET', h, 's:' .. member)
+  local out = {}
+  if state then
+    for amount, untilMs in string.gmatch(state, '(%d+)@(%d+)') do out[#out + 1] = {amount, tonumber(untilMs)} end
+  else
+    local legacy = redis.call('HGET', h, 'r:' .. member)
+    if legacy then out[1] = {legacy, tonumber(redis.call('ZSCORE', z, member) or '0')} end
   end
-  redis.call('HSET', hashKey, 'total', total)
+  return out
+end
+-- Removes the transfer's promise, unprepared or hard. Returns true when there was one.
+local function drop(h, z, member)
+  local amount = redis.call('HGET', h, 'r:' .. member)
+  if amount then
+    fsub(h, 'total', amount)
+    if redis.call('HGET', h, 's:' .. member) == 'hard' then fsub(h, 'hard', amount) else fsub(h, 'u:' .. userOf(member), amount) end
+  end
+  redis.call('HDEL', h, 'r:' .. member, 's:' .. member)
+  redis.call('ZREM', z, member)
+  return amount ~= false and amount ~= nil
+end
+-- Sets the transfer's unprepared bids (non-empty): its promise is the largest, until the earliest lapses.
+local function setBids(h, z, member, bids)
+  table.sort(bids, function(x, y) return dcmp(x[1], y[1]) > 0 end)
+  local parts, earliest = {}, nil
+  for k, b in ipairs(bids) do
+    parts[k] = b[1] .. '@' .. string.format('%.0f', b[2])
+    if earliest == nil or b[2] < earliest then earliest = b[2] end
+  end
+  local promise = bids[1][1]
+  local old = redis.call('HGET', h, 'r:' .. member) or '0'
+  if old ~= promise then
+    local user = 'u:' .. userOf(member)
+    local totals = redis.call('HMGET', h, 'total', user)
+    redis.call('HSET', h, 'total', dadd(dsub(totals[1] or '0', old), promise),
+      user, dadd(dsub(totals[2] or '0', old), promise))
+  end
+  redis.call('HSET', h, 'r:' .. member, promise, 's:' .. member, table.concat(parts, ','))
+  redis.call('ZADD', z, earliest, member)
+end
+-- Drops lapsed bids and holds (bounded per call; what is left over counts until a later call).
+local function prune(h, z, nowMs)
+  local lapsed = redis.call('ZRANGEBYSCORE', z, '-inf', nowMs, 'LIMIT', 0, 1000)
+  for _, member in ipairs(lapsed) do
+    local live = {}
+    if redis.call('HGET', h, 's:' .. member) ~= 'hard' then
+      for _, b in ipairs(parseBids(h, z, member)) do
+        if b[2] > nowMs then live[#live + 1] = b end
+      end
+    end
+    if #live > 0 then setBids(h, z, member, live) else drop(h, z, member) end
+  end
+end
+-- The live bids no other live bid covers (as large and as long): amounts falling as untilMs rises. Only
+-- bids already answered are merged this way: the newest may still be withdrawn, so it is appended after.
+local function staircase(bids, nowMs)
+  table.sort(bids, function(x, y)
+    local c = dcmp(x[1], y[1])
+    if c ~= 0 then return c > 0 end
+    return x[2] > y[2]
+  end)
+  local out, latest = {}, nil
+  for _, b in ipairs(bids) do
+    if b[2] > nowMs and (latest == nil or b[2] > latest) then
+      out[#out + 1] = b
+      latest = b[2]
+    end
+  end
+  return out
+end
+local function dmin(a, b)
+  if dcmp(a, b) <= 0 then return a end
+  return b
 end
 `;
 
 /**
- * KEYS: rate, balance, sending gas, receiving gas, reservations hash, reservations expiry zset.
- * ARGV: nowMs, maxAgeMs, amount, member, untilMs, rateLimitMs, minGasSending, minGasReceiving, commit (1/0).
- * Returns {code, balance, reservedBefore}: code 'ok' or a refusal code.
+ * KEYS: rate, balance, sending gas, receiving gas, promises hash, promises zset.
+ * ARGV: nowMs, maxAgeMs, amount, member, untilMs, rateLimitMs, minGasSending, minGasReceiving, commit (1/0),
+ * shareDivisor, maxBids (per transfer).
+ * Returns {code, a, b, c, why}: for liquidity codes and ok, a = balance, b = hard holds, c = the unprepared
+ * promises of other transfers; why names the rule ('' for the liquidity rule itself).
  */
-const RESERVE_LUA = `${DIGIT_MATH_LUA}${PRUNE_LUA}
+const RESERVE_LUA = `${DIGIT_MATH_LUA}${PROMISES_LUA}
 local nowMs = tonumber(ARGV[1])
 local maxAgeMs = tonumber(ARGV[2])
 local amount = ARGV[3]
 local member = ARGV[4]
+local untilMs = tonumber(ARGV[5])
 local rateLimitMs = tonumber(ARGV[6])
 local commit = ARGV[9] == '1'
+local shareDivisor = tonumber(ARGV[10])
+local maxBids = tonumber(ARGV[11])
 if rateLimitMs > 0 and redis.call('EXISTS', KEYS[1]) == 1 then
-  return {'AuctionRateExceeded', '', ''}
+  return {'AuctionRateExceeded', '', '', '', ''}
 end
 local function fresh(key)
   local v = redis.call('HMGET', key, 'amount', 'updatedAtMs')
@@ -127,50 +247,93 @@ local function fresh(key)
   return dnorm(v[1]), nil
 end
 local balance, why = fresh(KEYS[2])
-if not balance then return {'StaleBalance', 'balance-' .. why, ''} end
+if not balance then return {'StaleBalance', 'balance-' .. why, '', '', ''} end
 local gasSending, whyS = fresh(KEYS[3])
-if not gasSending then return {'StaleBalance', 'sending-gas-' .. whyS, ''} end
+if not gasSending then return {'StaleBalance', 'sending-gas-' .. whyS, '', '', ''} end
 local gasReceiving, whyR = fresh(KEYS[4])
-if not gasReceiving then return {'StaleBalance', 'receiving-gas-' .. whyR, ''} end
-prune(KEYS[5], KEYS[6], nowMs)
-local reserved = redis.call('HGET', KEYS[5], 'total') or '0'
-local previous = redis.call('HGET', KEYS[5], 'r:' .. member)
-if previous then reserved = dsub(reserved, previous) end
+if not gasReceiving then return {'StaleBalance', 'receiving-gas-' .. whyR, '', '', ''} end
+local h, z = KEYS[5], KEYS[6]
+prune(h, z, nowMs)
+local total = redis.call('HGET', h, 'total') or '0'
+local hard = redis.call('HGET', h, 'hard') or '0'
+local prepared = redis.call('HGET', h, 's:' .. member) == 'hard'
+-- This transfer's own unprepared promise never counts against its re-request (one prepare per transfer).
+local own = '0'
+if not prepared then own = redis.call('HGET', h, 'r:' .. member) or '0' end
+local others = dsub(dsub(total, hard), own)
 if dcmp(balance, amount) < 0 then
-  return {'NotEnoughLiquidity', balance, reserved}
+  return {'NotEnoughLiquidity', balance, hard, others, ''}
 end
-if dcmp(dadd(reserved, amount), balance) > 0 then
-  return {'LiquidityUnavailable', balance, reserved}
+if prepared then
+  return {'LiquidityUnavailable', balance, hard, others, 'transfer-prepared'}
+end
+local free = dsub(balance, hard)
+local share = ddiv(free, shareDivisor)
+if dcmp(dadd(dmin(others, share), amount), free) > 0 then
+  return {'LiquidityUnavailable', balance, hard, others, ''}
+end
+local userOthers = dsub(redis.call('HGET', h, 'u:' .. userOf(member)) or '0', own)
+if userOthers ~= '0' and dcmp(dadd(userOthers, amount), share) > 0 then
+  return {'LiquidityUnavailable', balance, hard, others, 'requester-cap'}
 end
 if dcmp(gasSending, ARGV[7]) < 0 or dcmp(gasReceiving, ARGV[8]) < 0 then
-  return {'NotEnoughGas', gasSending, gasReceiving}
+  return {'NotEnoughGas', gasSending, gasReceiving, '', ''}
 end
 if commit then
-  redis.call('HSET', KEYS[5], 'total', dadd(reserved, amount), 'r:' .. member, amount)
-  redis.call('ZADD', KEYS[6], ARGV[5], member)
+  local bids = staircase(parseBids(h, z, member), nowMs)
+  if #bids >= maxBids then
+    return {'AuctionRateExceeded', '', '', '', 'transfer-bids'}
+  end
+  bids[#bids + 1] = {amount, untilMs}
+  setBids(h, z, member, bids)
   if rateLimitMs > 0 then
     redis.call('SET', KEYS[1], ARGV[1], 'PX', rateLimitMs)
   end
 end
-return {'ok', balance, reserved}
+return {'ok', balance, hard, others, ''}
 `;
 
-/** KEYS: hash, zset. ARGV: member, untilMs. Extends (never shortens) an existing reservation. */
-const PIN_LUA = `
-if redis.call('HEXISTS', KEYS[1], 'r:' .. ARGV[1]) == 0 then return 0 end
-local current = tonumber(redis.call('ZSCORE', KEYS[2], ARGV[1]) or '0')
-if tonumber(ARGV[2]) > current then redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1]) end
+/**
+ * KEYS: hash, zset. ARGV: member, untilMs, amountUsed ('' when unknown).
+ * The sending prepare is in: the transfer's promise becomes a hard hold of the bid it used (never more than
+ * was promised), until untilMs; an existing hold is only extended. 0 when there is no promise.
+ */
+const PIN_LUA = `${DIGIT_MATH_LUA}${PROMISES_LUA}
+local h, z, member = KEYS[1], KEYS[2], ARGV[1]
+local promise = redis.call('HGET', h, 'r:' .. member)
+if not promise then return 0 end
+local untilMs = tonumber(ARGV[2])
+if redis.call('HGET', h, 's:' .. member) ~= 'hard' then
+  local held = promise
+  if ARGV[3] ~= '' and dcmp(ARGV[3], promise) < 0 then held = ARGV[3] end
+  drop(h, z, member)
+  fadd(h, 'total', held)
+  fadd(h, 'hard', held)
+  redis.call('HSET', h, 'r:' .. member, held, 's:' .. member, 'hard')
+  redis.call('ZADD', z, untilMs, member)
+  return 1
+end
+local current = tonumber(redis.call('ZSCORE', z, member) or '0')
+if untilMs > current then redis.call('ZADD', z, untilMs, member) end
 return 1
 `;
 
 /** KEYS: hash, zset. ARGV: member. */
-const RELEASE_LUA = `${DIGIT_MATH_LUA}
-local amount = redis.call('HGET', KEYS[1], 'r:' .. ARGV[1])
-if not amount then return 0 end
-local total = redis.call('HGET', KEYS[1], 'total') or '0'
-redis.call('HSET', KEYS[1], 'total', dsub(total, amount))
-redis.call('HDEL', KEYS[1], 'r:' .. ARGV[1])
-redis.call('ZREM', KEYS[2], ARGV[1])
+const RELEASE_LUA = `${DIGIT_MATH_LUA}${PROMISES_LUA}
+if drop(KEYS[1], KEYS[2], ARGV[1]) then return 1 end
+return 0
+`;
+
+/** KEYS: hash, zset. ARGV: member, amount, untilMs. Withdraws one unsigned bid, leaving the transfer's others. */
+const WITHDRAW_LUA = `${DIGIT_MATH_LUA}${PROMISES_LUA}
+local h, z, member = KEYS[1], KEYS[2], ARGV[1]
+if redis.call('HGET', h, 's:' .. member) == 'hard' then return 0 end
+local left, found = {}, false
+for _, b in ipairs(parseBids(h, z, member)) do
+  if not found and b[1] == ARGV[2] and b[2] == tonumber(ARGV[3]) then found = true else left[#left + 1] = b end
+end
+if not found then return 0 end
+if #left > 0 then setBids(h, z, member, left) else drop(h, z, member) end
 return 1
 `;
 
@@ -206,20 +369,40 @@ export interface ReserveOutcome {
   readonly detail: string;
 }
 
+/** What is promised on one receiving (chain, asset), as decimal amounts. */
+export interface Promises {
+  /** Every promise: hard holds plus unprepared bids (lapsed ones count until a reserve prunes them). */
+  readonly total: bigint;
+  /** Transfers whose sending prepare the poller has seen, until their receiving prepare shows in the balance. */
+  readonly hard: bigint;
+  /** Per transfer, its largest unexpired signed bid. */
+  readonly byTransfer: ReadonlyMap<string, bigint>;
+}
+
 export interface BidReservations {
   reserve(params: ReserveParams): Promise<ReserveOutcome>;
-  /** Extends a reservation to `untilMs`; false when there is none (never bid, released or lapsed). */
-  pin(chainId: number, assetId: string, transferKey: string, untilMs: number): Promise<boolean>;
-  /** Removes a reservation; false when there was none. */
+  /**
+   * The transfer's sending prepare is in: its promise becomes a hard hold of `amountUsed` (the receiving amount
+   * of the bid the prepare carries; never more than was promised, the whole promise when undefined) until
+   * `untilMs`, or an existing hold is extended. False when there is none (never bid, released or lapsed).
+   */
+  pin(chainId: number, assetId: string, transferKey: string, untilMs: number, amountUsed?: bigint): Promise<boolean>;
+  /** Removes a transfer's promise, every bid of it or its hold; false when there was none. */
   release(chainId: number, assetId: string, transferKey: string): Promise<boolean>;
+  /** Takes back the one bid `reserve` just recorded (it was never sent); the transfer's other bids stay. */
+  withdraw(
+    p: Pick<ReserveParams, "receivingChainId" | "receivingAssetId" | "transferKey" | "amount" | "untilMs">,
+  ): Promise<boolean>;
   /** The promised total (lapsed reservations count until a reserve prunes them). */
   reservedTotal(chainId: number, assetId: string): Promise<bigint>;
+  promises(chainId: number, assetId: string): Promise<Promises>;
 }
 
 export function createBidReservations(redis: Redis, prefix: string): BidReservations {
   const reserveScript = scriptRunner(redis, RESERVE_LUA);
   const pinScript = scriptRunner(redis, PIN_LUA);
   const releaseScript = scriptRunner(redis, RELEASE_LUA);
+  const withdrawScript = scriptRunner(redis, WITHDRAW_LUA);
   const keysOf = (chainId: number, assetId: string): string[] => [
     bidReservationsKey(prefix, chainId, assetId),
     bidReservationExpiryKey(prefix, chainId, assetId),
@@ -243,27 +426,58 @@ export function createBidReservations(redis: Redis, prefix: string): BidReservat
         p.minGasSending.toString(),
         p.minGasReceiving.toString(),
         p.commit ? "1" : "0",
+        String(UNPREPARED_SHARE_DIVISOR),
+        String(MAX_BIDS_PER_TRANSFER),
       ];
-      const [code, a, b] = (await reserveScript(keys, args)) as [ReserveCode, string, string];
-      return { code, detail: describe(code, a, b) };
+      const [code, a, b, c, why] = (await reserveScript(keys, args)) as [ReserveCode, string, string, string, string];
+      return { code, detail: describe(code, [a, b, c], why) };
     },
-    pin: async (chainId, assetId, transferKey, untilMs) =>
-      (await pinScript(keysOf(chainId, assetId), [transferKey.toLowerCase(), String(untilMs)])) === 1,
+    pin: async (chainId, assetId, transferKey, untilMs, amountUsed) =>
+      (await pinScript(keysOf(chainId, assetId), [
+        transferKey.toLowerCase(),
+        String(untilMs),
+        amountUsed === undefined ? "" : amountUsed.toString(),
+      ])) === 1,
     release: async (chainId, assetId, transferKey) =>
       (await releaseScript(keysOf(chainId, assetId), [transferKey.toLowerCase()])) === 1,
+    withdraw: async (p) =>
+      (await withdrawScript(keysOf(p.receivingChainId, p.receivingAssetId), [
+        p.transferKey.toLowerCase(),
+        p.amount.toString(),
+        String(p.untilMs),
+      ])) === 1,
     reservedTotal: async (chainId, assetId) =>
       BigInt((await redis.hget(bidReservationsKey(prefix, chainId, assetId), "total")) ?? "0"),
+    promises: async (chainId, assetId) => {
+      const fields = await redis.hgetall(bidReservationsKey(prefix, chainId, assetId));
+      const byTransfer = new Map<string, bigint>();
+      for (const [field, value] of Object.entries(fields)) {
+        if (field.startsWith("r:")) byTransfer.set(field.slice(2), BigInt(value));
+      }
+      return { total: BigInt(fields.total ?? "0"), hard: BigInt(fields.hard ?? "0"), byTransfer };
+    },
   };
 }
 
-function describe(code: ReserveCode, a: string, b: string): string {
+function describe(code: ReserveCode, [a, b, c]: readonly string[], why: string): string {
   switch (code) {
     case "StaleBalance":
       return `${a}: no recent value in Redis (is the chain's poller running?)`;
     case "NotEnoughLiquidity":
     case "LiquidityUnavailable":
-    case "ok":
-      return `balance ${a}, reserved by open bids ${b}`;
+    case "ok": {
+      const rule =
+        why === "requester-cap"
+          ? `; the requester's other open bids and this one exceed ${UNPREPARED_SHARE_PERCENT} % of the free liquidity`
+          : why === "transfer-prepared"
+            ? "; the transfer's sending side is already prepared with another bid"
+            : "";
+      return `balance ${a}, hard holds ${b}, unprepared bids of other transfers ${c}${rule}`;
+    }
+    case "AuctionRateExceeded":
+      return why === "transfer-bids"
+        ? `the transfer already holds ${MAX_BIDS_PER_TRANSFER} open bids`
+        : "a bid for the same user, chains and assets was signed less than requestLimit ago";
     case "NotEnoughGas":
       return `signer gas: sending chain ${a}, receiving chain ${b}`;
     default:

@@ -19,8 +19,8 @@ import { captureLogs, uniquePrefix, waitFor } from "./submitter-fixture";
 jest.setTimeout(120_000);
 
 /**
- * The pollers' side of the auction's reservations: the sending chain's poller pins a bid's reservation when
- * our sending-side prepare shows up, the receiving chain's poller releases it once the receiving prepare is
+ * The pollers' side of the auction's reservations: the sending chain's poller turns a transfer's promise into a
+ * hard hold of the bid our sending-side prepare carries when it shows up, the receiving chain's poller releases it once the receiving prepare is
  * stored and the balance it then writes already reflects the lock.
  */
 describe("auction reservations through the pollers", () => {
@@ -55,7 +55,7 @@ describe("auction reservations through the pollers", () => {
     await balances.setGasBalance(RECEIVING, parseEther("10"));
     const reservations = createBidReservations(redis, prefix);
     const reservedAtMs = Date.now();
-    const outcome = await reservations.reserve({
+    const params = {
       user: prepared.user,
       sendingChainId: SENDING,
       sendingAssetId: prepared.bid.sendingAssetId,
@@ -70,8 +70,17 @@ describe("auction reservations through the pollers", () => {
       minGasSending: 1n,
       minGasReceiving: 1n,
       commit: true,
-    });
+    };
+    const outcome = await reservations.reserve(params);
     expect(outcome.code).toBe("ok");
+    // A re-request got a larger bid for the same transfer, but the user prepared with the first one.
+    const larger = await reservations.reserve({
+      ...params,
+      amount: BigInt(prepared.bid.amountReceived) * 2n,
+      untilMs: reservedAtMs + 60_001,
+    });
+    expect(larger.code).toBe("ok");
+    expect(await reservations.reservedTotal(RECEIVING, token)).toBe(BigInt(prepared.bid.amountReceived) * 2n);
 
     pollers = await startPollers(s, config, logs, { startBlock });
     const expiryKey = bidReservationExpiryKey(prefix, RECEIVING, token);
@@ -80,7 +89,11 @@ describe("auction reservations through the pollers", () => {
       return score > reservedAtMs + 30 * 60_000 ? score : undefined;
     });
     expect(pinnedUntil).toBeLessThanOrEqual(Date.now() + 3600_000);
-    expect(await reservations.reservedTotal(RECEIVING, token)).toBe(BigInt(prepared.bid.amountReceived));
+    // The hold is the bid the prepare carries (its encodedBid), not the larger one it did not use.
+    expect(await reservations.promises(RECEIVING, token)).toMatchObject({
+      total: BigInt(prepared.bid.amountReceived),
+      hard: BigInt(prepared.bid.amountReceived),
+    });
 
     const receipt = await routerPrepareReceiver(s, prepared);
     const preparedAtMs = Date.now();

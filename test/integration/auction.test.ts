@@ -201,15 +201,19 @@ describe("auction: refusals (logged with a code, never answered)", () => {
   });
 
   it("refuses once open bids have promised the balance (LiquidityUnavailable) and above the balance (NotEnoughLiquidity)", async () => {
-    const reserved = await reservations.reservedTotal(RECEIVING, s.receivingToken);
-    // Room for one 10-token bid (9.215 received) but not two.
-    await balances.setRouterBalance(RECEIVING, s.receivingToken, reserved + parseEther("15"));
+    // Earlier cases' bids are withdrawn so the balance below is the whole story.
+    for (const key of (await reservations.promises(RECEIVING, s.receivingToken)).byTransfer.keys()) {
+      await reservations.release(RECEIVING, s.receivingToken, key);
+    }
+    // Room for one 10-token bid (9.215 received) but not two: the first bid's promise (over half of 15) blocks
+    // the unprepared share, 7.5, and 9.215 does not fit in the other half (docs/auction.md, "Promises").
+    await balances.setRouterBalance(RECEIVING, s.receivingToken, parseEther("15"));
     const first = await client.responseTo(client.request(sdkPayload(s)));
     expect((first.data as { bid: AuctionBid }).bid.amountReceived).toBe("9215000000000000000");
     const second = sdkPayload(s);
     client.request(second);
     expect(await outcomeOf(main, second.transactionId)).toMatchObject({ code: "LiquidityUnavailable" });
-    // 5 tokens (4.2175 received) still fit next to the first bid: the positive signal.
+    // 5 tokens (4.2175 received) still fit in the other half: the positive signal.
     const small = sdkPayload(s, { amount: "5000000000000000000" });
     await client.responseTo(client.request(small));
     expect(

@@ -1,6 +1,9 @@
+import { getAddress, hexlify, randomBytes } from "ethers";
 import { Redis } from "ioredis";
+import { bidReservationExpiryKey } from "../../shared/queues";
 import {
   DIGIT_MATH_LUA,
+  MAX_BIDS_PER_TRANSFER,
   createBidReservations,
   type BidReservations,
   type ReserveParams,
@@ -27,7 +30,7 @@ afterAll(async () => {
 });
 
 describe("digit-string arithmetic in Lua (real Redis)", () => {
-  const op = (name: "dadd" | "dsub" | "dcmp", a: string, b: string): Promise<string> =>
+  const op = (name: "dadd" | "dsub" | "dcmp" | "ddiv", a: string, b: string): Promise<string> =>
     redis.eval(`${DIGIT_MATH_LUA}\nreturn tostring(${name}(ARGV[1], ARGV[2]))`, 0, a, b) as Promise<string>;
 
   const samples = (): bigint[] => {
@@ -54,13 +57,16 @@ describe("digit-string arithmetic in Lua (real Redis)", () => {
     return out;
   };
 
-  it("adds, subtracts (floored at 0) and compares uint256 values exactly", async () => {
+  it("adds, subtracts (floored at 0), compares and divides by small integers uint256 values exactly", async () => {
     const values = samples();
     for (const a of values) {
       for (const b of values.slice(0, 12)) {
         expect(await op("dadd", a.toString(), b.toString())).toBe((a + b).toString());
         expect(await op("dsub", a.toString(), b.toString())).toBe((a > b ? a - b : 0n).toString());
         expect(await op("dcmp", a.toString(), b.toString())).toBe(String(a < b ? -1 : a > b ? 1 : 0));
+      }
+      for (const d of [1n, 2n, 3n, 7n, 64n]) {
+        expect(await op("ddiv", a.toString(), d.toString())).toBe((a / d).toString());
       }
     }
   });
@@ -99,58 +105,193 @@ describe("bid reservations", () => {
     await balances.setGasBalance(1338, 100n, NOW);
   });
 
-  it("never promises more than the balance in total (cap 100 %)", async () => {
+  /** A requester nobody has seen: a fresh `user` and transfer, as a swarm that rotates its keys sends. */
+  const stranger = (p: Partial<ReserveParams> = {}): ReserveParams => {
+    const user = getAddress(hexlify(randomBytes(20)));
+    return params({ user, transferKey: `${hexlify(randomBytes(32))}-${user}`.toLowerCase(), ...p });
+  };
+  const refreshBalances = async (nowMs: number, liquidity = 1000n): Promise<void> => {
+    await balances.setRouterBalance(1338, ASSET, liquidity, nowMs);
+    await balances.setGasBalance(1337, 100n, nowMs);
+    await balances.setGasBalance(1338, 100n, nowMs);
+  };
+
+  it("promises exactly while unprepared bids hold at most half the free liquidity, and refuses beyond it", async () => {
     const codes = [];
-    for (let i = 0; i < 11; i += 1) codes.push((await store.reserve(params())).code);
-    expect(codes.slice(0, 10)).toEqual(Array(10).fill("ok"));
-    expect(codes[10]).toBe("LiquidityUnavailable");
+    for (let i = 0; i < 6; i += 1) codes.push((await store.reserve(stranger({ amount: 100n }))).code);
+    expect(codes).toEqual(Array(6).fill("ok"));
+    // 600 promised, over the 500 share: the next bid may take the other half, no more.
+    expect((await store.reserve(stranger({ amount: 501n }))).code).toBe("LiquidityUnavailable");
+    expect((await store.reserve(stranger({ amount: 400n }))).code).toBe("ok");
     expect(await store.reservedTotal(1338, ASSET)).toBe(1000n);
+    expect((await store.reserve(stranger({ amount: 1001n }))).code).toBe("NotEnoughLiquidity");
   });
 
   it("is atomic under concurrent reservations", async () => {
-    const results = await Promise.all(Array.from({ length: 40 }, () => store.reserve(params({ amount: 70n }))));
-    expect(results.filter((r) => r.code === "ok")).toHaveLength(14);
-    expect(await store.reservedTotal(1338, ASSET)).toBe(980n);
-  });
-
-  it("refuses an amount above the balance as NotEnoughLiquidity", async () => {
-    expect((await store.reserve(params({ amount: 1001n }))).code).toBe("NotEnoughLiquidity");
+    // 600 each: only the first fits next to nothing; every later one meets the 500 share already blocked.
+    const results = await Promise.all(Array.from({ length: 40 }, () => store.reserve(stranger({ amount: 600n }))));
+    expect(results.filter((r) => r.code === "ok")).toHaveLength(1);
+    expect(await store.reservedTotal(1338, ASSET)).toBe(600n);
+    // One requester's several transfers share the per-requester cap (half the free liquidity): 7 × 70.
+    const user = getAddress(hexlify(randomBytes(20)));
+    const own = (): ReserveParams =>
+      params({ user, transferKey: `${hexlify(randomBytes(32))}-${user}`.toLowerCase(), amount: 70n });
+    await store.release(1338, ASSET, (await store.promises(1338, ASSET)).byTransfer.keys().next().value ?? "");
+    const mine = await Promise.all(Array.from({ length: 40 }, () => store.reserve(own())));
+    expect(mine.filter((r) => r.code === "ok")).toHaveLength(7);
+    expect(mine.filter((r) => r.code !== "ok").map((r) => r.detail)).toEqual(
+      Array(33).fill(expect.stringContaining("the requester's other open bids")),
+    );
+    expect(await store.reservedTotal(1338, ASSET)).toBe(490n);
   });
 
   it("handles uint256-sized amounts", async () => {
     await balances.setRouterBalance(1338, ASSET, MAX, NOW);
-    expect((await store.reserve(params({ amount: MAX - 5n }))).code).toBe("ok");
-    expect((await store.reserve(params({ amount: 6n }))).code).toBe("LiquidityUnavailable");
-    expect((await store.reserve(params({ amount: 5n }))).code).toBe("ok");
-    expect(await store.reservedTotal(1338, ASSET)).toBe(MAX);
+    expect((await store.reserve(stranger({ amount: MAX - 5n }))).code).toBe("ok");
+    // MAX is odd: the share is (MAX - 1) / 2, so (MAX + 1) / 2 is left for a bid.
+    expect((await store.reserve(stranger({ amount: (MAX + 1n) / 2n + 1n }))).code).toBe("LiquidityUnavailable");
+    expect((await store.reserve(stranger({ amount: (MAX + 1n) / 2n }))).code).toBe("ok");
+    expect(await store.reservedTotal(1338, ASSET)).toBe(MAX - 5n + (MAX + 1n) / 2n);
   });
 
-  it("lets reservations lapse at untilMs, unless pinned", async () => {
-    const pinned = params({ amount: 600n, untilMs: NOW + 1000 });
-    const lapsing = params({ amount: 400n, untilMs: NOW + 1000 });
-    expect((await store.reserve(pinned)).code).toBe("ok");
-    expect((await store.reserve(lapsing)).code).toBe("ok");
-    expect(await store.pin(1338, ASSET, pinned.transferKey, NOW + 10_000)).toBe(true);
-    expect(await store.pin(1338, ASSET, "0xunknown-key", NOW + 10_000)).toBe(false);
-    const later = { nowMs: NOW + 2000 };
-    await balances.setRouterBalance(1338, ASSET, 1000n, NOW + 2000);
-    await balances.setGasBalance(1337, 100n, NOW + 2000);
-    await balances.setGasBalance(1338, 100n, NOW + 2000);
-    expect((await store.reserve(params({ ...later, amount: 401n, untilMs: NOW + 5000 }))).code).toBe(
+  it("a swarm of rotating keys that never prepares cannot refuse an honest request of half the free liquidity", async () => {
+    // 300 requesters, each with a new key, each asking for as much as it can get (all, then half, then less).
+    let now = NOW;
+    let swarmOk = 0;
+    for (let i = 0; i < 300; i += 1) {
+      now += 500;
+      if (i % 50 === 0) await refreshBalances(now);
+      for (const amount of [1000n, 500n, 250n]) {
+        if ((await store.reserve(stranger({ amount, nowMs: now, untilMs: now + 420_000 }))).code === "ok") {
+          swarmOk += 1;
+          break;
+        }
+      }
+      // The honest requester, asking at any moment of the attack (dry run: every check, nothing recorded).
+      const honest = stranger({ amount: 500n, nowMs: now, commit: false });
+      expect((await store.reserve(honest)).code).toBe("ok");
+      expect((await store.reserve({ ...honest, amount: 501n })).code).toBe("LiquidityUnavailable");
+    }
+    expect(swarmOk).toBe(300);
+    // A hard hold (a prepared transfer) is taken first: then half of what is left.
+    const prepared = stranger({ amount: 200n, nowMs: now, untilMs: now + 420_000 });
+    expect((await store.reserve(prepared)).code).toBe("ok");
+    expect(await store.pin(1338, ASSET, prepared.transferKey, now + 3_600_000, 200n)).toBe(true);
+    expect((await store.reserve(stranger({ amount: 400n, nowMs: now, commit: false }))).code).toBe("ok");
+    expect((await store.reserve(stranger({ amount: 401n, nowMs: now, commit: false }))).code).toBe(
       "LiquidityUnavailable",
     );
-    expect((await store.reserve(params({ ...later, amount: 400n, untilMs: NOW + 5000 }))).code).toBe("ok");
-    expect(await store.reservedTotal(1338, ASSET)).toBe(1000n);
+    // Bounded in time too: once the swarm stops, its promises lapse with their bids (bidExpiry + grace).
+    now += 420_001;
+    await refreshBalances(now);
+    expect((await store.reserve(stranger({ amount: 800n, nowMs: now, untilMs: now + 420_000 }))).code).toBe("ok");
+    expect(await store.promises(1338, ASSET)).toMatchObject({ total: 1000n, hard: 200n });
   });
 
-  it("releases a reservation once, and a re-bid of the same transfer replaces its amount", async () => {
-    const first = params({ amount: 900n });
-    expect((await store.reserve(first)).code).toBe("ok");
-    expect((await store.reserve({ ...first, amount: 950n })).code).toBe("ok");
-    expect(await store.reservedTotal(1338, ASSET)).toBe(950n);
-    expect(await store.release(1338, ASSET, first.transferKey)).toBe(true);
-    expect(await store.release(1338, ASSET, first.transferKey)).toBe(false);
-    expect(await store.reservedTotal(1338, ASSET)).toBe(0n);
+  it("a re-request never frees what an earlier unexpired bid promised (the 1,797-of-1,000 report)", async () => {
+    // What the router has signed so far, as the requester holds it: [transferKey, amount, untilMs].
+    const signed: Array<[string, bigint, number]> = [];
+    const bid = async (p: ReserveParams): Promise<string> => {
+      const { code } = await store.reserve(p);
+      if (code === "ok") signed.push([p.transferKey, p.amount, p.untilMs]);
+      return code;
+    };
+    /** Per transfer, the largest bid still valid at `nowMs`: what its single prepare can claim. */
+    const claimable = (nowMs: number): Map<string, bigint> => {
+      const out = new Map<string, bigint>();
+      for (const [key, amount, untilMs] of signed) {
+        if (untilMs > nowMs && amount > (out.get(key) ?? 0n)) out.set(key, amount);
+      }
+      return out;
+    };
+    const large = stranger({ amount: 999n, untilMs: NOW + 420_000 });
+    expect(await bid(large)).toBe("ok");
+    const later = NOW + 1_000;
+    await refreshBalances(later);
+    expect(await bid({ ...large, amount: 1n, nowMs: later, untilMs: later + 420_000 })).toBe("ok");
+    expect((await store.promises(1338, ASSET)).byTransfer).toEqual(claimable(later));
+    // Before the fix the re-request freed 998: another requester got a bid for it.
+    expect(await bid(stranger({ amount: 998n, nowMs: later }))).toBe("LiquidityUnavailable");
+    expect(await bid(stranger({ amount: 501n, nowMs: later }))).toBe("LiquidityUnavailable");
+    expect((await store.promises(1338, ASSET)).total).toBe(999n);
+    expect([...claimable(later).values()].reduce((a, b) => a + b, 0n)).toBeLessThanOrEqual(1000n);
+
+    // The large bid lapses on its own schedule; the small one still holds until its own bidExpiry.
+    const afterLarge = NOW + 420_001;
+    await refreshBalances(afterLarge);
+    expect(await bid(stranger({ amount: 999n, nowMs: afterLarge, untilMs: afterLarge + 420_000 }))).toBe("ok");
+    expect((await store.promises(1338, ASSET)).byTransfer).toEqual(claimable(afterLarge));
+    expect((await store.promises(1338, ASSET)).total).toBe(1000n);
+  });
+
+  it("pins the bid the sending prepare used as a hard hold; the transfer's other bids are freed", async () => {
+    const t = stranger({ amount: 600n });
+    expect((await store.reserve(t)).code).toBe("ok");
+    expect((await store.reserve({ ...t, amount: 300n, untilMs: t.untilMs + 1 })).code).toBe("ok");
+    // The user prepared with the 300 bid: 300 is held, the 600 bid can no longer be used.
+    expect(await store.pin(1338, ASSET, t.transferKey, NOW + 3_600_000, 300n)).toBe(true);
+    expect(await store.promises(1338, ASSET)).toMatchObject({ total: 300n, hard: 300n });
+    // A claim above the promise is capped at it; a transfer never bid is not held at all.
+    const u = stranger({ amount: 100n });
+    expect((await store.reserve(u)).code).toBe("ok");
+    expect(await store.pin(1338, ASSET, u.transferKey, NOW + 3_600_000, 10_000n)).toBe(true);
+    expect(await store.pin(1338, ASSET, "0xunknown-key", NOW + 10_000)).toBe(false);
+    expect(await store.promises(1338, ASSET)).toMatchObject({ total: 400n, hard: 400n });
+    // A prepared transfer gets no further bid (it cannot use one); a second pin only extends.
+    expect(await store.reserve({ ...t, amount: 1n })).toMatchObject({
+      code: "LiquidityUnavailable",
+      detail: expect.stringContaining("already prepared"),
+    });
+    expect(await store.pin(1338, ASSET, t.transferKey, NOW + 1, 1n)).toBe(true);
+    expect(await redis.zscore(bidReservationExpiryKey(prefix, 1338, ASSET), t.transferKey)).toBe(
+      String(NOW + 3_600_000),
+    );
+    expect((await store.reserve(stranger({ amount: 601n }))).code).toBe("LiquidityUnavailable");
+    expect((await store.reserve(stranger({ amount: 600n }))).code).toBe("ok");
+  });
+
+  it("lets each bid lapse at its own untilMs, and holds lapse at their pin", async () => {
+    const pinned = stranger({ amount: 600n, untilMs: NOW + 1000 });
+    const lapsing = stranger({ amount: 400n, untilMs: NOW + 1000 });
+    expect((await store.reserve(pinned)).code).toBe("ok");
+    expect((await store.reserve(lapsing)).code).toBe("ok");
+    expect((await store.reserve({ ...lapsing, amount: 100n, untilMs: NOW + 3000 })).code).toBe("ok");
+    expect(await store.pin(1338, ASSET, pinned.transferKey, NOW + 10_000)).toBe(true);
+    const later = NOW + 2000;
+    await refreshBalances(later);
+    expect((await store.reserve(stranger({ nowMs: later, amount: 301n }))).code).toBe("LiquidityUnavailable");
+    expect((await store.promises(1338, ASSET)).byTransfer.get(lapsing.transferKey)).toBe(100n);
+    expect((await store.reserve(stranger({ nowMs: later, amount: 300n }))).code).toBe("ok");
+    expect(await store.reservedTotal(1338, ASSET)).toBe(1000n);
+    await refreshBalances(NOW + 10_001);
+    expect((await store.reserve(stranger({ nowMs: NOW + 10_001, amount: 700n }))).code).toBe("ok");
+  });
+
+  it("withdraws only the unsent bid; releases a transfer's promise once", async () => {
+    const t = stranger({ amount: 600n });
+    expect((await store.reserve(t)).code).toBe("ok");
+    const unsent = { ...t, amount: 700n, untilMs: t.untilMs + 1 };
+    expect((await store.reserve(unsent)).code).toBe("ok");
+    expect(await store.reservedTotal(1338, ASSET)).toBe(700n);
+    expect(await store.withdraw(unsent)).toBe(true);
+    expect(await store.withdraw(unsent)).toBe(false);
+    expect((await store.promises(1338, ASSET)).byTransfer.get(t.transferKey)).toBe(600n);
+    expect(await store.release(1338, ASSET, t.transferKey)).toBe(true);
+    expect(await store.release(1338, ASSET, t.transferKey)).toBe(false);
+    expect(await store.promises(1338, ASSET)).toMatchObject({ total: 0n, hard: 0n, byTransfer: new Map() });
+  });
+
+  it(`keeps at most ${MAX_BIDS_PER_TRANSFER} open bids per transfer`, async () => {
+    const t = stranger();
+    for (let i = 0; i < MAX_BIDS_PER_TRANSFER; i += 1) {
+      // Each smaller and longer than the one before: none covers another, all stay promised.
+      expect((await store.reserve({ ...t, amount: BigInt(100 - i), untilMs: t.untilMs + i })).code).toBe("ok");
+    }
+    expect(await store.reserve({ ...t, amount: 1n, untilMs: t.untilMs + 100 })).toMatchObject({
+      code: "AuctionRateExceeded",
+      detail: expect.stringContaining("open bids"),
+    });
+    expect(await store.reservedTotal(1338, ASSET)).toBe(100n);
   });
 
   it("a dry run checks everything but neither reserves nor stamps the rate limit", async () => {

@@ -4,7 +4,7 @@ import { HDNodeWallet, Wallet, ZeroAddress, hexlify, keccak256, parseEther, type
 import { Redis } from "ioredis";
 import { startSubmitter, type RunningSubmitter, type SubmitterOptions } from "../../services/submitter/start-submitter";
 import { readVariantTransactionData } from "../../shared/chain/router-balances";
-import { decodeTransferLog, type PreparedEvent } from "../../shared/chain/transfer-events";
+import { decodeTmLog, type PreparedEvent } from "../../shared/chain/tm-log-decoder";
 import { loadConfig } from "../../shared/config";
 import type { RouterConfig } from "../../shared/config/types";
 import { encodeBid, signBid } from "../../shared/protocol/bid";
@@ -37,6 +37,7 @@ export const LIQUIDITY = parseEther("1000");
 export const DAY = 86_400;
 /** What the SDK uses for the sending expiry (PROTOCOL §3.5 step 9). */
 export const EXPIRY_OFFSET_SEC = 3 * DAY + 3 * 3600;
+/** Shortened polls (default 1 s): each lifecycle case waits on several receipts; the real-SDK swaps run at the defaults. */
 export const FAST: SubmitterOptions = { pollIntervalMs: 50, providerOptions: { headRefreshMs: 200 } };
 
 export type RouterMode = "direct" | "router-contract";
@@ -240,7 +241,7 @@ export function preparedEventIn(
 ): PreparedEvent {
   for (const log of logs) {
     if (log.address.toLowerCase() !== tm.toLowerCase()) continue;
-    const event = decodeTransferLog(log);
+    const event = decodeTmLog(log);
     if (event?.kind === "prepared") return event;
   }
   throw new Error("no TransactionPrepared event in the receipt");

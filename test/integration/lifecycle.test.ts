@@ -296,7 +296,9 @@ describe("transfer lifecycle jobs (two chains, in-process submitters)", () => {
     expect(await variantOf(s.sending, t.txData)).toBe(completedVariantDigest(t.txData.amount, t.txData.expiry));
   });
 
-  it("refuses a prepare beyond the router's liquidity with NOT_ENOUGH_LIQUIDITY and enqueues the refund", async () => {
+  it("refuses a prepare beyond the router's liquidity with NOT_ENOUGH_LIQUIDITY and refunds it within minutes, not at expiry", async () => {
+    // The loser of over-committed bids (docs/auction.md, "Promises"): refunded by the router's own cancel once
+    // the 780 s rule allows, days before the sender's expiry would let anyone cancel it.
     const r = await start("direct");
     const liquidity = await routerBalance(s.receiving, s.signerAddress);
     const t = await makeTransfer(s, { mode: "direct", amount: liquidity * 2n });
@@ -307,6 +309,18 @@ describe("transfer lifecycle jobs (two chains, in-process submitters)", () => {
       async () => (await r.queues.get(SENDING)?.getJob(txJobId(TX_JOB.cancelSender, keyOf(t)))) ?? undefined,
     );
     expect((refund.data as CancelSenderJobData).reason).toBe("NOT_ENOUGH_LIQUIDITY");
+    const parked = await waitFor("the refund to be parked by the 780 s rule", async () =>
+      (await refund.getState()) === "delayed"
+        ? r.logs.lines().find((l) => l.code === "SENDER_TOO_NEW" && l.outcome === "delayed" && l.jobId === refund.id)
+        : undefined,
+    );
+    // Parked for at most the 780 s rule (wall clock), not until the expiry days away.
+    expect(Number(parked.retryAtMs) - Date.now()).toBeLessThanOrEqual(780_000);
+
+    await increaseTime(s, 800);
+    await refund.promote();
+    expect((await r.finish(refund)).noop).toBeUndefined();
+    expect(await tokenBalance(s.sending, t.fallback)).toBe(BigInt(t.txData.amount));
   });
 
   it("expiry: cancel-receiver waits for the receiving expiry then returns the liquidity; the sender is refunded after", async () => {
