@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom
 
 /**
  * Every metric the router exports, defined in this one place (docs/operating.md lists them, ops/ alerts on
- * them). Prometheus conventions: `router_` prefix, `_total` counters, base units (`_seconds`, `_wei`; token
+ * them). Prometheus conventions: `router_` prefix (not on prom-client's default process_* and nodejs_* metrics), `_total` counters, base units (`_seconds`, `_wei`; token
  * amounts are in the asset's base units, as floats: exact amounts belong in logs). Labels stay low-cardinality:
  * `chain` is a configured chain id, `asset` a pool asset address, `provider` the provider's redacted label,
  * `reason`/`operation`/`state` come from closed sets. Never a transaction id, user or URL.
@@ -241,7 +241,9 @@ export function labelProcessMetrics(labels: ProcessLabels): void {
   registry.setDefaultLabels(defaults);
   if (!defaultsCollected) {
     defaultsCollected = true;
-    collectDefaultMetrics({ register: registry, prefix: "router_" });
+    // Standard names (process_*, nodejs_*), unprefixed, so off-the-shelf Node.js dashboards work; the `role` label
+    // tells the router's series from other exporters'.
+    collectDefaultMetrics({ register: registry });
   }
   routerMetrics();
 }

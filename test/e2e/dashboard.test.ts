@@ -169,7 +169,7 @@ describe("operating the router after a real swap", () => {
         return res?.status === 200 ? res : undefined;
       });
       expect(ready.status).toBe(200);
-      expect((await scrape(name)).text).toMatch(/^router_process_start_time_seconds\{/m);
+      expect((await scrape(name)).text).toMatch(/^process_start_time_seconds\{/m);
     }
   });
 

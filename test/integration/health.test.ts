@@ -66,7 +66,7 @@ describe("health endpoints of a router process", () => {
     const metrics = await getText(`${metricsUrl}/metrics`);
     expect(metrics.status).toBe(200);
     expect(metrics.headers.get("content-type")).toContain("text/plain");
-    expect(metrics.text).toMatch(/^router_process_cpu_user_seconds_total\{role="admin",pm2_instance="0"\} /m);
+    expect(metrics.text).toMatch(/^process_cpu_user_seconds_total\{role="admin",pm2_instance="0"\} /m);
     // The admin exports every heartbeat, its own included.
     expect(sampleValue(metrics.text, "router_process_up", { process: "admin-0" })).toBe(1);
   });

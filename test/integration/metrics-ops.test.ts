@@ -9,24 +9,24 @@ import { defineRouterMetrics } from "../../shared/metrics/router-metrics";
 const OPS = resolve(__dirname, "../../ops");
 const PROMTOOL = ["/usr/bin/promtool", "/usr/local/bin/promtool"].find((p) => existsSync(p));
 
-/** Every `router_*` metric name an expression uses, without the histogram/counter sample suffixes. */
+/** Every `router_*`, `process_*` and `nodejs_*` metric name an expression uses, without the sample suffixes. */
 function metricNames(text: string): string[] {
   const names = new Set<string>();
-  for (const match of text.matchAll(/\brouter_[a-z_]+\b/g)) {
+  for (const match of text.matchAll(/\b(?:router|process|nodejs)_[a-z0-9_]+\b/g)) {
     names.add(match[0].replace(/_(bucket|count|sum)$/, ""));
   }
   return [...names];
 }
 
-/** The router's own metric names plus the default Node metrics' (router_ prefixed). */
+/** The router's own metric names plus the default Node metrics' (standard names, unprefixed). */
 function knownMetricNames(): Set<string> {
   const registry = new Registry();
   defineRouterMetrics(registry);
   const names = new Set(registry.getMetricsAsArray().map((m) => m.name));
   for (const name of [
-    "router_process_start_time_seconds",
-    "router_nodejs_heap_size_used_bytes",
-    "router_nodejs_eventloop_lag_p99_seconds",
+    "process_start_time_seconds",
+    "nodejs_heap_size_used_bytes",
+    "nodejs_eventloop_lag_p99_seconds",
   ]) {
     names.add(name);
   }
