@@ -19,6 +19,8 @@ void runService({
     observe?.readiness.add("messaging", () =>
       auction.messagingConnected() ? undefined : "messaging is not connected",
     );
+    // Ready means able to bid: PM2 hears "ready" only once the pollers' balances and the fee caches are fresh.
+    observe?.readiness.add("bidding", () => auction.biddingReady());
     return auction;
   },
 });

@@ -56,3 +56,12 @@ export function refusalLogLevel(code: AuctionRefusalCode): "debug" | "info" | "w
       return "info";
   }
 }
+
+/**
+ * Refusals for data this instance does not have yet (a cache or a poller's balance still cold, Redis briefly
+ * away), as opposed to a verdict on the request. Right after a start they clear within seconds, and the SDK
+ * never asks twice, so the auction retries these within the requester's window instead of staying silent.
+ */
+export function isColdRefusal(code: AuctionRefusalCode): boolean {
+  return code === "ValueCold" || code === "StaleBalance" || code === "StoreUnavailable";
+}

@@ -33,6 +33,8 @@ export const DAY = 86_400;
 export const AMOUNT = parseEther("100");
 export const LIQUIDITY = parseEther("100000"); // every happy path moves 99.95 TEST of it to the user for good
 export const ADMIN_TOKEN = "e2e-admin-token-0123456789abcdef";
+// Shortened (default 1 s) so each of the many scripted swaps here settles in about a second; the real-SDK swaps
+// (sdk.test.ts, pm2-sdk.test.ts) run every process at its shipped defaults.
 const POLLER_OPTIONS: PollerOptions = { intervalMs: 50, providerOptions: { headRefreshMs: 100 } };
 const SUBMITTER_OPTIONS: SubmitterOptions = { pollIntervalMs: 50, providerOptions: { headRefreshMs: 100 } };
 const DIST = resolve(__dirname, "../../dist/services");
@@ -247,6 +249,7 @@ export async function startRouter(s: E2eStack, p: RouterParams = {}): Promise<Ro
       const start = startBlock ?? (await s.stack.chain(chainId).provider.getBlockNumber()) + 1;
       const proc = spawn(`poller-${chainId}`, "poller/main.js", [
         `CHAIN_ID=${chainId}`,
+        // Shortened as POLLER_OPTIONS above.
         "POLLER_INTERVAL_MS=50",
         `POLLER_START_BLOCK=${start}`,
       ]);

@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { getAddress, parseEther } from "ethers";
+import { ZeroAddress, getAddress, parseEther } from "ethers";
 import { waitForAuctionStatus } from "../../scripts/local/demo-swap";
 import { auditRouterTxs, describeAudit, type ChainAudit } from "../fault/swap-audit";
 import { getFreePort } from "../harness/free-port";
@@ -36,6 +36,11 @@ import {
 const ROOT = resolve(__dirname, "../..");
 const PM2 = join(ROOT, "node_modules/.bin/pm2");
 const AMOUNT = parseEther("10");
+const NATIVE_AMOUNT = parseEther("1");
+/** What the user offers the router for relaying; above its estimate (native and TEST share one oracle price). */
+const RELAYER_FEE = parseEther("0.001");
+/** Relayed swaps in a row per pool at the shipped defaults (issue 16: the SDK's relayed fulfill raced the poller). */
+const RELAYED_ROUNDS = 3;
 const STEP_TIMEOUT_MS = 15_000;
 const SWAP_TIMEOUT_MS = 25_000;
 const PM2_CALL_TIMEOUT_MS = 30_000;
@@ -334,4 +339,56 @@ describe("PM2 runs the whole ecosystem: a real SDK swap survives a SIGKILLed rec
     const restarts = Object.fromEntries((await jlist()).map((a) => [a.name, a.pm2_env.restart_time]));
     expect(restarts).toEqual(Object.fromEntries(APPS.map((name) => [name, name === VICTIM ? 1 : 0])));
   }, 60_000);
+
+  it(`${RELAYED_ROUNDS} relayed swaps in a row in each pool (TEST and native ETH), every process at its shipped defaults`, async () => {
+    if (!s) throw new Error("stack not started");
+    const stack = s;
+    const pools = [
+      {
+        name: "TEST",
+        amount: AMOUNT,
+        sending: stack.sending.deployment.token,
+        receiving: stack.receiving.deployment.token,
+      },
+      { name: "ETH", amount: NATIVE_AMOUNT, sending: ZeroAddress, receiving: ZeroAddress },
+    ];
+    const timings: string[] = [];
+    for (let round = 1; round <= RELAYED_ROUNDS; round += 1) {
+      for (const pool of pools) {
+        const user = await fundedUser(stack);
+        const liquidityBefore = await routerLiquidity(stack.receiving, stack.router, pool.receiving);
+        const userBefore = await tokenBalance(stack.receiving, user.address, pool.receiving);
+        const params: SdkSwapParams = {
+          ...swapParams(stack, user.privateKey),
+          mode: "relayed",
+          relayerFee: RELAYER_FEE.toString(),
+          sendingAssetId: pool.sending,
+          receivingAssetId: pool.receiving,
+          amount: pool.amount.toString(),
+        };
+        const r = await runSdkSwap(params, SWAP_TIMEOUT_MS).catch((err: unknown) => {
+          throw new Error(
+            `${pool.name} relayed swap ${round}: ${err instanceof Error ? err.message : String(err)}\n${logTails(["auction", `poller-${RECEIVING}`, `submitter-${RECEIVING}`])}`,
+          );
+        });
+        timings.push(`${pool.name}#${round} ${r.totalMs} ms (fulfilled at ${r.fulfilled.ms})`);
+        const amountReceived = BigInt(r.quote.bid.amountReceived);
+        // The router relayed it (it sent the fulfill), the user paid only the relayer fee, and the router then claimed.
+        expect(getAddress(r.fulfilled.sender ?? "")).toBe(stack.router);
+        expect(r.fulfilled.relayerFee).toBe(RELAYER_FEE.toString());
+        expect(await tokenBalance(stack.receiving, user.address, pool.receiving)).toBe(
+          userBefore + amountReceived - RELAYER_FEE,
+        );
+        expect(await routerLiquidity(stack.receiving, stack.router, pool.receiving)).toBe(
+          liquidityBefore - amountReceived,
+        );
+        await waitFor(
+          `the router's claim of the ${pool.name} swap ${round} on 1337`,
+          async () => (await transferEvents(stack.sending, "fulfilled", r.quote.bid.transactionId))[0],
+          15_000,
+        );
+      }
+    }
+    console.log(`pm2-sdk: relayed swaps at the defaults: ${timings.join("; ")}`);
+  }, 240_000);
 });

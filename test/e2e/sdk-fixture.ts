@@ -23,6 +23,8 @@ export const CHAIN1 = 1;
 export const SENDING = 1337;
 export const RECEIVING = 1338;
 export const LIQUIDITY = parseEther("1000");
+/** The router's native (ETH) liquidity on each swap chain, for the native pool. */
+export const NATIVE_LIQUIDITY = parseEther("100");
 export const USER_TOKENS = parseEther("100");
 /** USD × 1e18 per whole token, for native and TEST on 1337 and 1338. */
 export const ORACLE_PRICE = parseEther("1");
@@ -100,6 +102,13 @@ export async function startSdkStack(options: SdkStackOptions = {}): Promise<SdkS
         assetId: chain.deployment.token,
         amount: LIQUIDITY,
       });
+      await fundRouterLiquidity({
+        deployment: chain.deployment,
+        funder,
+        router,
+        assetId: ZeroAddress,
+        amount: NATIVE_LIQUIDITY,
+      });
       // Native and TEST at the same price: the auction's gas fee (and the relayer-fee check) in TEST is the gas cost in wei.
       await sendTx(chain.deployment.contracts.priceOracle, "setDirectPrice", [ZeroAddress, ORACLE_PRICE]);
       await sendTx(chain.deployment.contracts.priceOracle, "setDirectPrice", [chain.deployment.token, ORACLE_PRICE]);
@@ -139,6 +148,13 @@ export async function startSdkStack(options: SdkStackOptions = {}): Promise<SdkS
             { chainId: RECEIVING, assetId: receiving.deployment.token },
           ],
         },
+        {
+          name: "ETH",
+          assets: [
+            { chainId: SENDING, assetId: ZeroAddress },
+            { chainId: RECEIVING, assetId: ZeroAddress },
+          ],
+        },
       ],
       chainConfig: {
         [String(CHAIN1)]: entry(chain1),
@@ -175,11 +191,8 @@ export async function startSdkStack(options: SdkStackOptions = {}): Promise<SdkS
     const spawnPoller = async (chainId: number): Promise<ManagedProcess> => {
       const spawnedAtMs = Date.now();
       const start = (await stack.chain(chainId).provider.getBlockNumber()) + 1;
-      const proc = spawn(`poller-${chainId}`, "poller/main.js", [
-        `CHAIN_ID=${chainId}`,
-        "POLLER_INTERVAL_MS=50",
-        `POLLER_START_BLOCK=${start}`,
-      ]);
+      // The shipped poll interval (no POLLER_INTERVAL_MS): the SDK's relayed fulfill must not depend on a fast poller.
+      const proc = spawn(`poller-${chainId}`, "poller/main.js", [`CHAIN_ID=${chainId}`, `POLLER_START_BLOCK=${start}`]);
       await waitForReady(proc, async () => ((await store.getHead(chainId))?.updatedAtMs ?? 0) > spawnedAtMs, 20_000);
       return proc;
     };
@@ -212,14 +225,16 @@ export async function startSdkStack(options: SdkStackOptions = {}): Promise<SdkS
   }
 }
 
-/** ERC20 TEST balance of `owner` on `chain`. */
-export function tokenBalance(chain: StackChain, owner: string): Promise<bigint> {
-  return readBigInt(nxtpContractAt("ERC20", chain.deployment.token, chain.provider), "balanceOf", [owner]);
+/** `owner`'s balance of `assetId` on `chain` (TEST by default; the zero address is the native asset). */
+export function tokenBalance(chain: StackChain, owner: string, assetId = chain.deployment.token): Promise<bigint> {
+  return assetId === ZeroAddress
+    ? chain.provider.getBalance(owner)
+    : readBigInt(nxtpContractAt("ERC20", assetId, chain.provider), "balanceOf", [owner]);
 }
 
-/** TransactionManager.routerBalances(router, TEST) on `chain`. */
-export function routerLiquidity(chain: StackChain, router: string): Promise<bigint> {
-  return readBigInt(chain.deployment.contracts.transactionManager, "routerBalances", [router, chain.deployment.token]);
+/** TransactionManager.routerBalances(router, assetId) on `chain` (TEST by default). */
+export function routerLiquidity(chain: StackChain, router: string, assetId = chain.deployment.token): Promise<bigint> {
+  return readBigInt(chain.deployment.contracts.transactionManager, "routerBalances", [router, assetId]);
 }
 
 /** A fresh user holding USER_TOKENS TEST on the sending chain (and anvil's default native balance on both). */

@@ -1,4 +1,4 @@
-import { getAddress, parseEther, type Wallet } from "ethers";
+import { ZeroAddress, getAddress, parseEther, type Wallet } from "ethers";
 import { amountAfterRouterFee } from "../../shared/protocol/amounts";
 import type { StackChain } from "../harness/stack";
 import { waitFor } from "../integration/submitter-fixture";
@@ -19,18 +19,20 @@ import {
 
 /**
  * The real @connext/nxtp-sdk@0.1.42 (test/sdk: own node_modules, ethers v5, run as a child process) swaps
- * TEST 1337 → 1338 through the router's own processes from dist/ (messaging-auth, auction, submitter and
- * poller per chain): quote over NATS, prepare, the router's receiver prepare, then the fulfill, once sent by
- * the user and once relayed by the router. Balances are read from the chains and checked to the wei. The SDK
- * runs offline: non-loopback calls are refused and reported (test/sdk/network-guard.js).
+ * 1337 → 1338 through the router's own processes from dist/ (messaging-auth, auction, submitter and poller per
+ * chain), in the ERC-20 pool (TEST) and the native pool (ETH): quote over NATS, prepare, the router's receiver
+ * prepare, then the fulfill, once sent by the user and once relayed by the router. Every router process runs at
+ * its shipped defaults (no interval is shortened): the relayed fulfill must not depend on a fast poller.
+ * Balances are read from the chains and checked to the wei. The SDK runs offline: non-loopback calls are
+ * refused and reported (test/sdk/network-guard.js).
  */
-const AMOUNT = parseEther("10");
-/** What the user offers the router for relaying: above the router's estimate (fulfill gas × gas price, native = TEST in price). */
+/** What the user offers the router for relaying: above the router's estimate (fulfill gas × gas price; native and TEST share one price). */
 const RELAYER_FEE = parseEther("0.001");
-/** Each SDK call of the driver; a healthy swap takes ~2.5 s in all. */
-const STEP_TIMEOUT_MS = 12_000;
-const SWAP_TIMEOUT_MS = 20_000;
-const CLAIM_TIMEOUT_MS = 10_000;
+/** Each SDK call of the driver; a healthy swap at the defaults takes a few seconds. */
+const STEP_TIMEOUT_MS = 20_000;
+const SWAP_TIMEOUT_MS = 40_000;
+/** The router's claim follows the user's fulfill within the sending chain's poll interval (1 s) and a block. */
+const CLAIM_TIMEOUT_MS = 15_000;
 /** The SDK's hard-coded endpoints (REAL_PARTS.md §3), refused through the axios adapter. Anything else fails. */
 const EXPECTED_BLOCKED =
   /^axios https:\/\/(subgraph-ts-worker\.connext\.workers\.dev\/subgraph_health\/|relay\.gelato\.digital\/relays\/)$/;
@@ -40,11 +42,22 @@ interface Balances {
   readonly userReceiving: bigint;
   readonly liquiditySending: bigint;
   readonly liquidityReceiving: bigint;
-  /** The router signer's own TEST on the receiving chain (where relayer fees are paid). */
+  /** The router signer's own balance of the asset on the receiving chain (where relayer fees are paid). */
   readonly signerReceiving: bigint;
 }
 
-describe("the real @connext/nxtp-sdk@0.1.42 swaps through the router's processes", () => {
+interface Pool {
+  readonly name: "TEST" | "ETH";
+  readonly amount: bigint;
+  readonly assetId: (c: StackChain) => string;
+}
+
+const POOLS: readonly Pool[] = [
+  { name: "TEST", amount: parseEther("10"), assetId: (c) => c.deployment.token },
+  { name: "ETH", amount: parseEther("1"), assetId: () => ZeroAddress },
+];
+
+describe("the real @connext/nxtp-sdk@0.1.42 swaps through the router's processes at their defaults", () => {
   let s: SdkStack;
   let status: StatusResponse;
 
@@ -58,7 +71,7 @@ describe("the real @connext/nxtp-sdk@0.1.42 swaps through the router's processes
     await s?.stop();
   });
 
-  const swapParams = (user: Wallet, mode: SdkSwapParams["mode"]): SdkSwapParams => {
+  const swapParams = (pool: Pool, user: Wallet, mode: SdkSwapParams["mode"]): SdkSwapParams => {
     const chain = (c: StackChain): SdkSwapParams["chains"][number] => ({
       rpcUrl: c.anvil.url,
       transactionManager: c.deployment.transactionManager,
@@ -70,9 +83,9 @@ describe("the real @connext/nxtp-sdk@0.1.42 swaps through the router's processes
       authUrl: s.authUrl,
       sendingChainId: SENDING,
       receivingChainId: RECEIVING,
-      sendingAssetId: s.sending.deployment.token,
-      receivingAssetId: s.receiving.deployment.token,
-      amount: AMOUNT.toString(),
+      sendingAssetId: pool.assetId(s.sending),
+      receivingAssetId: pool.assetId(s.receiving),
+      amount: pool.amount.toString(),
       chains: { [SENDING]: chain(s.sending), [RECEIVING]: chain(s.receiving) },
       userPrivateKey: user.privateKey,
       stepTimeoutMs: STEP_TIMEOUT_MS,
@@ -80,13 +93,21 @@ describe("the real @connext/nxtp-sdk@0.1.42 swaps through the router's processes
     };
   };
 
-  const balances = async (user: string): Promise<Balances> => ({
-    userSending: await tokenBalance(s.sending, user),
-    userReceiving: await tokenBalance(s.receiving, user),
-    liquiditySending: await routerLiquidity(s.sending, s.router),
-    liquidityReceiving: await routerLiquidity(s.receiving, s.router),
-    signerReceiving: await tokenBalance(s.receiving, s.router),
+  const balances = async (pool: Pool, user: string): Promise<Balances> => ({
+    userSending: await tokenBalance(s.sending, user, pool.assetId(s.sending)),
+    userReceiving: await tokenBalance(s.receiving, user, pool.assetId(s.receiving)),
+    liquiditySending: await routerLiquidity(s.sending, s.router, pool.assetId(s.sending)),
+    liquidityReceiving: await routerLiquidity(s.receiving, s.router, pool.assetId(s.receiving)),
+    signerReceiving: await tokenBalance(s.receiving, s.router, pool.assetId(s.receiving)),
   });
+
+  /** What `hash` cost its sender in native gas (0 for an ERC-20 pool, whose balances gas does not touch). */
+  const gasPaid = async (pool: Pool, chain: StackChain, hash: string): Promise<bigint> => {
+    if (pool.name !== "ETH") return 0n;
+    const receipt = await chain.provider.getTransactionReceipt(hash);
+    if (!receipt) throw new Error(`no receipt for ${hash}`);
+    return receipt.fee;
+  };
 
   /** The router's claim: its fulfill of the sending side, once it saw the receiving side fulfilled. */
   const routerClaim = (transactionId: string): Promise<unknown> =>
@@ -96,8 +117,8 @@ describe("the real @connext/nxtp-sdk@0.1.42 swaps through the router's processes
       CLAIM_TIMEOUT_MS,
     );
 
-  const swap = async (user: Wallet, mode: SdkSwapParams["mode"]): Promise<SdkSwapResult> => {
-    const r = await runSdkSwap(swapParams(user, mode), SWAP_TIMEOUT_MS).catch((err: unknown) => {
+  const swap = async (pool: Pool, user: Wallet, mode: SdkSwapParams["mode"]): Promise<SdkSwapResult> => {
+    const r = await runSdkSwap(swapParams(pool, user, mode), SWAP_TIMEOUT_MS).catch((err: unknown) => {
       throw new Error(`${err instanceof Error ? err.message : String(err)}\n${s.outputTails()}`);
     });
     const steps = {
@@ -107,19 +128,19 @@ describe("the real @connext/nxtp-sdk@0.1.42 swaps through the router's processes
       fulfilled: r.fulfilled.ms,
     };
     console.log(
-      `sdk swap (${mode}): ${r.totalMs} ms in the driver, steps at ${JSON.stringify(steps)}, gas fee ${r.quote.gasFeeInReceivingToken}, refused calls ${JSON.stringify(r.blocked)}, SDK subgraph loop restarts ${r.subgraphPollingRestarts}`,
+      `sdk swap (${pool.name}, ${mode}): ${r.totalMs} ms in the driver, steps at ${JSON.stringify(steps)}, gas fee ${r.quote.gasFeeInReceivingToken}, refused calls ${JSON.stringify(r.blocked)}, SDK subgraph loop restarts ${r.subgraphPollingRestarts}`,
     );
     for (const target of Object.keys(r.blocked)) expect(target).toMatch(EXPECTED_BLOCKED);
     expect(r.connected.signedIn).toBe(true); // through the router's messaging-auth service
     const bid = r.quote.bid;
     expect(getAddress(bid.router)).toBe(s.router);
     expect(getAddress(bid.user)).toBe(user.address);
-    expect(bid.amount).toBe(AMOUNT.toString());
+    expect(bid.amount).toBe(pool.amount.toString());
     // §2.3–2.4: the 0.05 % router fee, then the gas fee the bid reports (non-zero: both chains have oracle prices).
     const gasFee = BigInt(r.quote.gasFeeInReceivingToken);
     expect(gasFee).toBeGreaterThan(0n);
     expect(BigInt(bid.amountReceived)).toBe(
-      amountAfterRouterFee({ amount: AMOUNT, inputDecimals: 18, outputDecimals: 18 }) - gasFee,
+      amountAfterRouterFee({ amount: pool.amount, inputDecimals: 18, outputDecimals: 18 }) - gasFee,
     );
     expect(r.senderPrepared.transactionId).toBe(bid.transactionId);
     // The router locked exactly the bid's amountReceived on the receiving chain.
@@ -135,32 +156,38 @@ describe("the real @connext/nxtp-sdk@0.1.42 swaps through the router's processes
     expect(status.supportedChains).toEqual([SENDING, RECEIVING]);
   });
 
-  it("quote, prepare, the router's receiver prepare, the user's own fulfill, the router's claim", async () => {
-    const user = await fundedUser(s);
-    const before = await balances(user.address);
-    const r = await swap(user, "user");
-    const amountReceived = BigInt(r.quote.bid.amountReceived);
-    expect(getAddress(r.fulfilled.sender ?? "")).toBe(user.address);
-    const after = await balances(user.address);
-    expect(after.userSending).toBe(before.userSending - AMOUNT);
-    expect(after.userReceiving).toBe(before.userReceiving + amountReceived);
-    expect(after.liquidityReceiving).toBe(before.liquidityReceiving - amountReceived);
-    expect(after.liquiditySending).toBe(before.liquiditySending + AMOUNT);
-    expect(after.signerReceiving).toBe(before.signerReceiving);
-  }, 45_000);
+  describe.each(POOLS)("$name pool", (pool) => {
+    it("quote, prepare, the router's receiver prepare, the user's own fulfill, the router's claim", async () => {
+      const user = await fundedUser(s);
+      const before = await balances(pool, user.address);
+      const r = await swap(pool, user, "user");
+      const amountReceived = BigInt(r.quote.bid.amountReceived);
+      expect(getAddress(r.fulfilled.sender ?? "")).toBe(user.address);
+      const after = await balances(pool, user.address);
+      const prepareGas = await gasPaid(pool, s.sending, r.senderPrepared.transactionHash);
+      const fulfillGas = await gasPaid(pool, s.receiving, r.fulfilled.transactionHash);
+      expect(after.userSending).toBe(before.userSending - pool.amount - prepareGas);
+      expect(after.userReceiving).toBe(before.userReceiving + amountReceived - fulfillGas);
+      expect(after.liquidityReceiving).toBe(before.liquidityReceiving - amountReceived);
+      expect(after.liquiditySending).toBe(before.liquiditySending + pool.amount);
+      if (pool.name === "TEST") expect(after.signerReceiving).toBe(before.signerReceiving);
+    }, 60_000);
 
-  it("quote, prepare, the router's receiver prepare, the fulfill relayed by the router, the router's claim", async () => {
-    const user = await fundedUser(s);
-    const before = await balances(user.address);
-    const r = await swap(user, "relayed");
-    const amountReceived = BigInt(r.quote.bid.amountReceived);
-    expect(getAddress(r.fulfilled.sender ?? "")).toBe(s.router);
-    expect(r.fulfilled.relayerFee).toBe(RELAYER_FEE.toString());
-    const after = await balances(user.address);
-    expect(after.userSending).toBe(before.userSending - AMOUNT);
-    expect(after.userReceiving).toBe(before.userReceiving + amountReceived - RELAYER_FEE);
-    expect(after.liquidityReceiving).toBe(before.liquidityReceiving - amountReceived);
-    expect(after.liquiditySending).toBe(before.liquiditySending + AMOUNT);
-    expect(after.signerReceiving).toBe(before.signerReceiving + RELAYER_FEE);
-  }, 45_000);
+    it("quote, prepare, the router's receiver prepare, the fulfill relayed by the router, the router's claim", async () => {
+      const user = await fundedUser(s);
+      const before = await balances(pool, user.address);
+      const r = await swap(pool, user, "relayed");
+      const amountReceived = BigInt(r.quote.bid.amountReceived);
+      expect(getAddress(r.fulfilled.sender ?? "")).toBe(s.router);
+      expect(r.fulfilled.relayerFee).toBe(RELAYER_FEE.toString());
+      const after = await balances(pool, user.address);
+      const prepareGas = await gasPaid(pool, s.sending, r.senderPrepared.transactionHash);
+      expect(after.userSending).toBe(before.userSending - pool.amount - prepareGas);
+      // The user paid no gas on the receiving chain: the relayer fee is all the fulfill cost them.
+      expect(after.userReceiving).toBe(before.userReceiving + amountReceived - RELAYER_FEE);
+      expect(after.liquidityReceiving).toBe(before.liquidityReceiving - amountReceived);
+      expect(after.liquiditySending).toBe(before.liquiditySending + pool.amount);
+      if (pool.name === "TEST") expect(after.signerReceiving).toBe(before.signerReceiving + RELAYER_FEE);
+    }, 60_000);
+  });
 });

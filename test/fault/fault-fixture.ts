@@ -47,6 +47,8 @@ export function spawnSubmitterChild(p: {
       ROUTER_CONFIG_FILE: p.configFile,
       CHAIN_ID: String(p.chainId),
       NODE_APP_INSTANCE: String(p.instance),
+      // The lease at its default (1 s, DEFAULT_LEASE_TTL_MS); only the submitter's polls are shortened (default 1 s)
+      // so a case's receipts are seen within a tenth of a second.
       SUBMITTER_LEASE_TTL_MS: "1000",
       SUBMITTER_POLL_INTERVAL_MS: "100",
       ...p.env,

@@ -163,6 +163,8 @@ export async function startRouterProcs(s: E2eStack, dir: string, p: RouterProcsP
       supervise({
         name: `poller-${chainId}`,
         entry: join(DIST, "poller/main.js"),
+        // Shortened polls (default 1 s) so the fault cases' many swaps fit the suite's time; recovery itself is
+        // governed by the leases and PM2's restart delay, which stay at their shipped values unless a case says otherwise.
         env: { ...base, CHAIN_ID: String(chainId), POLLER_INTERVAL_MS: "50", POLLER_START_BLOCK: String(start) },
       }),
     );

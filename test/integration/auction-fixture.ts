@@ -160,6 +160,7 @@ export async function startInstance(p: StartInstanceParams): Promise<AuctionInst
   const running = await startAuction({
     config: p.config,
     logger: logs.logger,
+    // Shortened (default 15 s) so a case that breaks a price source sees the refresher retry within its wait.
     options: { refreshIntervalMs: 500, ...p.options, ...(messaging ? { messaging } : {}) },
   });
   return { running, logs, messaging, outcomes: () => logs.find("auction.outcome") };

@@ -106,6 +106,7 @@ describe("a nonce reported taken is proven before a remove-liquidity is rebuilt"
       config,
       logger: logs.logger,
       chainId: s.chain.chainId,
+      // Shortened polls: the cases wait on many mined receipts; the real-SDK swaps run at the defaults.
       options: { pollIntervalMs: 50, providerOptions: { headRefreshMs: 200 } },
     });
     await s.chain.anvil.setAutomine(false);

@@ -37,6 +37,7 @@ import type { CapturedLogger } from "./submitter-fixture";
 export const SENDING = 1337;
 export const RECEIVING = 1338;
 export const AMOUNT = parseEther("100");
+/** Shortened (default 1 s) so the poller cases see each block within a tick; the real-SDK swaps run at the defaults. */
 export const FAST: PollerOptions = { intervalMs: 100, providerOptions: { headRefreshMs: 500 } };
 
 export interface PollerStack {

@@ -94,6 +94,7 @@ describe("poller readiness and resume (anvil 1337 → 1338, redis)", () => {
         "REDIS_URL",
         `ROUTER_CONFIG_FILE=${configFile}`,
         `CHAIN_ID=${SENDING}`,
+        // Shortened (default 1 s): the case restarts the poller repeatedly and waits for each resumed tick.
         "POLLER_INTERVAL_MS=100",
         `POLLER_START_BLOCK=${startBlock}`,
         process.execPath,

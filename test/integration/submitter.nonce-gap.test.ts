@@ -23,6 +23,8 @@ import {
  * pending count, so the next job is sent behind a nonce no node has; the sender's tracker fills the gap.
  * Also: the sender lease's fencing refuses writes of a holder that lost it.
  */
+// Shortened (defaults: 1 s polls, 10 s gap bound) so each gap case resolves in well under a second; the defaults are
+// exercised by the real-SDK swaps (test/e2e/sdk.test.ts, pm2-sdk.test.ts).
 const GAP: SubmitterOptions = { pollIntervalMs: 50, nonceGapBoundMs: 1000, providerOptions: { headRefreshMs: 200 } };
 
 describe("nonce gap and sender fencing (in-process)", () => {

@@ -22,6 +22,7 @@ import {
 
 /** The submitter in-process (startSubmitter, as main.ts runs it) against anvil + NXTP + a real redis-server. */
 
+// Shortened polls (default 1 s) to keep dozens of mined-receipt waits fast; the real-SDK swaps run at the defaults.
 const FAST: SubmitterOptions = { pollIntervalMs: 50, providerOptions: { headRefreshMs: 500 } };
 
 describe("submitter (in-process)", () => {

@@ -5,7 +5,8 @@ import type { MessagingRequest, RequestHandler } from "../../../shared/messaging
 import { checkAuctionExpiry } from "../../../shared/protocol/auction-expiry";
 import { auctionLogFields, parseAuctionPayload } from "../../../shared/protocol/auction-payload";
 import { quoteAuction } from "../../../shared/protocol/auction-quote";
-import { refusal, refusalLogLevel, type AuctionRefusal } from "../../../shared/protocol/auction-refusal";
+import { isColdRefusal, refusal, refusalLogLevel, type AuctionRefusal } from "../../../shared/protocol/auction-refusal";
+import { sleep } from "../../../shared/process/timing";
 import { encodeBidFast } from "../../../shared/protocol/bid-encoder";
 import { BID_EXPIRY_SEC } from "../../../shared/protocol/expiry";
 import { isSwapSupported } from "../../../shared/protocol/pools";
@@ -24,9 +25,17 @@ import type { AuctionContext } from "../context";
 export const RESERVATION_GRACE_SEC = 120;
 /** Cached balances (pollers refresh them at least every 15 s while alive) older than this refuse the auction. */
 export const DEFAULT_BALANCE_MAX_AGE_MS = 60_000;
+/**
+ * How long a request refused for cold data (isColdRefusal) is retried before the refusal stands: the SDK waits
+ * 6 s for bids (DEFAULT_AUCTION_TIMEOUT of nxtp-sdk 0.1.42), so a bid sent within 4 s still reaches it.
+ */
+export const DEFAULT_COLD_RETRY_WINDOW_MS = 4_000;
+/** Pause between those retries: a poller tick writes balances every second at the defaults. */
+const COLD_RETRY_PAUSE_MS = 200;
 
 export interface AuctionHandlerOptions {
   readonly balanceMaxAgeMs?: number;
+  readonly coldRetryWindowMs?: number;
 }
 
 export interface AuctionHandlerDeps {
@@ -49,8 +58,9 @@ interface ChainFacts {
 /**
  * `auction.request` (PROTOCOL.md §2.1, hardened): modes → payload → chains → pool → expiry window → decimals
  * → router fee and gas fee → one atomic Redis step (rate limit, balance and gas freshness, liquidity net of
- * open bids, signer gas, then reservation and rate stamp) → bid, signed unless dry run → response. A refusal is
- * logged once with its code and never answered; nothing a requester sends can throw out of the handler.
+ * hard holds and of unprepared bids up to their share, signer gas, then the bid's promise and rate stamp) →
+ * bid, signed unless dry run → response. A refusal is logged once with its code and never answered; nothing a
+ * requester sends can throw out of the handler.
  * No RPC happens here: balances come from Redis, prices, gas prices and decimals from the refreshers' cache.
  */
 export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDeps): RequestHandler {
@@ -118,6 +128,7 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
     const bidExpiry = nowSec + BID_EXPIRY_SEC;
     const key = transferKey(payload.transactionId, payload.user);
     const commit = !payload.dryRun;
+    const untilMs = (bidExpiry + RESERVATION_GRACE_SEC) * 1000;
     let reserved;
     try {
       reserved = await deps.reservations.reserve({
@@ -125,7 +136,7 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
         transferKey: key,
         amount: quote.amountReceived,
         nowMs,
-        untilMs: (bidExpiry + RESERVATION_GRACE_SEC) * 1000,
+        untilMs,
         maxAgeMs: balanceMaxAgeMs,
         rateLimitMs: ctx.config.requestLimit,
         minGasSending: sending.minGasWei,
@@ -152,8 +163,11 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
         const digest = keccak256(Buffer.from(encodeBidFast(bid).slice(2), "hex"));
         bidSignature = sanitizeSignatureV(await ctx.signer.signMessage(Buffer.from(digest.slice(2), "hex")));
       } catch (err) {
-        // The bid is never sent: its reservation must not hold liquidity until it lapses.
-        await deps.reservations.release(payload.receivingChainId, payload.receivingAssetId, key).catch(() => undefined);
+        // The bid is never sent: its promise must not hold liquidity until it lapses. Only this bid goes: the
+        // transfer's earlier bids were sent and stay promised.
+        await deps.reservations
+          .withdraw({ ...payload, transferKey: key, amount: quote.amountReceived, untilMs })
+          .catch(() => undefined);
         return refused("SignerUnavailable", errorMessage(err));
       }
     }
@@ -164,13 +178,34 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
     };
   };
 
+  const coldRetryWindowMs = deps.options?.coldRetryWindowMs ?? DEFAULT_COLD_RETRY_WINDOW_MS;
+  const attempt = async (request: MessagingRequest, nowMs: number): Promise<Outcome> => {
+    try {
+      return await run(request, nowMs);
+    } catch (err) {
+      return refused("InternalError", errorMessage(err));
+    }
+  };
+
   return async (request) => {
     const startedAtMs = ctx.nowMs();
-    let outcome: Outcome;
-    try {
-      outcome = await run(request, startedAtMs);
-    } catch (err) {
-      outcome = refused("InternalError", errorMessage(err));
+    const retryUntilMs = Date.now() + coldRetryWindowMs - COLD_RETRY_PAUSE_MS; // real time: tests may fix nowMs
+    let outcome = await attempt(request, startedAtMs);
+    // A refusal for data not there yet (e.g. right after start, before the pollers' first balances) is retried
+    // while the requester still listens: a refusal is never answered, so a silent one is a lost swap.
+    let coldRetries = 0;
+    while (outcome.refusal !== undefined && isColdRefusal(outcome.refusal.code) && Date.now() < retryUntilMs) {
+      if (coldRetries === 0) {
+        ctx.logger.debug("auction waiting for cold data", {
+          at: "auction.cold",
+          ...auctionLogFields(request.data),
+          code: outcome.refusal.code,
+          detail: outcome.refusal.detail,
+        });
+      }
+      await sleep(COLD_RETRY_PAUSE_MS);
+      coldRetries += 1;
+      outcome = await attempt(request, ctx.nowMs());
     }
     const fields = {
       ...auctionLogFields(request.data),
@@ -179,6 +214,7 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
       code: outcome.refusal?.code ?? "ok",
       ...(outcome.refusal ? { detail: outcome.refusal.detail } : {}),
       ...outcome.fields,
+      ...(coldRetries > 0 ? { coldRetries } : {}),
       durationMs: ctx.nowMs() - startedAtMs,
     };
     const level = outcome.refusal ? refusalLogLevel(outcome.refusal.code) : "info";
