@@ -7,6 +7,12 @@
  *   submitter-<id>     per chain of chainConfig: 1 + SUBMITTER_STANDBYS (default 0); the chain's queue admits
  *                      one active job at a time, so a standby is a hot spare, never a second nonce sequence
  *   poller-<id>        per chain of chainConfig: exactly 1 (it owns the chain's block cursor)
+ * A chain that is in no swap pool (chain 1 when it is only there for gas pricing) gets no submitter and no
+ * poller unless ROUTER_ROLES names it (`submitter:1`, `poller:1`); with no swap pool at all, every chain gets both.
+ * ROUTER_ROLES picks what this host runs (docs/scaling.md): a comma-separated list of `admin`, `auction`,
+ * `submitter`, `poller` (every pool chain) and `submitter:<chainId>`, `poller:<chainId>` (that chain only), e.g.
+ * `auction,submitter,poller:1337`. Unset or empty: everything. Across hosts, run each chain's poller on exactly
+ * one host; submitters may run on several (one send lease per chain), auctions anywhere.
  * Every process validates the whole config itself before connecting to anything, sends "ready" once it
  * serves (wait_ready), and drains on SIGINT/SIGTERM within 8 s (shared/process/run-service.ts): a submitter
  * finishes or hands back its job, every process closes its queues and connections.
@@ -21,7 +27,7 @@ const path = require("node:path");
 const configFile = path.resolve(__dirname, process.env.ROUTER_CONFIG_FILE || "config.json");
 const logDir = path.resolve(__dirname, process.env.ROUTER_LOG_DIR || "logs");
 
-function chainIds() {
+function readConfigFile() {
   let raw;
   try {
     raw = JSON.parse(fs.readFileSync(configFile, "utf8"));
@@ -34,7 +40,54 @@ function chainIds() {
   if (ids.length === 0) {
     throw new Error(`ecosystem.config.js: ${configFile} has no chainConfig entries`);
   }
-  return ids;
+  const pools = Array.isArray(raw.swapPools) ? raw.swapPools : [];
+  const poolChains = new Set();
+  for (const pool of pools) {
+    for (const asset of (pool && Array.isArray(pool.assets) && pool.assets) || []) {
+      poolChains.add(String(asset && asset.chainId));
+    }
+  }
+  // No pool at all (a router winding down, or not set up yet): nothing tells the chains apart, run them all.
+  const withPools = poolChains.size === 0 ? ids : ids.filter((id) => poolChains.has(id));
+  return { ids, withPools };
+}
+
+const ROLES = ["admin", "auction", "submitter", "poller"];
+
+/** ROUTER_ROLES → { admin, auction, submitter: [chainIds], poller: [chainIds] }; a bad value throws, naming it. */
+function selectRoles(chains) {
+  const raw = process.env.ROUTER_ROLES;
+  const tokens = (raw || "")
+    .split(",")
+    .map((t) => t.trim())
+    .filter((t) => t !== "");
+  const selected = { admin: false, auction: false, submitter: new Set(), poller: new Set() };
+  for (const token of tokens.length > 0 ? tokens : ROLES) {
+    const match = /^(admin|auction|submitter|poller)(?::([0-9]+))?$/.exec(token);
+    if (!match) {
+      throw new Error(
+        `ecosystem.config.js: ROUTER_ROLES: ${JSON.stringify(token)} is not a role; use a comma-separated list of ` +
+          "admin, auction, submitter, poller, submitter:<chainId>, poller:<chainId>",
+      );
+    }
+    const [, role, chainId] = match;
+    if (chainId === undefined) {
+      if (role === "admin" || role === "auction") selected[role] = true;
+      else chains.withPools.forEach((id) => selected[role].add(id));
+    } else if (role === "admin" || role === "auction") {
+      throw new Error(`ecosystem.config.js: ROUTER_ROLES: ${JSON.stringify(token)}: ${role} takes no chain id`);
+    } else if (!chains.ids.includes(chainId)) {
+      throw new Error(
+        `ecosystem.config.js: ROUTER_ROLES: ${JSON.stringify(token)}: chain ${chainId} is not in chainConfig ` +
+          `(configured: ${chains.ids.join(", ")})`,
+      );
+    } else {
+      selected[role].add(chainId);
+    }
+  }
+  // chainConfig order, whatever order ROUTER_ROLES named them in.
+  const ordered = (set) => chains.ids.filter((id) => set.has(id));
+  return { ...selected, submitter: ordered(selected.submitter), poller: ordered(selected.poller) };
 }
 
 function count(name, { min, max, fallback }) {
@@ -96,26 +149,30 @@ function app(name, script, extra) {
   };
 }
 
-const chains = chainIds();
+const roles = selectRoles(readConfigFile());
 fs.mkdirSync(logDir, { recursive: true });
 
 module.exports = {
   apps: [
-    app("admin", "dist/services/admin/main.js", { instances: 1, max_memory_restart: "256M" }),
+    ...(roles.admin ? [app("admin", "dist/services/admin/main.js", { instances: 1, max_memory_restart: "256M" })] : []),
     // The auction warms its price and gas caches (up to 15 s) before it connects to NATS and reports ready.
-    app("auction", "dist/services/auction/main.js", {
-      instances: auctionInstances,
-      max_memory_restart: "512M",
-      listen_timeout: 40000,
-    }),
-    ...chains.map((chainId) =>
+    ...(roles.auction
+      ? [
+          app("auction", "dist/services/auction/main.js", {
+            instances: auctionInstances,
+            max_memory_restart: "512M",
+            listen_timeout: 40000,
+          }),
+        ]
+      : []),
+    ...roles.submitter.map((chainId) =>
       app(`submitter-${chainId}`, "dist/services/submitter/main.js", {
         instances: submitterInstances,
         max_memory_restart: "384M",
         env: { CHAIN_ID: chainId },
       }),
     ),
-    ...chains.map((chainId) =>
+    ...roles.poller.map((chainId) =>
       app(`poller-${chainId}`, "dist/services/poller/main.js", {
         instances: 1,
         max_memory_restart: "512M",

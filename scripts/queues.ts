@@ -16,14 +16,7 @@ import type { RouterConfig } from "../shared/config/types";
 import { errorMessage } from "../shared/errors";
 import { createRedactor } from "../shared/logging/redact";
 import { JOB_STATES, queueCounts, readTxRecord, type TxRecordView } from "../shared/metrics/router-state";
-import {
-  TX_JOB,
-  chainIdOfTxQueue,
-  redisOptionsFromUrl,
-  transferKey,
-  transferRecordKey,
-  txQueueName,
-} from "../shared/queues";
+import { TX_JOB, chainIdOfTxQueue, redisOptions, transferKey, transferRecordKey, txQueueName } from "../shared/queues";
 
 export interface QueuesCliDeps {
   readonly config: RouterConfig;
@@ -297,7 +290,7 @@ async function main(): Promise<number> {
     process.stderr.write(`queues: the router config could not be loaded: ${errorMessage(err)}\n`);
     return 1;
   }
-  const redis = new Redis({ ...redisOptionsFromUrl(config.redisUrl), maxRetriesPerRequest: 1, connectTimeout: 5_000 });
+  const redis = new Redis({ ...redisOptions(config.redis), maxRetriesPerRequest: 1, connectTimeout: 5_000 });
   redis.on("error", () => undefined);
   try {
     await runQueuesCommand(process.argv.slice(2), { config, redis, out: (line) => process.stdout.write(`${line}\n`) });

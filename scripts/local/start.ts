@@ -230,7 +230,12 @@ async function run(
     progress(`${rel(paths.configFile)} (network local, mode 600; holds the signer's mnemonic and the admin token)`);
   });
 
-  const expectedApps = ["admin", "auction", ...LOCAL_CHAIN_IDS.flatMap((id) => [`submitter-${id}`, `poller-${id}`])];
+  // Chain 1 is in no swap pool (gas pricing only), so ecosystem.config.js gives it no submitter and no poller.
+  const expectedApps = [
+    "admin",
+    "auction",
+    ...[SENDING_CHAIN_ID, RECEIVING_CHAIN_ID].flatMap((id) => [`submitter-${id}`, `poller-${id}`]),
+  ];
   await steps.run(
     `Starting the router under PM2 (PM2_HOME=${rel(paths.pm2Home)}): ${expectedApps.join(", ")}`,
     async (progress) => {

@@ -1,5 +1,6 @@
 import type { Queue } from "bullmq";
 import express, { type RequestHandler } from "express";
+import { configSecrets } from "../../shared/config/redact-config";
 import type { RouterConfig } from "../../shared/config/types";
 import type { Logger } from "../../shared/logging/create-logger";
 import { createRedactor } from "../../shared/logging/redact";
@@ -34,7 +35,7 @@ export interface AdminAppDeps {
  */
 export function createApp(deps: AdminAppDeps): express.Express {
   const { config, logger, operations } = deps;
-  const redactor = createRedactor([config.adminToken, config.mnemonic]);
+  const redactor = createRedactor(configSecrets(config));
   const app = express();
   app.disable("x-powered-by");
   app.disable("etag");

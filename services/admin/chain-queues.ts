@@ -25,10 +25,10 @@ export function createChainQueues(config: RouterConfig, logger: Logger): ChainQu
   const events = new Map<number, QueueEvents>();
   for (const chain of Object.values(config.chainConfig)) {
     const name = txQueueName(chain.chainId);
-    const queue = new Queue(name, { connection: producerConnection(config.redisUrl), prefix: config.redisPrefix });
+    const queue = new Queue(name, { connection: producerConnection(config.redis), prefix: config.redisPrefix });
     // BullMQ forces maxRetriesPerRequest to null on its blocking reader anyway; saying so avoids its warning.
     const queueEvents = new QueueEvents(name, {
-      connection: { ...producerConnection(config.redisUrl), maxRetriesPerRequest: null },
+      connection: { ...producerConnection(config.redis), maxRetriesPerRequest: null },
       prefix: config.redisPrefix,
     });
     queueEvents.setMaxListeners(MAX_EVENT_LISTENERS);

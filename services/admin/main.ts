@@ -30,7 +30,7 @@ async function start({ config, logger, observe }: ServiceContext): Promise<{ sto
   );
   // Unlike the queues' producer connection, commands may wait for the first connect (a request can arrive
   // before it): every use is bounded by a timeout in the operation, so Redis down is still a fast 503.
-  const redis = new Redis({ ...producerConnection(config.redisUrl), enableOfflineQueue: true });
+  const redis = new Redis({ ...producerConnection(config.redis), enableOfflineQueue: true });
   redis.on("error", throttledErrorLog(logger, "redis error", { at: "admin.redis" }));
   const transfers = createTransferStore(redis, config.redisPrefix);
   const operations: AdminOperations = {

@@ -7,14 +7,16 @@ import type { Logger } from "../../shared/logging/create-logger";
 import { throttledErrorLog } from "../../shared/logging/throttled-error-log";
 import { connectMessaging } from "../../shared/messaging";
 import type { Messaging } from "../../shared/messaging/types";
-import { redisOptionsFromUrl, txQueueName } from "../../shared/queues";
+import { redisOptions, txQueueName } from "../../shared/queues";
 import { createSigner } from "../../shared/signer/create-signer";
 import type { RouterSigner } from "../../shared/signer/router-signer";
 import { createBidReservations } from "../../shared/transfers/bid-reservations";
 import { createTransferStore } from "../../shared/transfers/transfer-store";
 import type { AuctionContext } from "./context";
 import { createFeeCache, createFeeEstimator } from "./fee-cache";
-import { createAuctionHandler, type AuctionHandlerOptions } from "./handlers/auction";
+import { createAuctionHandler, DEFAULT_BALANCE_MAX_AGE_MS, type AuctionHandlerOptions } from "./handlers/auction";
+import { createBidReadiness } from "./bid-readiness";
+import { createBalanceStore } from "../../shared/transfers/balance-store";
 import { createMetaTxHandler } from "./handlers/metatx";
 import { createStatusHandler } from "./handlers/status";
 import { createPriceSources } from "./price-sources";
@@ -56,6 +58,8 @@ export interface RunningAuction {
   readonly queueGroup: string;
   /** Whether the messaging connection is up right now (the auction's /readyz). */
   messagingConnected(): boolean;
+  /** Undefined when this instance can bid (every pool value fresh), else what is cold (the auction's /readyz). */
+  biddingReady(): Promise<string | undefined>;
   /** Stops taking requests (drains in-flight ones), then closes everything within a bound; idempotent. */
   stop(): Promise<void>;
 }
@@ -78,7 +82,7 @@ export async function startAuction(params: StartAuctionParams): Promise<RunningA
   const queueGroup = `auction-${signerAddress}`;
 
   // Fail fast rather than queue: an auction waiting on Redis is an auction the client has given up on.
-  const redis = new Redis({ ...redisOptionsFromUrl(config.redisUrl), maxRetriesPerRequest: 1, connectTimeout: 5_000 });
+  const redis = new Redis({ ...redisOptions(config.redis), maxRetriesPerRequest: 1, connectTimeout: 5_000 });
   const logRedisError = throttledErrorLog(logger, "redis error", { at: "auction.redis" });
   redis.on("error", logRedisError);
   const queues = new Map<number, Queue>();
@@ -162,11 +166,26 @@ export async function startAuction(params: StartAuctionParams): Promise<RunningA
     transfers: createTransferStore(redis, config.redisPrefix),
     fees: createFeeEstimator({ cache, sources, maxAgeMs: options.priceMaxAgeMs ?? DEFAULT_PRICE_MAX_AGE_MS, nowMs }),
     txQueue: (chainId) => queues.get(chainId),
+    chainProvider: (chainId) => {
+      const chain = config.chainConfig[String(chainId)];
+      if (!chain || abort.signal.aborted) {
+        return undefined;
+      }
+      let provider = providers.get(chainId);
+      if (!provider) {
+        // A relay chain without prices to refresh: its provider is made on first use, closed with the others.
+        provider = createChainProvider({ chainId, urls: chain.providers, logger });
+        providers.set(chainId, provider);
+      }
+      return provider;
+    },
     nowMs,
   };
   const reservations = createBidReservations(redis, config.redisPrefix);
   messaging.serve("auction", createAuctionHandler(ctx, { reservations, options }), { queueGroup });
-  messaging.serve("metatx", createMetaTxHandler(ctx), { queueGroup });
+  // Relays retried in-process give up (and answer) once stop() begins, so the drain does not wait on them.
+  const relayAbort = new AbortController();
+  messaging.serve("metatx", createMetaTxHandler(ctx, { signal: relayAbort.signal }), { queueGroup });
   messaging.serve("status", createStatusHandler(ctx), { queueGroup });
   // A round trip to the server: once it answers, it has registered the subscriptions, so a request published
   // by anyone after start() resolves (and PM2 hears "ready") reaches this instance's queue group.
@@ -185,6 +204,7 @@ export async function startAuction(params: StartAuctionParams): Promise<RunningA
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
+      relayAbort.abort();
       // Unsubscribe and let in-flight auctions answer before their Redis connection goes away.
       if (!(await settlesWithin(connected.close(), DRAIN_TIMEOUT_MS))) {
         logger.warn("messaging did not drain in time; closing anyway", { at: "auction.stop" });
@@ -194,5 +214,19 @@ export async function startAuction(params: StartAuctionParams): Promise<RunningA
     })();
     return stopping;
   };
-  return { signerAddress, routerAddress, queueGroup, messagingConnected: () => connected.isConnected(), stop };
+  const biddingReady = createBidReadiness({
+    config,
+    fees: ctx.fees,
+    balances: createBalanceStore(redis, config.redisPrefix),
+    balanceMaxAgeMs: options.balanceMaxAgeMs ?? DEFAULT_BALANCE_MAX_AGE_MS,
+    nowMs,
+  });
+  return {
+    signerAddress,
+    routerAddress,
+    queueGroup,
+    messagingConnected: () => connected.isConnected(),
+    biddingReady,
+    stop,
+  };
 }

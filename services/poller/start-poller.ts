@@ -114,7 +114,7 @@ export async function startPoller(params: StartPollerParams): Promise<RunningPol
     }
     return found;
   };
-  const redis = new Redis(workerConnection(config.redisUrl));
+  const redis = new Redis(workerConnection(config.redis));
   const logRedisError = throttledErrorLog(logger, "redis error", { at: "poller.redis" });
   redis.on("error", logRedisError);
   const queues = createQueues(config, redis, logRedisError);

@@ -53,7 +53,7 @@ export function createChainHandles(params: ChainHandlesParams): ChainHandles {
       let queue = queues.get(chainId);
       if (!queue) {
         queue = new Queue(txQueueName(chainId), {
-          connection: workerConnection(config.redisUrl),
+          connection: workerConnection(config.redis),
           prefix: config.redisPrefix,
         });
         queue.on("error", (err) =>

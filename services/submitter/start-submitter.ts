@@ -10,7 +10,7 @@ import { txQueueName, workerConnection, type TxJobData, type TxJobResult } from 
 import { createSigner } from "../../shared/signer/create-signer";
 import type { RouterSigner } from "../../shared/signer/router-signer";
 import { createChainHandles } from "./chain-handles";
-import { createLiquidityInFlight } from "./liquidity-in-flight";
+import { createLiquidityHolds, type LiquidityHolds } from "./liquidity-in-flight";
 import type { SubmitterContext } from "./context";
 import { createTxProcessor } from "./processor";
 import { chainConfigFor } from "../../shared/process/process-env";
@@ -47,11 +47,18 @@ export const DEFAULT_GAS_PRICE_MAX_AGE_MS = 1_000;
 /** Takeover bound after a holder dies: a standby (or the restarted process) sends again within about this. */
 export const DEFAULT_LEASE_TTL_MS = 1_000;
 /**
- * BullMQ fails a job stalled more than maxStalledCount times (default 1). A stalled submitter job is one whose
- * process died mid-wait, with a transaction possibly in flight; failing it would hide a live transaction, and
- * re-running it is safe (it resumes from its record). 10 still stops a job that kills every process it runs in.
+ * A job stalled more than this many times fails, unless it has a transaction that may be on chain (processor.ts
+ * decides, not BullMQ). A stalled submitter job is one whose process died mid-wait or lost the BullMQ lock, with a
+ * transaction possibly in flight: failing it would report failed a job whose transaction is mined, and re-running
+ * it is safe (it resumes from its record). 10 still stops a job that kills every process it runs in before it
+ * sends anything.
  */
 export const DEFAULT_MAX_STALLED_COUNT = 10;
+/**
+ * What BullMQ is told: it must never fail a job for stalling itself (in BullMQ 6 it then fails the job without
+ * calling the processor, whatever its transaction did); the processor applies DEFAULT_MAX_STALLED_COUNT.
+ */
+const BULLMQ_MAX_STALLED_COUNT = Number.MAX_SAFE_INTEGER;
 /** Below run-service's 8 s shutdown bound, which is below PM2's kill_timeout. */
 export const DEFAULT_CLOSE_TIMEOUT_MS = 5_000;
 
@@ -119,10 +126,10 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
   const signer = options.signer ?? createSigner({ mnemonic: config.mnemonic, remoteSignerUrl: config.remoteSignerUrl });
   const from = getAddress(await signer.getAddress());
   const provider = createChainProvider({ chainId, urls: chain.providers, logger, ...options.providerOptions });
-  const redis = new Redis(workerConnection(config.redisUrl));
+  const redis = new Redis(workerConnection(config.redis));
   redis.on("error", throttledErrorLog(logger, "redis error", { at: "submitter.redis" }));
   const queueName = txQueueName(chainId);
-  const queue = new Queue(queueName, { connection: workerConnection(config.redisUrl), prefix: config.redisPrefix });
+  const queue = new Queue(queueName, { connection: workerConnection(config.redis), prefix: config.redisPrefix });
   queue.on("error", throttledErrorLog(logger, "queue error", { at: "submitter.queue" }));
   const ownerId = newOwnerId();
   const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
@@ -136,6 +143,13 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
     ttlMs: leaseTtlMs,
   });
   const records = createTxRecordStore({ redis, prefix: config.redisPrefix, chainId, fence: lease.current });
+  const liquidityHolds = createLiquidityHolds({
+    redis,
+    prefix: config.redisPrefix,
+    chainId,
+    signerAddress: from,
+    fence: lease.current,
+  });
   const nonces = createNonceStore({
     redis,
     prefix: config.redisPrefix,
@@ -205,21 +219,22 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
     },
     lease,
     sendSlot: createSendSlot(),
-    liquidityInFlight: createLiquidityInFlight(),
+    liquidityHolds,
+    maxStalledCount: options.maxStalledCount ?? DEFAULT_MAX_STALLED_COUNT,
     hooks: options.hooks,
     readProvider: handles.readProvider,
     txQueue: handles.txQueue,
     redis,
   };
   const worker = new Worker<TxJobData, TxJobResult, string>(queueName, createTxProcessor(ctx), {
-    connection: workerConnection(config.redisUrl),
+    connection: workerConnection(config.redis),
     prefix: config.redisPrefix,
     concurrency,
     // Runs only while this process holds the sender lease (the keeper resumes and pauses it).
     autorun: false,
     lockDuration: options.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS,
     stalledInterval: options.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS,
-    maxStalledCount: options.maxStalledCount ?? DEFAULT_MAX_STALLED_COUNT,
+    maxStalledCount: BULLMQ_MAX_STALLED_COUNT,
   });
   attachWorkerListeners(worker, logger);
   const gapBoundMs = options.nonceGapBoundMs ?? chain.confirmationTimeoutMs;
@@ -247,6 +262,7 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
           jobs: released,
         });
       }
+      await reconcileHolds(liquidityHolds, provider, from, logger);
       await worker.resume();
       gapTracker = startNonceGapTracker(ctx, {
         boundMs: gapBoundMs,
@@ -285,6 +301,31 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
     closeTimeoutMs: options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS,
   });
   return { worker, signerAddress: from, provider, ownerId, role: keeper.role, isReady: keeper.isReady, stop };
+}
+
+/**
+ * A new term's view of the liquidity holds the previous holder left (liquidity-in-flight.ts reconcile). A failure
+ * is logged, not thrown: holds only ever over-count, so a skipped reconcile parks prepares longer, never sends one
+ * too many; the holds are reconciled again as their jobs resume and at the next takeover.
+ */
+async function reconcileHolds(
+  holds: LiquidityHolds,
+  provider: ChainProvider,
+  from: string,
+  logger: Logger,
+): Promise<void> {
+  try {
+    // The count first: a nonce used by then is mined in a block at or before the head read after it.
+    const minedNonceCount = await provider.getTransactionCount(from, "latest");
+    const headBlock = await provider.getBlockNumber();
+    const result = await holds.reconcile({ minedNonceCount, headBlock });
+    logger.info("liquidity holds reconciled", { at: "submitter.liquidity", ...result });
+  } catch (err) {
+    logger.error("liquidity holds reconcile failed; continuing", {
+      at: "submitter.liquidity",
+      error: errorMessage(err),
+    });
+  }
 }
 
 /** Idempotent: the active job hands itself back (abort), the worker closes within a bound, the lease is dropped, then the rest. */

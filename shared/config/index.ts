@@ -1,6 +1,6 @@
 export { ConfigError, loadConfig, formatPath, type ConfigEnv } from "./load-config";
 export { readConfig, readConfigFile, configFilePath } from "./read-config";
-export { redactConfig } from "./redact-config";
+export { configSecrets, redactConfig } from "./redact-config";
 export { knownDeployments, type KnownDeployment } from "./deployments";
 export * from "./defaults";
 export type * from "./types";

@@ -15,7 +15,15 @@ import {
 } from "./defaults";
 import { knownDeployments, type KnownDeployment } from "./deployments";
 import { CHAIN_KEYS, TOP_LEVEL_KEYS, configSchema } from "./schema";
-import type { ChainConfig, LoadedConfig, Network, RouterConfig, SwapPool } from "./types";
+import type {
+  ChainConfig,
+  LoadedConfig,
+  Network,
+  RedisConnectionConfig,
+  RedisSentinelConfig,
+  RouterConfig,
+  SwapPool,
+} from "./types";
 
 /** Every problem of a config, one line each, naming the key path (`chainConfig.1337.providers[0]: ...`). */
 export class ConfigError extends RouterError {
@@ -64,6 +72,7 @@ export function loadConfig(raw: unknown, env: ConfigEnv, options: LoadConfigOpti
   const parsed = value as ParsedConfig;
 
   checkSignerSource(parsed, problems);
+  const redis = buildRedis(parsed, problems);
   const chainConfig = buildChains(parsed.chainConfig, deployments, problems, warnings);
   checkChainOne(chainConfig, problems);
   checkSwapPools(parsed.swapPools, new Set(Object.keys(parsed.chainConfig)), problems, warnings);
@@ -90,9 +99,10 @@ export function loadConfig(raw: unknown, env: ConfigEnv, options: LoadConfigOpti
     requestLimit: parsed.requestLimit,
     cleanUpMode: parsed.cleanUpMode,
     diagnosticMode: parsed.diagnosticMode,
-    redisUrl: parsed.redisUrl ?? DEFAULT_REDIS_URL,
+    redisUrl: redis !== undefined && "url" in redis ? redis.url : undefined,
+    redis: redis ?? { url: DEFAULT_REDIS_URL },
     redisPrefix: parsed.redisPrefix,
-    messagingUrl: parsed.messagingUrl ?? MESSAGING_DEFAULTS[network].messagingUrl,
+    messagingUrl: joinMessagingUrls(parsed.messagingUrl) ?? MESSAGING_DEFAULTS[network].messagingUrl,
     authUrl: parsed.authUrl ?? MESSAGING_DEFAULTS[network].authUrl,
     metricsPort: parsed.metricsPort,
     metricsHost: parsed.metricsHost,
@@ -138,8 +148,9 @@ interface ParsedConfig {
   cleanUpMode: boolean;
   diagnosticMode: boolean;
   redisUrl?: string;
+  redis?: ParsedRedis;
   redisPrefix: string;
-  messagingUrl?: string;
+  messagingUrl?: string | string[];
   authUrl?: string;
   metricsPort: number;
   metricsHost: string;
@@ -156,7 +167,9 @@ function applyEnvOverrides(raw: Record<string, unknown>, env: ConfigEnv): Record
     out.mnemonic = env.ROUTER_MNEMONIC;
   }
   if (env.REDIS_URL) {
+    // The environment wins over either form in the file.
     out.redisUrl = env.REDIS_URL;
+    delete out.redis;
   }
   return out;
 }
@@ -179,6 +192,48 @@ function checkSignerSource(parsed: ParsedConfig, problems: string[]): void {
   } else if (parsed.mnemonic === undefined && parsed.remoteSignerUrl === undefined) {
     problems.push("remoteSignerUrl: a signer is required: set remoteSignerUrl (recommended) or mnemonic");
   }
+}
+
+type ParsedRedis = Partial<RedisSentinelConfig> & { url?: string; cluster?: unknown };
+
+/** `redisUrl` or `redis`, never both; Sentinel passes through; Redis Cluster is refused with its reason. */
+function buildRedis(parsed: ParsedConfig, problems: string[]): RedisConnectionConfig | undefined {
+  const { redisUrl, redis } = parsed;
+  if (redisUrl !== undefined && redis !== undefined) {
+    problems.push("redis: set either redisUrl or redis, not both (REDIS_URL in the environment replaces both)");
+    return undefined;
+  }
+  if (redis === undefined) {
+    return { url: redisUrl ?? DEFAULT_REDIS_URL };
+  }
+  if (redis.cluster !== undefined) {
+    problems.push(clusterProblem(parsed.redisPrefix));
+    return undefined;
+  }
+  if (redis.url !== undefined) {
+    return { url: redis.url };
+  }
+  return redis as RedisSentinelConfig;
+}
+
+/**
+ * BullMQ runs multi-key Lua scripts over one queue's keys, which Redis Cluster allows only when every key hashes
+ * to one slot: the prefix must carry a hash tag. The router's own scripts (lease, nonce, reservations) mix keys
+ * of one prefix the same way. Even then the router's clients are plain or Sentinel clients, not cluster clients.
+ */
+function clusterProblem(prefix: string): string {
+  if (!/\{[^{}]+\}/.test(prefix)) {
+    return (
+      'redis.cluster: Redis Cluster needs redisPrefix with a hash tag such as "{router}" (BullMQ\'s multi-key ' +
+      "scripts need every key of a queue in one slot); and this router does not run on Redis Cluster yet: use Sentinel"
+    );
+  }
+  return "redis.cluster: this router does not run on Redis Cluster yet: use redis.sentinels (docs/config.md)";
+}
+
+/** The array form of messagingUrl becomes the comma-separated string the messaging client splits. */
+function joinMessagingUrls(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.map((v) => v.trim()).join(",") : value;
 }
 
 function buildChains(

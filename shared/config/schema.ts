@@ -51,6 +51,71 @@ const messagingUrl = (): Joi.StringSchema =>
     })
     .messages({ "messagingUrl.invalid": "must be one or more comma-separated nats://, ws:// or wss:// URLs" });
 
+/** The array form of messagingUrl: one nats:// (or ws(s)://) URL per item; load-config joins them. */
+const messagingUrlList = (): Joi.ArraySchema =>
+  Joi.array()
+    .items(Joi.string().uri({ scheme: ["nats", "ws", "wss"] }))
+    .min(1)
+    .messages({ "string.uriCustomScheme": "must be a nats://, ws:// or wss:// URL" });
+
+const redisTls = (): Joi.AlternativesSchema =>
+  Joi.alternatives().try(
+    Joi.boolean(),
+    Joi.object({
+      ca: Joi.string(),
+      cert: Joi.string(),
+      key: Joi.string(),
+      servername: Joi.string().hostname(),
+      rejectUnauthorized: Joi.boolean(),
+    }).unknown(false),
+  );
+
+/**
+ * `redis`: either `{ url }` or a Sentinel group. `cluster` is accepted here only so that load-config can refuse
+ * it with the reason (docs/config.md). Messages never echo values (passwords).
+ */
+const redisConnection = (): Joi.ObjectSchema =>
+  Joi.object({
+    url: Joi.string().uri({ scheme: ["redis", "rediss"] }),
+    sentinels: Joi.array()
+      .items(
+        Joi.object({
+          host: Joi.string().hostname().required(),
+          port: Joi.number().integer().min(1).max(65535).required(),
+        }).unknown(false),
+      )
+      .min(1),
+    name: Joi.string().min(1),
+    username: Joi.string().min(1),
+    password: Joi.string().min(1),
+    sentinelUsername: Joi.string().min(1),
+    sentinelPassword: Joi.string().min(1),
+    db: Joi.number().integer().min(0).max(15),
+    tls: redisTls(),
+    sentinelTls: redisTls(),
+    cluster: Joi.any(),
+  })
+    .unknown(false)
+    .xor("url", "sentinels", "cluster")
+    .with("sentinels", "name")
+    .without("url", [
+      "name",
+      "username",
+      "password",
+      "sentinelUsername",
+      "sentinelPassword",
+      "db",
+      "tls",
+      "sentinelTls",
+    ])
+    .messages({
+      "object.missing": "must have either url or sentinels (with name)",
+      "object.xor": "set either url or sentinels, not both",
+      "object.with": "sentinels needs name (the primary's name in `sentinel monitor`)",
+      "object.without":
+        "with url, put credentials, db and TLS (rediss://) in the URL; the other keys are for sentinels",
+    });
+
 const mnemonic = (): Joi.StringSchema =>
   Joi.string()
     .custom((value: string, helpers) =>
@@ -128,6 +193,7 @@ export const TOP_LEVEL_KEYS = [
   "cleanUpMode",
   "diagnosticMode",
   "redisUrl",
+  "redis",
   "redisPrefix",
   "messagingUrl",
   "authUrl",
@@ -157,11 +223,14 @@ export const configSchema = Joi.object({
   cleanUpMode: Joi.boolean().default(false),
   diagnosticMode: Joi.boolean().default(false),
   redisUrl: Joi.string().uri({ scheme: ["redis", "rediss"] }),
+  redis: redisConnection(),
   redisPrefix: Joi.string()
     .pattern(/^[A-Za-z0-9_.{}-]+$/)
     .default(DEFAULT_REDIS_PREFIX)
     .messages({ "string.pattern.base": "must hold only letters, digits, '_', '-', '.', '{' and '}' (no ':')" }),
-  messagingUrl: messagingUrl(),
+  messagingUrl: Joi.alternatives().try(messagingUrl(), messagingUrlList()).messages({
+    "alternatives.types": "must be a comma-separated string or an array of nats://, ws:// or wss:// URLs",
+  }),
   authUrl: httpUrl(),
   // Base of every process's /metrics port (shared/metrics/metrics-port.ts adds a per-role, per-chain offset).
   metricsPort: Joi.number().integer().min(1).max(60000).default(9460),

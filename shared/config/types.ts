@@ -41,6 +41,38 @@ export interface ChainConfig {
   readonly nativeMainnetEquivalent?: string;
 }
 
+/** TLS options for Redis or Sentinel connections (node's tls.connect subset); `true` = system CAs. */
+export interface RedisTlsOptions {
+  readonly ca?: string;
+  readonly cert?: string;
+  readonly key?: string;
+  readonly servername?: string;
+  readonly rejectUnauthorized?: boolean;
+}
+
+export interface RedisSentinelAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** A Redis primary found through Sentinel; ioredis asks the sentinels again on every reconnect. */
+export interface RedisSentinelConfig {
+  readonly sentinels: readonly RedisSentinelAddress[];
+  /** The monitored primary's name (`sentinel monitor <name> ...`). */
+  readonly name: string;
+  readonly username?: string;
+  readonly password?: string;
+  readonly sentinelUsername?: string;
+  readonly sentinelPassword?: string;
+  readonly db?: number;
+  /** TLS to the Redis nodes. */
+  readonly tls?: boolean | RedisTlsOptions;
+  /** TLS to the sentinels themselves. */
+  readonly sentinelTls?: boolean | RedisTlsOptions;
+}
+
+export type RedisConnectionConfig = { readonly url: string } | RedisSentinelConfig;
+
 export interface SwapPoolAsset {
   readonly assetId: string;
   readonly chainId: number;
@@ -68,7 +100,10 @@ export interface RouterConfig {
   readonly requestLimit: number;
   readonly cleanUpMode: boolean;
   readonly diagnosticMode: boolean;
-  readonly redisUrl: string;
+  /** The single Redis URL when `redis` is a URL (the default); absent under Sentinel. */
+  readonly redisUrl?: string;
+  /** Where Redis is: `{ url }` or a Sentinel group (docs/config.md). Every client is built from this. */
+  readonly redis: RedisConnectionConfig;
   /** Prefix of every BullMQ queue and router key in Redis; one per deployment sharing a Redis. */
   readonly redisPrefix: string;
   /** One or more NATS servers, comma-separated in the file. */

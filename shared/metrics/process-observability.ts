@@ -2,7 +2,7 @@ import { Redis } from "ioredis";
 import type { RouterConfig } from "../config/types";
 import { errorMessage } from "../errors";
 import type { Logger } from "../logging/create-logger";
-import { redisOptionsFromUrl } from "../queues/connection";
+import { redisOptions } from "../queues/connection";
 import { heartbeatKey } from "../queues/keys";
 import { HEARTBEAT_INTERVAL_MS, processIdOf, writeHeartbeat } from "./heartbeat";
 import { metricsPortFor, type ProcessRole } from "./metrics-port";
@@ -55,7 +55,7 @@ export async function startObservability(params: StartObservabilityParams): Prom
   const startedAtMs = Date.now();
   // Fail fast: a readiness probe or a scrape must not queue behind a reconnect.
   const redis = new Redis({
-    ...redisOptionsFromUrl(config.redisUrl),
+    ...redisOptions(config.redis),
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
     connectTimeout: 2_000,

@@ -1,4 +1,4 @@
-import { ConfigError, readConfig, redactConfig } from "../config";
+import { ConfigError, configSecrets, readConfig, redactConfig } from "../config";
 import type { LoadedConfig, RouterConfig } from "../config/types";
 import { errorMessage } from "../errors";
 import { createLogger, type Logger } from "../logging/create-logger";
@@ -49,7 +49,7 @@ export async function runService(params: RunServiceParams): Promise<void> {
   const logger = createLogger({
     level: config.logLevel,
     service: params.service,
-    secrets: [config.adminToken, config.mnemonic],
+    secrets: configSecrets(config),
   });
   for (const warning of warnings) {
     logger.warn(`config: ${warning}`, { at: "service.config" });

@@ -55,7 +55,7 @@ describe("admin POST /cancel-sender (real app, redis, anvil, submitters)", () =>
         createChainProvider({ chainId, urls: config.chainConfig[String(chainId)].providers, logger: logs.logger }),
       ]),
     );
-    const redis = new Redis({ ...producerConnection(config.redisUrl), enableOfflineQueue: true });
+    const redis = new Redis({ ...producerConnection(config.redis), enableOfflineQueue: true });
     const transfers = createTransferStore(redis, config.redisPrefix);
     const cancelSender = createCancelSenderOperation({
       config,
@@ -260,7 +260,7 @@ describe("admin POST /cancel-sender (real app, redis, anvil, submitters)", () =>
     await increaseTime(s, 800);
     expect(await post(cancelBody(r, t))).toMatchObject({ status: 404, body: { error: "transaction_not_found" } });
 
-    const redis = new Redis({ ...producerConnection(r.config.redisUrl), enableOfflineQueue: true });
+    const redis = new Redis({ ...producerConnection(r.config.redis), enableOfflineQueue: true });
     try {
       await createTransferStore(redis, r.config.redisPrefix).put({ ...t.sender, status: "Prepared" });
     } finally {

@@ -1,0 +1,124 @@
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+/**
+ * ecosystem.config.js as PM2 loads it (a fresh node process, the env PM2 would see): which apps one host runs
+ * for a ROUTER_ROLES selection, and that a chain in no swap pool (chain 1, gas pricing only) gets no submitter
+ * or poller unless named.
+ */
+const ROOT = resolve(__dirname, "../..");
+const TOKEN = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512";
+
+interface Loaded {
+  readonly names?: string[];
+  readonly error?: string;
+}
+
+let dir: string;
+let configFile: string;
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), "router-ecosystem-"));
+  configFile = join(dir, "config.json");
+  writeFileSync(
+    configFile,
+    JSON.stringify({
+      chainConfig: { "1": {}, "1337": {}, "1338": {} },
+      swapPools: [
+        {
+          assets: [
+            { chainId: 1337, assetId: TOKEN },
+            { chainId: 1338, assetId: TOKEN },
+          ],
+        },
+      ],
+    }),
+  );
+});
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function load(env: Record<string, string>, file = configFile): Promise<Loaded> {
+  const script =
+    'try { const c = require("./ecosystem.config.js"); console.log(JSON.stringify({ names: c.apps.map((a) => a.name) })); }' +
+    " catch (e) { console.log(JSON.stringify({ error: e.message })); }";
+  return new Promise((resolvePromise, reject) => {
+    execFile(
+      process.execPath,
+      ["-e", script],
+      {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH ?? "", ROUTER_CONFIG_FILE: file, ROUTER_LOG_DIR: join(dir, "logs"), ...env },
+      },
+      (err, stdout) => (err ? reject(err) : resolvePromise(JSON.parse(stdout) as Loaded)),
+    );
+  });
+}
+
+describe("ecosystem.config.js: ROUTER_ROLES", () => {
+  it("runs everything when unset, but no submitter or poller for chain 1, which is in no swap pool", async () => {
+    expect(await load({})).toEqual({
+      names: ["admin", "auction", "submitter-1337", "submitter-1338", "poller-1337", "poller-1338"],
+    });
+    expect(await load({ ROUTER_ROLES: "" })).toEqual(await load({}));
+  });
+
+  it("runs only the selected roles and chains", async () => {
+    expect(await load({ ROUTER_ROLES: "auction,submitter,poller:1337" })).toEqual({
+      names: ["auction", "submitter-1337", "submitter-1338", "poller-1337"],
+    });
+    expect(await load({ ROUTER_ROLES: " admin , submitter:1338 " })).toEqual({ names: ["admin", "submitter-1338"] });
+  });
+
+  it("gives chain 1 a submitter and a poller when named explicitly", async () => {
+    expect(await load({ ROUTER_ROLES: "submitter:1,poller:1,poller" })).toEqual({
+      names: ["submitter-1", "poller-1", "poller-1337", "poller-1338"],
+    });
+  });
+
+  it("runs every chain when there is no swap pool at all (a router winding down still claims)", async () => {
+    const noPools = join(dir, "no-pools.json");
+    writeFileSync(noPools, JSON.stringify({ chainConfig: { "1": {}, "1337": {} }, swapPools: [] }));
+    expect(await load({ ROUTER_ROLES: "poller" }, noPools)).toEqual({ names: ["poller-1", "poller-1337"] });
+  });
+
+  it.each([
+    ["bidder", /ROUTER_ROLES: "bidder" is not a role/],
+    ["auction,poller:", /ROUTER_ROLES: "poller:" is not a role/],
+    ["admin:1", /ROUTER_ROLES: "admin:1": admin takes no chain id/],
+    ["submitter:42", /ROUTER_ROLES: "submitter:42": chain 42 is not in chainConfig \(configured: 1, 1337, 1338\)/],
+  ])("refuses %j with an error naming ROUTER_ROLES", async (roles, expected) => {
+    const loaded = await load({ ROUTER_ROLES: roles });
+    expect(loaded.names).toBeUndefined();
+    expect(loaded.error).toMatch(expected);
+  });
+
+  it("keeps the per-chain env and instances of the apps it selects", async () => {
+    const script =
+      'const c = require("./ecosystem.config.js"); console.log(JSON.stringify(c.apps.map((a) => [a.name, a.instances, a.env.CHAIN_ID ?? null])));';
+    const out = await new Promise<string>((res, rej) =>
+      execFile(
+        process.execPath,
+        ["-e", script],
+        {
+          cwd: ROOT,
+          env: {
+            PATH: process.env.PATH ?? "",
+            ROUTER_CONFIG_FILE: configFile,
+            ROUTER_LOG_DIR: join(dir, "logs"),
+            ROUTER_ROLES: "auction,submitter:1338",
+            AUCTION_INSTANCES: "3",
+            SUBMITTER_STANDBYS: "1",
+          },
+        },
+        (err, stdout) => (err ? rej(err) : res(stdout)),
+      ),
+    );
+    expect(JSON.parse(out)).toEqual([
+      ["auction", 3, null],
+      ["submitter-1338", 2, "1338"],
+    ]);
+  });
+});
