@@ -361,7 +361,13 @@ async function enqueueSenderRefund(
     logger.error("cannot enqueue the sender cancel: the sending chain has no queue in this config", fields);
     return;
   }
-  const refund: CancelSenderJobData = { chainId: txData.sendingChainId, txData, reason: code, force: false };
+  const refund: CancelSenderJobData = {
+    chainId: txData.sendingChainId,
+    txData,
+    reason: code,
+    force: false,
+    afterOwnRefusal: true,
+  };
   try {
     // An existing job under this id (any state) is kept as it is: BullMQ ignores the add.
     await queue.add(TX_JOB.cancelSender, refund, txJobOptions(TX_JOB.cancelSender, refundJobId));

@@ -52,6 +52,8 @@ export interface CheckSenderCancelOnChainParams {
   };
   /** Why a receiving prepare may be under way although the chain does not show one (see shared/queues/in-flight). */
   readonly receiverPrepareInFlight: () => Promise<string | undefined>;
+  /** The refund of a receiving prepare this router refused: no 780 s buffer (decide.ts `prepareBufferWaived`). */
+  readonly waivePrepareBuffer?: boolean;
 }
 
 /**
@@ -106,6 +108,7 @@ export async function checkSenderCancelOnChain(params: CheckSenderCancelOnChainP
     receiver: side.state === "not-prepared" ? undefined : side.record,
     nowSec: Math.min(sendingNowSec, receivingNowSec),
     senderPreparedAtSec,
+    prepareBufferWaived: params.waivePrepareBuffer === true && side.state === "not-prepared",
   });
   if (check.ok) {
     return { ok: true, receiverState: side.state };

@@ -50,6 +50,13 @@ export interface CheckSenderCancelParams {
   nowSec: number;
   /** Block timestamp of the sending prepare; defaults to `sender.preparedTimestamp`. */
   senderPreparedAtSec?: number;
+  /**
+   * Waive the 780 s buffer: only for the refund of a receiving prepare this router refused, checked against the
+   * receiving chain itself with no prepare of ours in flight (sender-cancel-check.ts). The buffer exists for a
+   * receiving prepare a lagging source does not show yet; only this router can prepare a receiving side naming
+   * it, and its own prepare is excluded by the transfer decision record.
+   */
+  prepareBufferWaived?: boolean;
 }
 
 export type CheckSenderCancelResult = { ok: true } | { ok: false; reason: SenderCancelRefusal };
@@ -78,7 +85,7 @@ export function checkSenderCancel(params: CheckSenderCancelParams): CheckSenderC
     const live = !isTransactionExpired(receiver.txData.expiry, nowSec);
     return { ok: false, reason: live ? "receiver-live" : "receiver-not-cancelled" };
   }
-  if (isTransactionExpired(sender.txData.expiry, nowSec)) {
+  if (isTransactionExpired(sender.txData.expiry, nowSec) || params.prepareBufferWaived === true) {
     return { ok: true };
   }
   const preparedAtSec = params.senderPreparedAtSec ?? sender.preparedTimestamp;

@@ -84,6 +84,11 @@ export interface CancelSenderJobData {
   readonly reason: string;
   /** Set only by an admin's POST /cancel-sender with `"force": true`: skips the receiver-side safety check. */
   readonly force: boolean;
+  /**
+   * The refund of a receiving prepare this router refused (processor.ts enqueueSenderRefund): the 780 s buffer
+   * is waived, since no receiving prepare of ours exists or can still start (docs/decisions.md).
+   */
+  readonly afterOwnRefusal?: boolean;
   readonly requestId?: string;
 }
 
@@ -184,6 +189,7 @@ export const TX_JOB_SCHEMAS: Readonly<Record<TxJobName, Joi.ObjectSchema>> = {
     txData: txDataSchema.required(),
     reason: Joi.string().max(200).required(),
     force: Joi.boolean().required(),
+    afterOwnRefusal: Joi.boolean(),
     requestId: Joi.string().pattern(/^[A-Za-z0-9_-]{1,100}$/),
   }),
   [TX_JOB.cancelReceiver]: Joi.object<CancelReceiverJobData>({

@@ -326,6 +326,16 @@ describe("checkSenderCancel (§3.6 sender side)", () => {
     ],
     ["sender expired: no buffer", { sender: sender("Prepared", EXPIRED, null), nowSec: NOW }, { ok: true }],
     [
+      "prepared 1 s ago, refund of our own refused prepare: buffer waived",
+      { sender: sender("Prepared", LIVE_SENDER_EXPIRY, NOW - 1), nowSec: NOW, prepareBufferWaived: true },
+      { ok: true },
+    ],
+    [
+      "buffer waived, but the receiver is live: still refused",
+      { sender: sender("Prepared"), receiver: receiver("Prepared"), nowSec: NOW, prepareBufferWaived: true },
+      { ok: false, reason: "receiver-live" },
+    ],
+    [
       "sender already Cancelled",
       { sender: sender("Cancelled"), nowSec: NOW },
       { ok: false, reason: "sender-not-prepared" },

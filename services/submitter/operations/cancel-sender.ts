@@ -23,7 +23,8 @@ import { buildUnlessCompleted, openPreparedSide, wallClockMsWhenChainPasses, typ
  * 1. sanitation here: completed → no-op; not prepared / other variant → terminal;
  * 2. unless `force` (admin only) with no receiving prepare recorded: the on-chain sender-cancel check
  *    (shared/chain/sender-cancel-check.ts): receiving side never prepared (and no prepare-receiver in flight) or cancelled, never fulfilled
- *    (RECEIVER_FULFILLED), never live (RECEIVER_LIVE); the 780 s rule before the sender's expiry. Time
+ *    (RECEIVER_FULFILLED), never live (RECEIVER_LIVE); the 780 s rule before the sender's expiry, waived for the
+ *    refund of a receiving prepare this router refused (`afterOwnRefusal`: no prepare of ours can follow). Time
  *    rules park the job until they pass (SENDER_TOO_NEW, RECEIVER_UNVERIFIABLE);
  * 3. the transfer's decision is claimed as "cancel-sender" (shared/queues/transfer-decision.ts). A recorded
  *    "prepare" is only replaced when the check proved the receiving side cancelled on chain; otherwise the
@@ -76,6 +77,8 @@ export async function prepareCancelSender(ctx: LifecycleContext, data: CancelSen
       sendingNowSec: state.nowSec,
       receiving: receivingOf(ctx, txData),
       receiverPrepareInFlight: () => prepareReceiverInFlight(ctx, txData),
+      // Our own refusal's refund: nothing of ours can prepare the receiving side any more, so no 780 s wait.
+      waivePrepareBuffer: data.afterOwnRefusal === true,
     });
     if (!verdict.ok) {
       throw refusalError(ctx, txData, verdict, state.nowSec);
