@@ -36,7 +36,6 @@ import {
   type PrepareParams,
   type UserTransfer,
 } from "./e2e-user";
-import { sleep } from "../../shared/process/timing";
 
 const anotherKey = createMnemonicSigner(ANVIL_MNEMONIC); // anvil account 0: not the router signer
 const jobId = (name: TxJobName, t: UserTransfer): string => txJobId(name, t.key);
@@ -73,6 +72,13 @@ describe("e2e: pollers, submitters and admin API live on redis + anvil 1 / 1337 
     waitFor(`poller ${chainId} past ${block}`, async () =>
       ((await running().getHead(chainId))?.syncedBlock ?? -1) >= block ? true : undefined,
     );
+
+  /** Mines a block and waits until the chain's poller synced past it: a whole poller tick ran after this call. */
+  const nextPollerTick = async (chainId: number): Promise<void> => {
+    const chain = chainId === SENDING ? s.sending : s.receiving;
+    await chain.anvil.mine(1);
+    await syncedPast(chainId, await chain.provider.getBlockNumber());
+  };
 
   const enqueued = (): unknown[][] =>
     running()
@@ -180,8 +186,8 @@ describe("e2e: pollers, submitters and admin API live on redis + anvil 1 / 1337 
     const t = await userPrepare(s);
     const prepared = await waitForEvent(s.receiving, "prepared", t.transactionId);
     expect(await routerLiquidity(s, s.receiving)).toBe(liquidity - BigInt(t.bid.amountReceived));
+    await nextPollerTick(RECEIVING);
     await r.idle(RECEIVING);
-    await sleep(300);
     expect(await transferEvents(s.receiving, "cancelled", t.transactionId)).toEqual([]);
 
     await increaseTime(s, prepared.txData.expiry - (await latestTimestamp(s.receiving)) + 10);
@@ -212,7 +218,7 @@ describe("e2e: pollers, submitters and admin API live on redis + anvil 1 / 1337 
       await userPrepare(s, { bidSigner: anotherKey }),
     ];
     await syncedPast(SENDING, frauds[1].blockNumber);
-    await sleep(300);
+    await nextPollerTick(SENDING); // one more whole tick over the frauds: a refund it planned would be queued now
     expect(await r.jobIds(SENDING)).toEqual([]); // within 780 s of the prepare: no refund yet
 
     await increaseTime(s, 800);
@@ -310,8 +316,10 @@ describe("e2e: pollers, submitters and admin API live on redis + anvil 1 / 1337 
     await increaseTime(s, 800);
     const reply = await post(body);
     const cancel = await waitForEvent(s.sending, "cancelled", t.transactionId);
+    // A whole tick of each poller after the refund, then an idle sending queue: a second refund would show now.
+    await nextPollerTick(SENDING);
+    await nextPollerTick(RECEIVING);
     await r.idle(SENDING);
-    await sleep(300); // a few more poller ticks: a second refund would show now
     // The router's poller may get there first under the same job id: the API then answers with that job's
     // hash, or 409 sender_not_prepared once it found the sending side cancelled.
     if (reply.status === 200) {
@@ -341,7 +349,10 @@ describe("e2e: pollers, submitters and admin API live on redis + anvil 1 / 1337 
     const inFlight = await userPrepare(s);
     await kill();
     const down = [await userPrepare(s), await userPrepare(s), await userPrepare(s)];
-    await sleep(500);
+    // With the sending poller down nothing enqueues their prepares: a whole tick of the receiving poller and an
+    // idle receiving queue show nothing reached 1338.
+    await nextPollerTick(RECEIVING);
+    await router.idle(RECEIVING);
     expect(await Promise.all(down.map((t) => preparedCount(t, s.receiving)))).toEqual([0, 0, 0]);
 
     await restart();

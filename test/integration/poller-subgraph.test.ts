@@ -16,6 +16,7 @@ import {
   routerPrepareReceiver,
   startPollerStack,
   startPollers,
+  syncedPast,
   userPrepare,
   type PollerStack,
   type Queues,
@@ -130,7 +131,8 @@ describe("poller with subgraphs (test GraphQL server over anvil logs)", () => {
       10_000,
     );
     await s.sending.anvil.mine(3);
-    await new Promise((r) => setTimeout(r, 500));
+    // Ticks over those blocks, done: a further source switch would have been logged by now.
+    await syncedPast(queues, prefix, SENDING, await s.sending.provider.getBlockNumber());
     expect(switches(SENDING)).toEqual(["subgraph", "logs", "subgraph"]);
     expect(switches(RECEIVING)).toEqual(["subgraph"]);
     expect(await queues.count(RECEIVING)).toBe(2);

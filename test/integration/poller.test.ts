@@ -28,7 +28,6 @@ import {
   type UserPrepared,
 } from "./poller-fixture";
 import { captureLogs, uniquePrefix, waitFor, type CapturedLogger } from "./submitter-fixture";
-import { sleep } from "../../shared/process/timing";
 
 /** Pollers of both chains in-process (startPoller, as main.ts runs them) against two anvil chains + redis. */
 
@@ -60,6 +59,12 @@ describe("poller (in-process, anvil 1337 → 1338, redis)", () => {
     });
     running.push(poller);
     return poller;
+  };
+  /** Mines a block and waits until the chain's poller synced past it: a whole tick ran after this call. */
+  const nextTick = async (chainId: number, tickPrefix = prefix): Promise<void> => {
+    const chain = chainId === SENDING ? s.sending : s.receiving;
+    await chain.anvil.mine(1);
+    await syncedPast(queues, tickPrefix, chainId, await chain.provider.getBlockNumber());
   };
   const prepareJob = (p: UserPrepared) => queues.job(RECEIVING, TX_JOB.prepareReceiver, p.transferKey);
   const waitForJob = (what: string, probe: () => ReturnType<Queues["job"]>) => waitFor(what, probe, 10_000);
@@ -144,7 +149,7 @@ describe("poller (in-process, anvil 1337 → 1338, redis)", () => {
     await restartSending(config, { startBlock: prepared.receipt.blockNumber - 1 });
     await s.sending.anvil.mine(1);
     await syncedPast(queues, prefix, SENDING, prepared.receipt.blockNumber + 1);
-    await sleep(500);
+    await nextTick(SENDING);
 
     expect((await prepareJob(prepared))?.timestamp).toBe(job.timestamp);
     expect(await queues.count(RECEIVING)).toBe(1);
@@ -160,7 +165,7 @@ describe("poller (in-process, anvil 1337 → 1338, redis)", () => {
     const first = await userPrepare(s, { user: USER });
     await sendingPoller.stop(); // mid-run: its tick for `first` may or may not have happened
     const whileDown = [await userPrepare(s, { user: USER }), await userPrepare(s, { user: 6 })];
-    await sleep(300);
+    await nextTick(RECEIVING); // the rest of the router ticks on while the sending poller is down
     expect(await prepareJob(whileDown[0])).toBeUndefined();
 
     // A start block far ahead proves the stored cursor, not the start block, decides where reading resumes.
@@ -169,7 +174,7 @@ describe("poller (in-process, anvil 1337 → 1338, redis)", () => {
       await waitForJob("job after restart", () => prepareJob(p));
       expect(enqueueLines(logs, p.transferKey)).toHaveLength(1);
     }
-    await sleep(300);
+    await nextTick(SENDING);
     expect(await queues.count(RECEIVING)).toBe(3);
   });
 
@@ -217,7 +222,7 @@ describe("poller (in-process, anvil 1337 → 1338, redis)", () => {
     await waitForJob("prepare-receiver job", () => prepareJob(prepared));
     const receiverPrepare = await routerPrepareReceiver(s, prepared);
     await syncedPast(queues, prefix, RECEIVING, receiverPrepare.blockNumber);
-    await sleep(300);
+    await nextTick(RECEIVING);
     expect(await queues.job(RECEIVING, TX_JOB.cancelReceiver, prepared.transferKey)).toBeUndefined();
 
     await s.receiving.anvil.increaseTime(3 * 86400);
@@ -261,7 +266,7 @@ describe("poller (in-process, anvil 1337 → 1338, redis)", () => {
     const guarded = await userPrepare(s, { user: USER, bidSigner: createMnemonicSigner(ANVIL_MNEMONIC) });
     await queues.add(RECEIVING, TX_JOB.prepareReceiver, guarded.transferKey, { attempts: 8 });
     await syncedPast(queues, prefix, SENDING, guarded.receipt.blockNumber);
-    await sleep(500);
+    await nextTick(SENDING);
     for (const p of prepared) {
       expect(await queues.job(SENDING, TX_JOB.cancelSender, p.transferKey)).toBeUndefined(); // sender-too-new
     }
@@ -280,7 +285,7 @@ describe("poller (in-process, anvil 1337 → 1338, redis)", () => {
         txId: prepared[i].transactionId.toLowerCase(),
       });
     }
-    await sleep(300);
+    await nextTick(SENDING);
     expect(await queues.job(SENDING, TX_JOB.cancelSender, guarded.transferKey)).toBeUndefined();
     expect(
       logs
@@ -314,8 +319,8 @@ describe("poller (in-process, anvil 1337 → 1338, redis)", () => {
       );
     }
     await waitFor("retry", async () => (logs.lines().some((l) => l.at === "poller.retry") ? true : undefined), 10_000);
-    await s.sending.anvil.mine(3);
-    await sleep(800);
+    await nextTick(SENDING);
+    await nextTick(RECEIVING);
 
     const retried = await prepareJob(exhausted);
     expect([await retried?.getState(), retried?.attemptsMade]).toEqual(["waiting", 0]);
@@ -338,8 +343,18 @@ describe("poller (in-process, anvil 1337 → 1338, redis)", () => {
   it("(g) enqueues nothing in diagnosticMode, and says so", async () => {
     await start(pollerConfig(s, prefix, { diagnosticMode: true }));
     const prepared = await userPrepare(s, { user: USER });
-    await s.sending.anvil.mine(2);
-    await sleep(1500);
+    // A normal poller of the same chain on a prefix of its own is the clock: once it has ticked past these
+    // blocks, a diagnostic poller that polled would have enqueued too.
+    const controlPrefix = uniquePrefix();
+    running.push(
+      await startPoller({
+        config: pollerConfig(s, controlPrefix),
+        logger: captureLogs().logger,
+        chainId: SENDING,
+        options: { ...FAST, startBlock: prepared.receipt.blockNumber },
+      }),
+    );
+    await nextTick(SENDING, controlPrefix);
     expect(await prepareJob(prepared)).toBeUndefined();
     expect([await queues.count(SENDING), await queues.count(RECEIVING)]).toEqual([0, 0]);
     expect(await queues.redis.keys(`${prefix}:router:*`)).toEqual([]);

@@ -174,12 +174,5 @@ export function tokenBalance(s: SubmitterStack, owner: string): Promise<bigint> 
   return readBigInt(s.chain.deployment.contracts.token, "balanceOf", [owner]);
 }
 
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** test/harness/wait.ts, re-exported for the many tests that take it from this fixture. */
+export { waitFor } from "../harness/wait";
