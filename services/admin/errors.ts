@@ -3,8 +3,8 @@ import { RouterError } from "../../shared/errors";
 /**
  * The one table from error `code` to HTTP status for the admin API (docs/admin-api.md lists the same).
  * API-level conditions (AdminApiError) and the errors operations throw share it, so a status is decided in
- * exactly one place. The response's `error` field is the code in lower case. `expose` names context fields
- * that are safe and useful to return next to the message.
+ * exactly one place. The response's `error` field is the code in lower case, or `as` where the API groups
+ * several codes under one. `expose` names context fields that are safe and useful to return next to the message.
  */
 export const HTTP_STATUS = {
   BAD_REQUEST: { status: 400 },
@@ -20,6 +20,11 @@ export const HTTP_STATUS = {
   REQUEST_ID_CONFLICT: { status: 409, expose: ["jobId"] },
   SENDER_NOT_PREPARED: { status: 409 },
   RECEIVER_LIVE: { status: 409 },
+  // The shared sender-cancel refusals (shared/chain/sender-cancel-errors.ts) are finer than the API's codes,
+  // which stay as documented: the message says which case it is.
+  RECEIVER_NOT_CANCELLED: { status: 409, as: "receiver_live" },
+  RECEIVER_BEING_PREPARED: { status: 409, as: "receiver_live" },
+  RECEIVER_STATE_UNKNOWN: { status: 409, as: "receiver_unverifiable" },
   RECEIVER_FULFILLED: { status: 409 },
   RECEIVER_PREPARE_DECIDED: { status: 409 },
   RECEIVER_UNVERIFIABLE: { status: 409 },
@@ -32,8 +37,9 @@ export const HTTP_STATUS = {
   BALANCE_UNAVAILABLE: { status: 503 },
   CHAIN_UNAVAILABLE: { status: 503 },
   STATUS_UNAVAILABLE: { status: 503 },
+  REDIS_NOT_REPLICATED: { status: 503 },
   BROADCAST_TIMEOUT: { status: 504, expose: ["jobId"] },
-} as const satisfies Record<string, { status: number; expose?: readonly string[] }>;
+} as const satisfies Record<string, { status: number; expose?: readonly string[]; as?: string }>;
 
 export type AdminErrorCode = keyof typeof HTTP_STATUS;
 
@@ -64,7 +70,11 @@ export function toErrorResponse(err: unknown, requestId: string, redactText: (te
       body: { error: "internal_error", message: "internal error", requestId },
     };
   }
-  const body: Record<string, unknown> = { error: err.code.toLowerCase(), message: redactText(err.message), requestId };
+  const body: Record<string, unknown> = {
+    error: entry.as ?? err.code.toLowerCase(),
+    message: redactText(err.message),
+    requestId,
+  };
   for (const field of entry.expose ?? []) {
     const value = err.context[field];
     if (typeof value === "string") {
@@ -74,6 +84,6 @@ export function toErrorResponse(err: unknown, requestId: string, redactText: (te
   return { status: entry.status, body };
 }
 
-function lookup(code: string): { status: number; expose?: readonly string[] } | undefined {
+function lookup(code: string): { status: number; expose?: readonly string[]; as?: string } | undefined {
   return Object.prototype.hasOwnProperty.call(HTTP_STATUS, code) ? HTTP_STATUS[code as AdminErrorCode] : undefined;
 }

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { DelayedError, UnrecoverableError, WaitingError, type Job } from "bullmq";
-import { errorCode, errorMessage, isRetriable } from "../../shared/errors";
+import { RouterError, errorCode, errorMessage, isRetriable } from "../../shared/errors";
 import type { Logger } from "../../shared/logging/create-logger";
 import {
   TX_JOB,
@@ -22,7 +22,7 @@ import { claimKeepsTrying, claimLogLevel, claimRetryAtMs } from "../../shared/pr
 import type { SubmitterContext } from "./context";
 import { prepareCancelReceiver } from "./operations/cancel-receiver";
 import { prepareCancelSender } from "./operations/cancel-sender";
-import { isCancellable, RetryLaterError } from "./operations/errors";
+import { isCancellable } from "./operations/errors";
 import { prepareFulfillSender } from "./operations/fulfill-sender";
 import { preparePrepareReceiver } from "./operations/prepare-receiver";
 import { prepareRelayFulfill } from "./operations/relay-fulfill";
@@ -42,7 +42,7 @@ type Outcome = "completed" | "retry" | "failed" | "handover" | "delayed";
  * The BullMQ boundary: job → validated data → operation → send pipeline, and an error → BullMQ's decision.
  * Retriable errors are rethrown (attempts + backoff apply); terminal ones become UnrecoverableError with the
  * cause's code first in the message; a shutdown hands the job back to the queue without using an attempt;
- * a "not yet" error (RetryLaterError: an expiry or the 780 s rule) parks the job in the delayed set until
+ * a "not yet" error (NOT_YET_CODES: an expiry, the 780 s rule, holds in flight) parks the job in the delayed set until
  * then, also without using an attempt. A receiving prepare refused for a cancellable reason enqueues the
  * sender's refund (enqueueSenderRefund). An operation finding its effect already on chain completes the job
  * as a no-op. A failed claim (fulfill-sender) is parked and run again until the sending side's expiry
@@ -240,11 +240,12 @@ async function toBullMqError(p: FailureParams): Promise<Error> {
       logger.warn("could not park the mined job", { at: "submitter.job", error: errorMessage(moveErr) });
     }
   }
-  if (err instanceof RetryLaterError && p.token) {
+  const notYetUntilMs = notYetRetryAtMs(err);
+  if (notYetUntilMs !== undefined && p.token) {
     try {
       // "Not yet" (a time rule): park the job until then without using an attempt; nothing was sent.
-      await job.moveToDelayed(err.retryAtMs, p.token);
-      logOutcome(logger, "delayed", { ...p, code, error: errorMessage(err), retryAtMs: err.retryAtMs });
+      await job.moveToDelayed(notYetUntilMs, p.token);
+      logOutcome(logger, "delayed", { ...p, code, error: errorMessage(err), retryAtMs: notYetUntilMs });
       return new DelayedError();
     } catch (moveErr) {
       logger.warn("could not park the job; it is retried with backoff", {
@@ -263,6 +264,25 @@ async function toBullMqError(p: FailureParams): Promise<Error> {
     await enqueueSenderRefund(p.ctx, job.data as PrepareReceiverJobData, code, logger);
   }
   return new UnrecoverableError(`${code}: ${errorMessage(err)}`);
+}
+
+/**
+ * Refusals that only time can lift, each carrying the wall-clock `retryAtMs` it passes at: the job waits in
+ * the delayed set until then instead of spending attempts (the decision is here, not in the error classes).
+ */
+const NOT_YET_CODES: ReadonlySet<string> = new Set([
+  "SENDER_TOO_NEW",
+  "RECEIVER_UNVERIFIABLE",
+  "RECEIVER_NOT_EXPIRED",
+  "LIQUIDITY_IN_FLIGHT",
+]);
+
+function notYetRetryAtMs(err: unknown): number | undefined {
+  if (!(err instanceof RouterError) || !NOT_YET_CODES.has(err.code)) {
+    return undefined;
+  }
+  const retryAtMs = err.context.retryAtMs;
+  return typeof retryAtMs === "number" && Number.isFinite(retryAtMs) ? retryAtMs : undefined;
 }
 
 /** A job whose transaction is mined, stopped by an error, runs again this soon. */

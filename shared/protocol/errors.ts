@@ -18,3 +18,12 @@ export class BidDecodeError extends RouterError {
   readonly code = "BID_DECODE_FAILED";
   readonly retriable = false;
 }
+
+/**
+ * A transfer handed to an operation is not the one the router's records or the chain show: another chain or
+ * router than the job's queue, or txData that differs field by field. Not retriable: the same data fails again.
+ */
+export class TransferMismatchError extends RouterError {
+  readonly code = "TRANSFER_MISMATCH";
+  readonly retriable = false;
+}

@@ -3,6 +3,18 @@ import type { Redis } from "ioredis";
 import type { ChainProvider } from "../../../shared/chain/chain-provider";
 import { readVariantTransactionData } from "../../../shared/chain/router-balances";
 import { checkSenderCancelOnChain, type SenderCancelVerdict } from "../../../shared/chain/sender-cancel-check";
+import {
+  ReceiverBeingPreparedError,
+  ReceiverFulfilledError,
+  ReceiverLiveError,
+  ReceiverNotCancelledError,
+  ReceiverPrepareDecidedError,
+  ReceiverStateUnknownError,
+  ReceiverUnverifiableError,
+  SenderNotPreparedError,
+  SenderTooNewError,
+  senderCancelRefusalError,
+} from "../../../shared/chain/sender-cancel-errors";
 import { undecodableLogFields } from "../../../shared/chain/tm-log-decoder";
 import { blockTimestamp, findTransferEvents } from "../../../shared/chain/transfer-events";
 import type { RouterConfig } from "../../../shared/config/types";
@@ -23,17 +35,7 @@ import {
   withTimeout,
   type BroadcastOutcome,
 } from "./enqueue-and-wait";
-import {
-  ChainUnavailableError,
-  QueueUnavailableError,
-  ReceiverFulfilledError,
-  ReceiverLiveError,
-  ReceiverPrepareDecidedError,
-  ReceiverUnverifiableError,
-  SenderNotPreparedError,
-  SenderTooNewError,
-  TransactionNotFoundError,
-} from "./errors";
+import { ChainUnavailableError, QueueUnavailableError, TransactionNotFoundError } from "./errors";
 
 /**
  * How far back the sending chain's TransactionPrepared logs are searched when the transfer store has no
@@ -306,20 +308,9 @@ async function assertCancelSafe(deps: CancelSenderDeps, sender: PreparedSender):
 }
 
 function refusal(verdict: Extract<SenderCancelVerdict, { ok: false }>): RouterError {
-  const hint = '; "force": true cancels anyway and the router then bears the loss';
-  switch (verdict.refusal) {
-    case "receiver-live":
-    case "receiver-not-cancelled":
-    case "receiver-being-prepared":
-      return new ReceiverLiveError(verdict.detail + hint);
-    case "receiver-fulfilled":
-      return new ReceiverFulfilledError(verdict.detail);
-    case "receiver-state-unknown":
-    case "receiver-unverifiable":
-      return new ReceiverUnverifiableError(verdict.detail + hint);
-    default:
-      return new SenderTooNewError(`${verdict.detail}; retry after chain time ${verdict.retryAtSec ?? "?"}`);
-  }
+  return senderCancelRefusalError(verdict, {
+    forceHint: '; "force": true cancels anyway and the router then bears the loss',
+  });
 }
 
 const DECISION_ERRORS = [
@@ -327,6 +318,9 @@ const DECISION_ERRORS = [
   SenderNotPreparedError,
   ReceiverLiveError,
   ReceiverFulfilledError,
+  ReceiverNotCancelledError,
+  ReceiverBeingPreparedError,
+  ReceiverStateUnknownError,
   ReceiverPrepareDecidedError,
   ReceiverUnverifiableError,
   SenderTooNewError,

@@ -47,48 +47,8 @@ export class TransactionNotFoundError extends RouterError {
   readonly retriable = false;
 }
 
-/** The sending side is no longer prepared on chain: already fulfilled or cancelled. */
-export class SenderNotPreparedError extends RouterError {
-  readonly code = "SENDER_NOT_PREPARED";
-  readonly retriable = false;
-}
-
-/** The receiving side is prepared and not expired, expired but not cancelled, or being prepared right now. */
-export class ReceiverLiveError extends RouterError {
-  readonly code = "RECEIVER_LIVE";
-  readonly retriable = false;
-}
-
-/** The receiving side was fulfilled: the sending side is the router's claim, cancelling it loses the funds. */
-export class ReceiverFulfilledError extends RouterError {
-  readonly code = "RECEIVER_FULFILLED";
-  readonly retriable = false;
-}
-
-/** The receiving side cannot be checked (chain not configured, or on-chain state the events do not explain). */
-export class ReceiverUnverifiableError extends RouterError {
-  readonly code = "RECEIVER_UNVERIFIABLE";
-  readonly retriable = false;
-}
-
-/** The sending prepare is less than 780 s old (PROTOCOL §3.6 rule 2). */
-export class SenderTooNewError extends RouterError {
-  readonly code = "SENDER_TOO_NEW";
-  readonly retriable = true;
-}
-
 /** A chain read the decision needs failed (no provider answered); nothing was enqueued. */
 export class ChainUnavailableError extends RouterError {
   readonly code = "CHAIN_UNAVAILABLE";
   readonly retriable = true;
-}
-
-/**
- * A receiving prepare is the transfer's recorded decision (shared/queues/transfer-decision.ts) and the
- * receiving chain does not show that side cancelled: its transaction may be in flight or in blocks the
- * provider has not seen. `force` does not override it.
- */
-export class ReceiverPrepareDecidedError extends RouterError {
-  readonly code = "RECEIVER_PREPARE_DECIDED";
-  readonly retriable = false;
 }

@@ -73,12 +73,6 @@ export class TransferNotPreparedError extends RouterError {
   readonly retriable = false;
 }
 
-/** The recorded receiving side names another router, or differs from the request's txData. */
-export class TransferMismatchError extends RouterError {
-  readonly code = "TRANSFER_MISMATCH";
-  readonly retriable = false;
-}
-
 /** The receiving side is past its expiry by the receiving chain's clock: the contract refuses the fulfill. */
 export class TransferExpiredError extends RouterError {
   readonly code = "TRANSFER_EXPIRED";

@@ -1,4 +1,5 @@
 import { readSideState, type SideState } from "../../../shared/chain/side-state";
+import { TransferMismatchError } from "../../../shared/protocol/errors";
 import type { FulfillMetaTx } from "../../../shared/protocol/metatx-request";
 import { transactionDataMismatches } from "../../../shared/protocol/metatx-request";
 import type { TransferRecord } from "../../../shared/protocol/types";
@@ -11,7 +12,6 @@ import {
   RelayChainUnavailableError,
   RelayQueueUnavailableError,
   TransferExpiredError,
-  TransferMismatchError,
   TransferNotPreparedError,
   UnknownTransferError,
 } from "./relay-errors";

@@ -4,17 +4,8 @@ import type { CancelSenderJobData } from "../../../shared/queues";
 import { findPrepareReceiverInFlight } from "../../../shared/queues/in-flight";
 import { claimTransferDecision, readTransferDecision } from "../../../shared/queues/transfer-decision";
 import type { TxCall, TxNoop } from "../send/tx-record";
-import {
-  ReceiverBeingPreparedError,
-  ReceiverFulfilledError,
-  ReceiverLiveError,
-  ReceiverNotCancelledError,
-  ReceiverPrepareDecidedError,
-  ReceiverStateUnknownError,
-  ReceiverUnverifiableError,
-  SenderTooNewError,
-  type LifecycleError,
-} from "./errors";
+import { ReceiverPrepareDecidedError, senderCancelRefusalError } from "../../../shared/chain/sender-cancel-errors";
+import type { RouterError } from "../../../shared/errors";
 import { buildUnlessCompleted, openPreparedSide, wallClockMsWhenChainPasses, type LifecycleContext } from "./lifecycle";
 
 /**
@@ -132,8 +123,14 @@ function refusalError(
   txData: TransactionData,
   verdict: Extract<SenderCancelVerdict, { ok: false }>,
   nowSec: number,
-): LifecycleError {
+): RouterError {
   const context = { transactionId: txData.transactionId, receivingChainId: txData.receivingChainId };
+  if (verdict.refusal === "receiver-fulfilled") {
+    ctx.logger.error(
+      "sender cancel requested after the receiving side was fulfilled: refused, the sender must be fulfilled instead",
+      { at: "submitter.cancelSender", alert: true, ...context, user: txData.user },
+    );
+  }
   // Park until the clock the check judged by passes the rule, not the sending chain's clock alone: a receiving
   // chain whose clock lags would otherwise bring the job back every few seconds. Bounded, since a quiet chain's
   // latest block may be old and its clock advance in jumps.
@@ -142,29 +139,5 @@ function refusalError(
     wallClockMsWhenChainPasses(judgedAtSec, verdict.retryAtSec ?? judgedAtSec),
     Date.now() + MAX_PARK_MS,
   );
-  switch (verdict.refusal) {
-    case "receiver-fulfilled":
-      ctx.logger.error(
-        "sender cancel requested after the receiving side was fulfilled: refused, the sender must be fulfilled instead",
-        {
-          at: "submitter.cancelSender",
-          alert: true,
-          ...context,
-          user: txData.user,
-        },
-      );
-      return new ReceiverFulfilledError(verdict.detail, context);
-    case "receiver-live":
-      return new ReceiverLiveError(verdict.detail, context);
-    case "receiver-not-cancelled":
-      return new ReceiverNotCancelledError(verdict.detail, context);
-    case "receiver-state-unknown":
-      return new ReceiverStateUnknownError(verdict.detail, context);
-    case "receiver-being-prepared":
-      return new ReceiverBeingPreparedError(verdict.detail, context);
-    case "receiver-unverifiable":
-      return new ReceiverUnverifiableError(verdict.detail, retryAtMs, context);
-    default:
-      return new SenderTooNewError(verdict.detail, retryAtMs, context);
-  }
+  return senderCancelRefusalError(verdict, { retryAtMs, context });
 }

@@ -15,36 +15,21 @@ export function isCancellable(err: unknown): boolean {
 }
 
 /**
- * "Not yet": the job can only succeed once the chain's time has passed `retryAtMs` (wall clock, computed
- * from the chain's own clock). The processor parks the job in BullMQ's delayed set until then without using
- * an attempt, so a job with a deterministic id waits instead of failing for good. Thrown only before
- * anything is sent.
+ * "Not yet": the job can only succeed once `retryAtMs` (wall clock, computed from the chain's own clock) has
+ * passed; it is carried in the context. Whether to wait is processor.ts's decision (it parks these codes).
+ * Thrown only before anything is sent.
  */
-export abstract class RetryLaterError extends LifecycleError {
+export abstract class NotYetError extends LifecycleError {
   readonly retriable = true;
-  readonly retryAtMs: number;
 
   constructor(message: string, retryAtMs: number, context: Record<string, unknown> = {}) {
     super(message, { ...context, retryAtMs });
-    this.retryAtMs = retryAtMs;
   }
-}
-
-/** The job's transfer belongs to another chain than the queue's, or names another router. */
-export class TransferMismatchError extends LifecycleError {
-  readonly code = "TRANSFER_MISMATCH";
-  readonly retriable = false;
 }
 
 /** A chain the operation must read is not in chainConfig. */
 export class ChainNotConfiguredError extends LifecycleError {
   readonly code = "CHAIN_NOT_CONFIGURED";
-  readonly retriable = false;
-}
-
-/** The sending side is not prepared on chain (never was, or the job's data names another transfer). */
-export class SenderNotPreparedError extends LifecycleError {
-  readonly code = "SENDER_NOT_PREPARED";
   readonly retriable = false;
 }
 
@@ -117,39 +102,6 @@ export class SenderExpiredError extends LifecycleError {
   readonly retriable = false;
 }
 
-/** Sender cancel refused: the receiving side is prepared and not expired, the user can still be paid there. */
-export class ReceiverLiveError extends LifecycleError {
-  readonly code = "RECEIVER_LIVE";
-  readonly retriable = false;
-}
-
-/** Sender cancel refused: the receiving side was fulfilled, so the sending side is the router's claim. */
-export class ReceiverFulfilledError extends LifecycleError {
-  readonly code = "RECEIVER_FULFILLED";
-  readonly retriable = false;
-}
-
-/** Sender cancel refused: the receiving side is expired but still prepared; it must be cancelled first. */
-export class ReceiverNotCancelledError extends LifecycleError {
-  readonly code = "RECEIVER_NOT_CANCELLED";
-  readonly retriable = false;
-}
-
-/** Sender cancel refused: the receiving chain shows a receiving side its events do not explain. */
-export class ReceiverStateUnknownError extends LifecycleError {
-  readonly code = "RECEIVER_STATE_UNKNOWN";
-  readonly retriable = false;
-}
-
-/**
- * Sender cancel refused for now: a prepare-receiver job for the transfer can still run or has a transaction
- * the chain may not show yet. Retriable: once that job ends the chain tells which way it went.
- */
-export class ReceiverBeingPreparedError extends LifecycleError {
-  readonly code = "RECEIVER_BEING_PREPARED";
-  readonly retriable = true;
-}
-
 /**
  * Receiving prepare refused for good: a sender cancel is decided, queued (in any state) or has a transaction
  * for this transfer (shared/queues/transfer-decision.ts). Not cancellable: the refund is already under way.
@@ -160,34 +112,11 @@ export class SenderCancelDecidedError extends LifecycleError {
 }
 
 /**
- * Sender cancel refused for now: a receiving prepare is the transfer's recorded decision and the receiving
- * chain does not show that side cancelled (its transaction may be in flight or in blocks the provider lags
- * behind). Retriable: the chain tells later (then RECEIVER_LIVE, or cancelled and the refund goes ahead).
- */
-export class ReceiverPrepareDecidedError extends LifecycleError {
-  readonly code = "RECEIVER_PREPARE_DECIDED";
-  readonly retriable = true;
-}
-
-/** §3.6 rule 2: before the sender's expiry, the sending prepare must be 780 s old; parked until then. */
-export class SenderTooNewError extends RetryLaterError {
-  readonly code = "SENDER_TOO_NEW";
-}
-
-/**
- * The receiving chain is not configured, so its side cannot be checked: the sender cancel waits for the
- * sender's expiry (the receiving side, one day earlier, is then surely dead).
- */
-export class ReceiverUnverifiableError extends RetryLaterError {
-  readonly code = "RECEIVER_UNVERIFIABLE";
-}
-
-/**
  * The router's unlocked liquidity covers the amount (a receiving prepare's, a withdrawal's) only if the chain's
  * holds of transactions in flight (sent, not mined yet) are ignored: parked briefly, not refused; once they are
  * mined the chain's balance decides (services/submitter/liquidity-in-flight.ts).
  */
-export class LiquidityInFlightError extends RetryLaterError {
+export class LiquidityInFlightError extends NotYetError {
   readonly code = "LIQUIDITY_IN_FLIGHT";
 }
 
@@ -195,7 +124,7 @@ export class LiquidityInFlightError extends RetryLaterError {
 export const LIQUIDITY_IN_FLIGHT_RETRY_MS = 2_000;
 
 /** Receiver cancel before the receiving expiry: only the user may cancel then (#C:022); parked until expiry. */
-export class ReceiverNotExpiredError extends RetryLaterError {
+export class ReceiverNotExpiredError extends NotYetError {
   readonly code = "RECEIVER_NOT_EXPIRED";
 }
 

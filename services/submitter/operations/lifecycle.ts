@@ -1,4 +1,6 @@
 import type { Queue } from "bullmq";
+import { SenderNotPreparedError } from "../../../shared/chain/sender-cancel-errors";
+import { TransferMismatchError } from "../../../shared/protocol/errors";
 import type { Redis } from "ioredis";
 import type { ChainProvider } from "../../../shared/chain/chain-provider";
 import { contractInterface } from "../../../shared/chain/contracts";
@@ -21,8 +23,6 @@ import {
   ReceiverDataMismatchError,
   ReceiverNotPreparedError,
   SenderDataMismatchError,
-  SenderNotPreparedError,
-  TransferMismatchError,
 } from "./errors";
 import { GAS_LIMIT_HEADROOM_PERCENT } from "./remove-liquidity";
 import type { JobLiquidity } from "../liquidity-in-flight";

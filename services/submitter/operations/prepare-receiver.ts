@@ -1,4 +1,6 @@
 import { blockTimestamp } from "../../../shared/chain/transfer-events";
+import { SenderNotPreparedError } from "../../../shared/chain/sender-cancel-errors";
+import { TransferMismatchError } from "../../../shared/protocol/errors";
 import { DEFAULT_TOLERANCE_PERCENT } from "../../../shared/protocol/amounts";
 import { verifySenderPrepare, type VerifySenderPrepareOk } from "../../../shared/protocol/verify-sender";
 import type { PrepareReceiverJobData } from "../../../shared/queues";
@@ -13,9 +15,7 @@ import {
   SenderCompletedError,
   SenderDataMismatchError,
   SenderNotConfirmedError,
-  SenderNotPreparedError,
   SenderVerificationError,
-  TransferMismatchError,
 } from "./errors";
 import { holdLiquidity } from "./hold-liquidity";
 import {
