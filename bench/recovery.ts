@@ -53,7 +53,7 @@ import { emptyState, type LocalProcess, type LocalState } from "../scripts/local
 import { stopLocalStack } from "../scripts/local/stop-stack";
 import { createLogger } from "../shared/logging/create-logger";
 import { connectMessaging, type Messaging } from "../shared/messaging";
-import { sleep } from "../shared/process/timing";
+import { sleep } from "../shared/timing";
 import { createTransferStore } from "../shared/transfers/transfer-store";
 import { isAlive } from "../scripts/local/detached";
 import { percentile } from "./support";

@@ -1,4 +1,4 @@
-import { sleep } from "../shared/process/timing";
+import { sleep } from "../shared/timing";
 
 /** Helpers every benchmark shares (benchmarks start their servers with scripts/local's binaries and probes). */
 

@@ -7,7 +7,7 @@ import { recoverBidSigner } from "../../shared/protocol/bid";
 import type { AuctionBid, TransactionData } from "../../shared/protocol/types";
 import { nxtpContractAt, readBigInt } from "./deploy-nxtp";
 import { findTransferEvents, fulfillAsUser, prepareWithBid, type UserChain } from "./swap-user";
-import { sleep } from "../../shared/process/timing";
+import { sleep } from "../../shared/timing";
 
 /**
  * The demo client of `npm run local`: one swap of the test token from 1337 to 1338 the way an SDK user does

@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
 import { LocalServiceError } from "./errors";
-import { sleep } from "../../shared/process/timing";
+import { sleep } from "../../shared/timing";
 
 /**
  * Processes of the local stack outlive `npm run local`: each runs in its own session (detached), writes to

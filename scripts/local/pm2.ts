@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { LocalServiceError } from "./errors";
 import type { LocalPaths } from "./paths";
-import { sleep } from "../../shared/process/timing";
+import { sleep } from "../../shared/timing";
 
 /**
  * The project's own PM2 (node_modules/.bin/pm2) with the stack's own PM2_HOME: its daemon, apps and dump

@@ -8,7 +8,7 @@ import { throttledErrorLog } from "../../shared/logging/throttled-error-log";
 import { feeCap } from "../../shared/protocol/gas";
 import { assetKey, type PriceSources } from "./price-sources";
 import type { FeeCache } from "./fee-cache";
-import { abortableDelay } from "../../shared/process/timing";
+import { abortableDelay } from "../../shared/timing";
 
 /** What one chain's refresher keeps fresh in the fee cache. */
 export interface ChainRefreshPlan {

@@ -21,7 +21,7 @@ import { createMetaTxHandler } from "./handlers/metatx";
 import { createStatusHandler } from "./handlers/status";
 import { createPriceSources } from "./price-sources";
 import { refreshChainOnce, refreshPlans, runRefresher, type RefresherDeps } from "./refreshers";
-import { settlesWithin } from "../../shared/process/timing";
+import { settlesWithin } from "../../shared/timing";
 
 /** Oracle prices and gas prices are re-read this often (one sequential loop per chain). */
 export const DEFAULT_REFRESH_INTERVAL_MS = 15_000;

@@ -1,7 +1,7 @@
 import { errorMessage } from "../../shared/errors";
 import type { PollerContext } from "./context";
 import { runTick, type TickResult } from "./tick";
-import { abortableDelay } from "../../shared/process/timing";
+import { abortableDelay } from "../../shared/timing";
 
 export interface PollLoopOptions {
   /** How often eth_blockNumber is polled for a new block. */

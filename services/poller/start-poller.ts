@@ -23,7 +23,7 @@ import { DEFAULT_RECONCILE_INTERVAL_MS, DEFAULT_RECONCILE_SEARCH_BLOCKS, createR
 import { createSubgraphClient } from "./sources/subgraph-client";
 import { createSubgraphSource, type WatchedTransfers } from "./sources/subgraph-source";
 import type { TickResult } from "./tick";
-import { settlesWithin } from "../../shared/process/timing";
+import { settlesWithin } from "../../shared/timing";
 
 export const DEFAULT_POLL_INTERVAL_MS = 1_000;
 export const DEFAULT_MAX_IDLE_MS = 10_000;

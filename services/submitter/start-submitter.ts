@@ -25,7 +25,7 @@ import { createLeaseKeeper, type SenderRole } from "./lease/lease-keeper";
 import { startNonceGapTracker, type NonceGapTracker } from "./lease/nonce-gap-tracker";
 import { releaseOrphanedJobs } from "./lease/release-orphaned-jobs";
 import { createSenderLease, newOwnerId } from "./lease/sender-lease";
-import { settlesWithin } from "../../shared/process/timing";
+import { settlesWithin } from "../../shared/timing";
 
 /**
  * The sender lease (lease/sender-lease.ts) decides which instance sends; BullMQ's lock only guards against a

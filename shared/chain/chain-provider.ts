@@ -24,7 +24,7 @@ import {
   toChainError,
 } from "./errors";
 import { routerMetrics } from "../metrics/router-metrics";
-import { sleep } from "../process/timing";
+import { sleep } from "../timing";
 
 export const DEFAULT_MAX_LAG_BLOCKS = 5;
 export const DEFAULT_HEAD_REFRESH_MS = 3_000;

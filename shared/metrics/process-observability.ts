@@ -9,7 +9,7 @@ import { metricsPortFor, type ProcessRole } from "./metrics-port";
 import { createReadiness, type Readiness, type ReadinessReport } from "./readiness";
 import { labelProcessMetrics, metricsRegistry } from "./router-metrics";
 import { startMetricsServer, type MetricsServer } from "./metrics-server";
-import { withTimeout } from "../process/timing";
+import { withTimeout } from "../timing";
 
 /** A scrape-time refresher of gauges (Redis reads); bounded so a slow Redis never times out the scrape. */
 export type ScrapeHook = () => Promise<void>;

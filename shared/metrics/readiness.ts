@@ -1,4 +1,4 @@
-import { withTimeout } from "../process/timing";
+import { withTimeout } from "../timing";
 
 /** A named readiness condition; resolves to a short detail on failure (or throws), nothing when fine. */
 export type ReadinessCheck = () => Promise<string | undefined> | string | undefined;

@@ -5,7 +5,7 @@ import { createLogger, type Logger } from "../logging/create-logger";
 import { isProcessRole, processInstance } from "../metrics/metrics-port";
 import { startObservability, type Observability, type RunningObservability } from "../metrics/process-observability";
 import { readChainIdEnv } from "./process-env";
-import { withTimeout } from "./timing";
+import { withTimeout } from "../timing";
 
 /**
  * Stays below the PM2 `kill_timeout` (10000 ms in ecosystem.config.js): a process that is still draining

@@ -1,7 +1,7 @@
 import type { Queue, QueueEvents } from "bullmq";
 import { RouterError } from "../errors";
 import { isTxJobProgress } from "./jobs";
-import { withTimeout } from "../process/timing";
+import { withTimeout } from "../timing";
 
 /** Re-exported for the queue callers that import it from here. */
 export { withTimeout };

@@ -8,7 +8,7 @@ import type { AuthServer } from "../../services/messaging-auth/app";
 import { waitForAuctionStatus } from "../../scripts/local/demo-swap";
 import { createLogger } from "../../shared/logging/create-logger";
 import { connectMessaging } from "../../shared/messaging";
-import { sleep } from "../../shared/process/timing";
+import { sleep } from "../../shared/timing";
 import { startAuthServer } from "../harness/auth-server";
 import { getFreePort } from "../harness/free-port";
 import { startNats, type NatsServer } from "../harness/nats";

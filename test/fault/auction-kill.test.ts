@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ZeroAddress } from "ethers";
-import { sleep } from "../../shared/process/timing";
+import { sleep } from "../../shared/timing";
 import {
   MIN_GAS,
   RECEIVING,

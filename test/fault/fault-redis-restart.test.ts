@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { sleep } from "../../shared/process/timing";
+import { sleep } from "../../shared/timing";
 import { startE2eStack, stopE2eStack, type E2eStack } from "../e2e/e2e-fixture";
 import { startRedis, type RedisServer } from "../harness/redis";
 import { assertDistBuilt, startRouterProcs, type RouterProcs } from "./router-procs";

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Transaction } from "ethers";
-import { sleep } from "../../shared/process/timing";
+import { sleep } from "../../shared/timing";
 import { RECEIVING, startE2eStack, stopE2eStack, type E2eStack } from "../e2e/e2e-fixture";
 import { transferEvents, userFulfill, userPrepare, waitForEvent } from "../e2e/e2e-user";
 import { assertDistBuilt, startRouterProcs, type RouterProcs } from "./router-procs";

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Redis } from "ioredis";
 import { isExecutable } from "../../scripts/local/binaries";
-import { withTimeout } from "../../shared/process/timing";
+import { withTimeout } from "../../shared/timing";
 import { createTransferStore, type TransferStore } from "../../shared/transfers/transfer-store";
 import { routerConfigJson, RECEIVING, SENDING, type E2eStack } from "../e2e/e2e-fixture";
 import { uniquePrefix, waitFor } from "../integration/submitter-fixture";

@@ -3,7 +3,7 @@ import { Socket } from "node:net";
 import { findBinary, isExecutable, type FindBinaryOptions } from "../../scripts/local/binaries";
 import { tcpExchange } from "../../scripts/local/probes";
 import { getFreePort } from "./free-port";
-import { settlesWithin, sleep } from "../../shared/process/timing";
+import { settlesWithin, sleep } from "../../shared/timing";
 
 // Moved to scripts/local (npm run local uses them too); re-exported for the tests' imports.
 export { findBinary, tcpExchange, type FindBinaryOptions };

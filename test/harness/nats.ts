@@ -1,6 +1,6 @@
 import { natsServerBinary } from "../../scripts/local/binaries";
 import { natsAnswers, natsArgs } from "../../scripts/local/probes";
-import { sleep } from "../../shared/process/timing";
+import { sleep } from "../../shared/timing";
 import { startOnFreePort } from "./child-process";
 import { getFreePort } from "./free-port";
 

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { Redis } from "ioredis";
 import type { RedisSentinelConfig } from "../../shared/config/types";
 import { redisAnswers, redisArgs } from "../../scripts/local/probes";
-import { sleep } from "../../shared/process/timing";
+import { sleep } from "../../shared/timing";
 import { startOnFreePort, type ManagedProcess } from "./child-process";
 import { redisServerBinary } from "./redis";
 

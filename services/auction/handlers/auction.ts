@@ -6,7 +6,7 @@ import { checkAuctionExpiry } from "../../../shared/protocol/auction-expiry";
 import { auctionLogFields, parseAuctionPayload } from "../../../shared/protocol/auction-payload";
 import { quoteAuction } from "../../../shared/protocol/auction-quote";
 import { isColdRefusal, refusal, refusalLogLevel, type AuctionRefusal } from "../../../shared/protocol/auction-refusal";
-import { sleep } from "../../../shared/process/timing";
+import { sleep } from "../../../shared/timing";
 import { encodeBidFast } from "../../../shared/protocol/bid-encoder";
 import { BID_EXPIRY_SEC } from "../../../shared/protocol/expiry";
 import { isSwapSupported } from "../../../shared/protocol/pools";

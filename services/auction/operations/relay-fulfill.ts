@@ -1,7 +1,7 @@
 import type { Queue } from "bullmq";
 import type { ChainConfig } from "../../../shared/config/types";
 import { RouterError } from "../../../shared/errors";
-import { abortableDelay } from "../../../shared/process/timing";
+import { abortableDelay } from "../../../shared/timing";
 import type { FulfillMetaTx } from "../../../shared/protocol/metatx-request";
 import { checkUserFulfillSignature } from "../../../shared/protocol/user-signatures";
 import { TX_JOB, txJobOptions, transferKey, txJobId, type RelayFulfillJobData } from "../../../shared/queues";

@@ -1,7 +1,7 @@
 import { setMaxListeners } from "node:events";
 import { errorCode, errorMessage } from "../../../shared/errors";
 import type { Logger } from "../../../shared/logging/create-logger";
-import { settlesWithin } from "../../../shared/process/timing";
+import { settlesWithin } from "../../../shared/timing";
 import { SenderTermStuckError } from "../send/errors";
 import { createThrottle } from "../send/timing";
 import type { Fence, SenderLease } from "./sender-lease";
