@@ -108,44 +108,58 @@ function preflight(paths: LocalPaths): void {
   }
 }
 
-async function run(
-  paths: LocalPaths,
-  options: Options,
-  steps: Steps,
-  keeper: ReturnType<typeof stateKeeper>,
-): Promise<void> {
-  const rel = (p: string): string => relative(process.cwd(), p) || ".";
+interface LocalRun {
+  readonly paths: LocalPaths;
+  readonly options: Options;
+  readonly steps: Steps;
+  readonly keeper: ReturnType<typeof stateKeeper>;
+}
 
-  // ---- servers -------------------------------------------------------------------------------------
-  const servers = await steps.run(
-    "Starting anvil ×3, redis-server, nats-server and the messaging auth service",
-    async (progress) => {
-      const start = async (spec: Parameters<typeof startServer>[1]): Promise<LocalProcess> => {
-        const proc = await startServer(paths, spec, keeper.add, keeper.forget);
-        progress(`${proc.name} ready on 127.0.0.1:${proc.port} (pid ${proc.pid})`);
-        return proc;
-      };
-      // Programs first: a missing package fails the step before anything runs.
-      const redisToStart = options.redisUrl ? undefined : redisSpec(progress);
-      const natsToStart = options.natsUrl ? undefined : natsSpec(progress);
-      const [anvils, redis, nats, auth] = await Promise.all([
-        Promise.all(LOCAL_CHAIN_IDS.map((id) => start(anvilSpec(id)))),
-        redisToStart ? start(redisToStart) : Promise.resolve(undefined),
-        natsToStart ? start(natsToStart) : Promise.resolve(undefined),
-        start(authSpec(paths)),
-      ]);
-      if (options.redisUrl) progress(`reusing redis at ${options.redisUrl}`);
-      if (options.natsUrl) progress(`reusing nats at ${options.natsUrl}`);
-      return {
-        rpcUrls: new Map(LOCAL_CHAIN_IDS.map((id, i) => [id as number, `http://127.0.0.1:${anvils[i].port}`])),
-        redisUrl: options.redisUrl ?? `redis://127.0.0.1:${redis?.port}`,
-        natsUrl: options.natsUrl ?? `nats://127.0.0.1:${nats?.port}`,
-        authUrl: `http://127.0.0.1:${auth.port}`,
-      };
-    },
-  );
+type Servers = Awaited<ReturnType<typeof startServers>>;
+type Chains = Awaited<ReturnType<typeof deployAndFund>>;
 
-  // ---- contracts and funds -------------------------------------------------------------------------
+/** Paths as the user typed them: relative to where `npm run local` runs. */
+const rel = (p: string): string => relative(process.cwd(), p) || ".";
+
+/** The steps of `npm run local`, in order; each helper below is one part of the walk. */
+async function run(r: LocalRun): Promise<void> {
+  const servers = await startServers(r);
+  const { chains, router, user, mnemonic } = await deployAndFund(r, servers);
+  const { adminPort, expectedApps } = await startRouter(r, servers, chains, mnemonic);
+  await demoSwap(r, servers, chains, router, user);
+  printNextSteps(r, servers, chains, { router, user, adminPort, appCount: expectedApps.length });
+}
+
+/** Anvil ×3, redis-server, nats-server (unless reused) and the messaging auth service. */
+async function startServers({ paths, options, steps, keeper }: LocalRun) {
+  return steps.run("Starting anvil ×3, redis-server, nats-server and the messaging auth service", async (progress) => {
+    const start = async (spec: Parameters<typeof startServer>[1]): Promise<LocalProcess> => {
+      const proc = await startServer(paths, spec, keeper.add, keeper.forget);
+      progress(`${proc.name} ready on 127.0.0.1:${proc.port} (pid ${proc.pid})`);
+      return proc;
+    };
+    // Programs first: a missing package fails the step before anything runs.
+    const redisToStart = options.redisUrl ? undefined : redisSpec(progress);
+    const natsToStart = options.natsUrl ? undefined : natsSpec(progress);
+    const [anvils, redis, nats, auth] = await Promise.all([
+      Promise.all(LOCAL_CHAIN_IDS.map((id) => start(anvilSpec(id)))),
+      redisToStart ? start(redisToStart) : Promise.resolve(undefined),
+      natsToStart ? start(natsToStart) : Promise.resolve(undefined),
+      start(authSpec(paths)),
+    ]);
+    if (options.redisUrl) progress(`reusing redis at ${options.redisUrl}`);
+    if (options.natsUrl) progress(`reusing nats at ${options.natsUrl}`);
+    return {
+      rpcUrls: new Map(LOCAL_CHAIN_IDS.map((id, i) => [id as number, `http://127.0.0.1:${anvils[i].port}`])),
+      redisUrl: options.redisUrl ?? `redis://127.0.0.1:${redis?.port}`,
+      natsUrl: options.natsUrl ?? `nats://127.0.0.1:${nats?.port}`,
+      authUrl: `http://127.0.0.1:${auth.port}`,
+    };
+  });
+}
+
+/** The NXTP contracts on the three chains, prices on chain 1, the router's gas and liquidity, the demo user. */
+async function deployAndFund({ steps, keeper }: LocalRun, servers: Servers) {
   const routerWallet = Wallet.createRandom();
   const mnemonic = routerWallet.mnemonic?.phrase;
   if (!mnemonic) throw new Error("a fresh wallet came without a mnemonic");
@@ -195,7 +209,17 @@ async function run(
     anvilLogs,
   );
 
-  // ---- router under PM2 ----------------------------------------------------------------------------
+  return { chains, router, user, mnemonic };
+}
+
+/** The config file, every router process under the project's PM2, and the auction answering over NATS. */
+async function startRouter(
+  { paths, options, steps, keeper }: LocalRun,
+  servers: Servers,
+  chains: Chains["chains"],
+  mnemonic: string,
+) {
+  const chain = (id: number): LocalChainHandle => chains.get(id) as LocalChainHandle;
   const adminPort = await getFreePort();
   const adminToken = randomBytes(24).toString("hex");
   await steps.run("Writing the router config", async (progress) => {
@@ -265,7 +289,18 @@ async function run(
     () => [`${paths.logDir}/auction.out.log`, `${paths.logDir}/auction.error.log`],
   );
 
-  // ---- demo swap -----------------------------------------------------------------------------------
+  return { adminPort, expectedApps };
+}
+
+/** One 100 TEST swap through the router, printed step by step. */
+async function demoSwap(
+  { paths, steps }: LocalRun,
+  servers: Servers,
+  chains: Chains["chains"],
+  router: string,
+  user: Wallet,
+) {
+  const chain = (id: number): LocalChainHandle => chains.get(id) as LocalChainHandle;
   const userChain = (id: number) => ({
     chainId: id,
     provider: chain(id).provider,
@@ -294,8 +329,17 @@ async function run(
     ],
   );
   for (const c of chains.values()) c.provider.destroy();
+}
 
-  // ---- how to go on --------------------------------------------------------------------------------
+/** Where everything runs, the admin API calls to try, and where the logs are. */
+function printNextSteps(
+  { paths, steps, keeper }: LocalRun,
+  servers: Servers,
+  chains: Chains["chains"],
+  p: { router: string; user: Wallet; adminPort: number; appCount: number },
+): void {
+  const { router, user, adminPort } = p;
+  const chain = (id: number): LocalChainHandle => chains.get(id) as LocalChainHandle;
   const admin = `http://127.0.0.1:${adminPort}`;
   const state = keeper.get();
   keeper.set({
@@ -313,7 +357,7 @@ async function run(
     `The local stack is up (${(steps.elapsedMs() / 1000).toFixed(1)} s) and keeps running until \`npm run local:stop\`.`,
     `  chains     ${[...servers.rpcUrls].map(([id, url]) => `${id}: ${url}`).join("   ")}`,
     `  redis      ${servers.redisUrl}     nats ${servers.natsUrl}     auth ${servers.authUrl}`,
-    `  router     signer ${router}; config ${rel(paths.configFile)}; ${state.processes.length} servers + ${expectedApps.length} PM2 apps`,
+    `  router     signer ${router}; config ${rel(paths.configFile)}; ${state.processes.length} servers + ${p.appCount} PM2 apps`,
     "",
     "Admin API (the admin token is in the config file):",
     `  curl ${admin}/ping`,
@@ -370,7 +414,7 @@ async function main(): Promise<number> {
   process.on("SIGTERM", onSignal);
 
   try {
-    await run(paths, options, steps, keeper);
+    await run({ paths, options, steps, keeper });
     return 0;
   } catch (err) {
     if (interrupted) {
