@@ -1,9 +1,10 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
 /**
- * Every metric the router exports, defined in this one place (docs/operating.md lists them, ops/ alerts on
- * them). Prometheus conventions: `router_` prefix (not on prom-client's default process_* and nodejs_* metrics), `_total` counters, base units (`_seconds`, `_wei`; token
- * amounts are in the asset's base units, as floats: exact amounts belong in logs). Labels stay low-cardinality:
+ * Every metric the router exports, defined in this one file (docs/operating.md lists them, ops/ alerts on them),
+ * one function per area. Prometheus conventions: `router_` prefix (not on prom-client's default process_* and
+ * nodejs_* metrics), `_total` counters, base units (`_seconds`, `_wei`; token amounts are in the asset's base
+ * units, as floats: exact amounts belong in logs). Labels stay low-cardinality:
  * `chain` is a configured chain id, `asset` a pool asset address, `provider` the provider's redacted label,
  * `reason`/`operation`/`state` come from closed sets. Never a transaction id, user or URL.
  *
@@ -13,7 +14,19 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom
 export function defineRouterMetrics(registry: Registry) {
   const registers = [registry];
   return {
-    // Auction (services/auction).
+    ...auctionMetrics(registers),
+    ...balanceMetrics(registers),
+    ...transactionMetrics(registers),
+    ...jobMetrics(registers),
+    ...chainMetrics(registers),
+    ...swapMetrics(registers),
+    ...heartbeatMetrics(registers),
+  };
+}
+
+/** The auction (services/auction). */
+function auctionMetrics(registers: Registry[]) {
+  return {
     auctionRequests: new Counter({
       name: "router_auction_requests_total",
       help: "Auction requests received",
@@ -43,8 +56,12 @@ export function defineRouterMetrics(registry: Registry) {
       help: "Unix time of the last signed bid sent",
       registers,
     }),
+  };
+}
 
-    // Liquidity and gas (from the pollers' Redis cache, read at scrape time).
+/** Liquidity and gas, from the pollers' Redis cache, read at scrape time. */
+function balanceMetrics(registers: Registry[]) {
+  return {
     liquidity: new Gauge({
       name: "router_liquidity",
       help: "Router's unlocked TransactionManager balance, in asset base units",
@@ -69,8 +86,12 @@ export function defineRouterMetrics(registry: Registry) {
       labelNames: ["chain"] as const,
       registers,
     }),
+  };
+}
 
-    // Transactions (services/submitter).
+/** Transactions (services/submitter). */
+function transactionMetrics(registers: Registry[]) {
+  return {
     txSent: new Counter({
       name: "router_tx_sent_total",
       help: "Transactions broadcast (first send of a job attempt)",
@@ -113,8 +134,12 @@ export function defineRouterMetrics(registry: Registry) {
       labelNames: ["chain"] as const,
       registers,
     }),
+  };
+}
 
-    // Jobs and queues.
+/** Jobs and queues. */
+function jobMetrics(registers: Registry[]) {
+  return {
     jobDuration: new Histogram({
       name: "router_job_duration_seconds",
       help: "Time from a job's creation to its end",
@@ -135,8 +160,12 @@ export function defineRouterMetrics(registry: Registry) {
       labelNames: ["queue", "state"] as const,
       registers,
     }),
+  };
+}
 
-    // Providers, subgraphs, heads.
+/** Providers, subgraphs, heads. */
+function chainMetrics(registers: Registry[]) {
+  return {
     providerErrors: new Counter({
       name: "router_provider_errors_total",
       help: "RPC requests a provider failed",
@@ -173,8 +202,12 @@ export function defineRouterMetrics(registry: Registry) {
       labelNames: ["chain"] as const,
       registers,
     }),
+  };
+}
 
-    // Swaps.
+/** Swaps. */
+function swapMetrics(registers: Registry[]) {
+  return {
     swapsCompleted: new Counter({
       name: "router_swaps_completed_total",
       help: "Swaps whose sending side the router fulfilled",
@@ -187,8 +220,12 @@ export function defineRouterMetrics(registry: Registry) {
       labelNames: ["chain", "asset"] as const,
       registers,
     }),
+  };
+}
 
-    // Processes (admin, from the heartbeat keys).
+/** Processes (admin, from the heartbeat keys). */
+function heartbeatMetrics(registers: Registry[]) {
+  return {
     processUp: new Gauge({
       name: "router_process_up",
       help: "1 while a router process's heartbeat key is live, 0 once it expired",
