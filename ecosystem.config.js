@@ -2,17 +2,20 @@
  * PM2 process file for production: `npm run build && npx pm2 start ecosystem.config.js`.
  * One app per role, read from the config file (config.json in this folder, or ROUTER_CONFIG_FILE):
  *   admin (1)          the admin API
- *   auction (N)        AUCTION_INSTANCES, default 1: bids over NATS; the instances share one NATS queue group
- *                      per router signer, so each request is answered once
+ *   auction (N)        AUCTION_INSTANCES, default 2: bids over NATS; the instances share one NATS queue group per
+ *                      router signer and claim each request in Redis, so each is answered once, also when its
+ *                      instance dies mid-request (another takes it over): two make a single kill invisible
  *   submitter-<id>     per chain of chainConfig: 1 + SUBMITTER_STANDBYS (default 0); the chain's queue admits
  *                      one active job at a time, so a standby is a hot spare, never a second nonce sequence
- *   poller-<id>        per chain of chainConfig: exactly 1 (it owns the chain's block cursor)
+ *   poller-<id>        per chain of chainConfig: 1 + POLLER_STANDBYS (default 0); one poller lease per chain in
+ *                      Redis, so only its holder polls and writes the chain's cursor and records; a standby takes
+ *                      over when the holder dies (within POLLER_LEASE_TTL_MS, default 3 s)
  * A chain that is in no swap pool (chain 1 when it is only there for gas pricing) gets no submitter and no
  * poller unless ROUTER_ROLES names it (`submitter:1`, `poller:1`); with no swap pool at all, every chain gets both.
  * ROUTER_ROLES picks what this host runs (docs/scaling.md): a comma-separated list of `admin`, `auction`,
  * `submitter`, `poller` (every pool chain) and `submitter:<chainId>`, `poller:<chainId>` (that chain only), e.g.
- * `auction,submitter,poller:1337`. Unset or empty: everything. Across hosts, run each chain's poller on exactly
- * one host; submitters may run on several (one send lease per chain), auctions anywhere.
+ * `auction,submitter,poller:1337`. Unset or empty: everything. Pollers and submitters may run on several hosts
+ * (one poller lease and one send lease per chain: the others are standbys), auctions anywhere.
  * Every process validates the whole config itself before connecting to anything, sends "ready" once it
  * serves (wait_ready), and drains on SIGINT/SIGTERM within 8 s (shared/process/run-service.ts): a submitter
  * finishes or hands back its job, every process closes its queues and connections.
@@ -104,11 +107,12 @@ function count(name, { min, max, fallback }) {
   return n;
 }
 
-const auctionInstances = count("AUCTION_INSTANCES", { min: 1, max: 32, fallback: 1 });
+const auctionInstances = count("AUCTION_INSTANCES", { min: 1, max: 32, fallback: 2 });
 const submitterInstances =
   process.env.SUBMITTER_STANDBYS !== undefined && process.env.SUBMITTER_STANDBYS !== ""
     ? 1 + count("SUBMITTER_STANDBYS", { min: 0, max: 8, fallback: 0 })
     : count("SUBMITTER_INSTANCES", { min: 1, max: 9, fallback: 1 });
+const pollerInstances = 1 + count("POLLER_STANDBYS", { min: 0, max: 8, fallback: 0 });
 
 /** Shared by every app: graceful stop within kill_timeout, readiness signal, bounded restart delay, dated logs. */
 const common = {
@@ -174,7 +178,7 @@ module.exports = {
     ),
     ...roles.poller.map((chainId) =>
       app(`poller-${chainId}`, "dist/services/poller/main.js", {
-        instances: 1,
+        instances: pollerInstances,
         max_memory_restart: "512M",
         env: { CHAIN_ID: chainId },
       }),

@@ -5,6 +5,7 @@ import type { RouterBalanceReader } from "../../shared/chain/router-balances";
 import type { ChainConfig, RouterConfig } from "../../shared/config/types";
 import type { Logger } from "../../shared/logging/create-logger";
 import type { TxJobData, TxJobResult } from "../../shared/queues";
+import type { FenceSource } from "../../shared/queues/lease";
 import type { BalanceStore } from "../../shared/transfers/balance-store";
 import type { BidReservations } from "../../shared/transfers/bid-reservations";
 import type { TransferStore } from "../../shared/transfers/transfer-store";
@@ -48,4 +49,9 @@ export interface PollerContext {
   readonly maxRangeBlocks: number;
   /** How far back the reconcile looks for a side the store has never seen. */
   readonly reconcileSearchBlocks: number;
+  /**
+   * The chain's poller lease (undefined: not held now). The stores check it atomically with every write; the
+   * decide step checks it before each record, since enqueues are not fenced (poller-lease.ts, docs/poller.md).
+   */
+  readonly fence: FenceSource;
 }

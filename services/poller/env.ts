@@ -14,6 +14,8 @@ export interface PollerEnv {
  *   (first start, or a new redisPrefix). Without it the poller starts at max(0, head − 100 000): set it to
  *   the block the router was registered at to see older transfers, or near the head to skip history.
  * - POLLER_MAX_RANGE_BLOCKS (default 2000): blocks per eth_getLogs, for RPCs with a smaller range cap.
+ * - POLLER_LEASE_TTL_MS (default 3000): TTL of the chain's poller lease, renewed every quarter of it: how fast a
+ *   standby (or the restarted process) takes over from an active poller that died (poller-lease.ts).
  */
 export function readPollerEnv(env: NodeJS.ProcessEnv): PollerEnv {
   return {
@@ -22,6 +24,7 @@ export function readPollerEnv(env: NodeJS.ProcessEnv): PollerEnv {
       intervalMs: readOptionalIntegerEnv(env, "POLLER_INTERVAL_MS", 10),
       startBlock: readOptionalIntegerEnv(env, "POLLER_START_BLOCK", 0),
       maxRangeBlocks: readOptionalIntegerEnv(env, "POLLER_MAX_RANGE_BLOCKS", 1),
+      leaseTtlMs: readOptionalIntegerEnv(env, "POLLER_LEASE_TTL_MS", 200),
     },
   };
 }

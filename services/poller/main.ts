@@ -12,6 +12,13 @@ void runService({
     if (!observe) {
       return poller;
     }
+    // A standby is ready (alive, waiting for the lease); /readyz and /status show which role it has.
+    const leaseReport = () => ({ role: poller.role(), term: poller.leaseTerm() });
+    observe.reportLease(leaseReport);
+    observe.readiness.add("poller-lease", () => {
+      const { role, term } = leaseReport();
+      return { ok: true, detail: term === undefined ? role : `${role} (term ${term})` };
+    });
     // The chain's poller exports the chain's Redis-held state (liquidity, gas, heads, queue, pending txs).
     const chainState = observeChainState(observe, config, chainId);
     if (poller.provider) {

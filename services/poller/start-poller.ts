@@ -6,7 +6,8 @@ import { createRouterBalanceReader } from "../../shared/chain/router-balances";
 import type { ChainConfig, RouterConfig } from "../../shared/config/types";
 import type { Logger } from "../../shared/logging/create-logger";
 import { DEFAULT_TOLERANCE_PERCENT } from "../../shared/protocol/amounts";
-import { txQueueName, workerConnection } from "../../shared/queues";
+import { pollerLeaseKey, pollerLeaseTermKey, txQueueName, workerConnection } from "../../shared/queues";
+import { createLease, newLeaseOwnerId, type FenceSource } from "../../shared/queues/lease";
 import { createSigner } from "../../shared/signer/create-signer";
 import { createBalanceStore } from "../../shared/transfers/balance-store";
 import { createBidReservations } from "../../shared/transfers/bid-reservations";
@@ -17,6 +18,7 @@ import type { PollerContext, TxQueue } from "./context";
 import { chainConfigFor } from "../../shared/process/process-env";
 import { throttledErrorLog } from "../../shared/logging/throttled-error-log";
 import { runPollLoop } from "./loop";
+import { DEFAULT_POLLER_LEASE_TTL_MS, createPollerLeaseKeeper, type PollerRole } from "./poller-lease";
 import { createSourceSelector } from "./source-selector";
 import { DEFAULT_MAX_RANGE_BLOCKS, createLogsSource } from "./sources/logs-source";
 import { DEFAULT_RECONCILE_INTERVAL_MS, DEFAULT_RECONCILE_SEARCH_BLOCKS, createReconcileSchedule } from "./reconcile";
@@ -57,6 +59,10 @@ export interface PollerOptions {
   /** How far back the reconcile searches for a side the store has never seen. */
   readonly reconcileSearchBlocks?: number;
   readonly onTick?: (result: TickResult) => void;
+  /** Poller lease TTL (POLLER_LEASE_TTL_MS), renewed every quarter of it; DEFAULT_POLLER_LEASE_TTL_MS by default. */
+  readonly leaseTtlMs?: number;
+  /** Pause points for tests (a write delayed past the lease); never set in production. */
+  readonly hooks?: { readonly beforeCursorSave?: (block: number) => Promise<void> };
 }
 
 export interface StartPollerParams {
@@ -72,7 +78,13 @@ export interface RunningPoller {
   readonly signerAddress?: string;
   /** The chain's provider (undefined in diagnostic mode): its health feeds /readyz and /metrics. */
   readonly provider?: ChainProvider;
-  /** Aborts the loop at its next safe point, then closes connections; idempotent. */
+  /** This process's identity in the chain's poller lease. */
+  readonly ownerId?: string;
+  /** "active" while this process holds the chain's poller lease and polls, else "standby". */
+  role(): PollerRole;
+  /** The lease term while active. */
+  leaseTerm(): number | undefined;
+  /** Aborts the loop at its next safe point, releases the lease, then closes connections; idempotent. */
   stop(): Promise<void>;
 }
 
@@ -90,7 +102,12 @@ export async function startPoller(params: StartPollerParams): Promise<RunningPol
     logger.warn("diagnostic mode: poller idle", { at: "poller.start" });
     // No connection holds the event loop in this mode; this timer keeps the process up until stop().
     const keepAlive = setInterval(() => undefined, 2 ** 30);
-    return { chainId, stop: async () => clearInterval(keepAlive) };
+    return {
+      chainId,
+      role: () => "standby",
+      leaseTerm: () => undefined,
+      stop: async () => clearInterval(keepAlive),
+    };
   }
 
   const signerAddress = getAddress(
@@ -118,6 +135,14 @@ export async function startPoller(params: StartPollerParams): Promise<RunningPol
   const logRedisError = throttledErrorLog(logger, "redis error", { at: "poller.redis" });
   redis.on("error", logRedisError);
   const queues = createQueues(config, redis, logRedisError);
+  const leaseTtlMs = options.leaseTtlMs ?? DEFAULT_POLLER_LEASE_TTL_MS;
+  const lease = createLease({
+    redis,
+    key: pollerLeaseKey(config.redisPrefix, chainId),
+    termKey: pollerLeaseTermKey(config.redisPrefix, chainId),
+    ownerId: newLeaseOwnerId(),
+    ttlMs: leaseTtlMs,
+  });
   const closeResources = async (): Promise<void> => {
     await Promise.all([...queues.values()].map((q) => settlesWithin(q.close(), RESOURCE_CLOSE_TIMEOUT_MS)));
     if (
@@ -145,26 +170,31 @@ export async function startPoller(params: StartPollerParams): Promise<RunningPol
     signerAddress,
     routerAddress,
     options,
+    fence: lease.current,
   });
-  const abort = new AbortController();
-  let firstTickDone: () => void = () => undefined;
-  const firstTick = new Promise<void>((resolve) => {
-    firstTickDone = resolve;
-  });
-  const onTick = (result: TickResult): void => {
-    firstTickDone();
-    options.onTick?.(result);
-  };
-  // The loop's first iteration runs at once (no initial delay): a restarted poller resumes within one poll.
-  const loop = runPollLoop(
-    ctx,
-    {
-      intervalMs: options.intervalMs ?? DEFAULT_POLL_INTERVAL_MS,
-      maxIdleMs: options.maxIdleMs ?? DEFAULT_MAX_IDLE_MS,
-      onTick,
+  // One loop per lease term: the loop's first iteration runs at once (no initial delay), so a restarted poller or
+  // a standby that takes over resumes from the stored cursor within one poll of holding the lease.
+  const keeper = createPollerLeaseKeeper({
+    lease,
+    logger,
+    intervalMs: Math.max(1, Math.floor(leaseTtlMs / 4)),
+    runTerm: (_fence, signal, firstTick) => {
+      // Another poller may have stored and decided since this process last ticked: check everything again.
+      ctx.reconcile.requestAll();
+      return runPollLoop(
+        ctx,
+        {
+          intervalMs: options.intervalMs ?? DEFAULT_POLL_INTERVAL_MS,
+          maxIdleMs: options.maxIdleMs ?? DEFAULT_MAX_IDLE_MS,
+          onTick: (result) => {
+            firstTick();
+            options.onTick?.(result);
+          },
+        },
+        signal,
+      );
     },
-    abort.signal,
-  );
+  });
   logger.info("poller started", {
     at: "poller.start",
     routerAddress,
@@ -172,13 +202,14 @@ export async function startPoller(params: StartPollerParams): Promise<RunningPol
     confirmations: chain.confirmations,
     subgraphs: chain.subgraph.length,
     intervalMs: options.intervalMs ?? DEFAULT_POLL_INTERVAL_MS,
+    ownerId: lease.ownerId,
+    leaseTtlMs,
   });
 
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
-      abort.abort();
-      if (!(await settlesWithin(loop, options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS))) {
+      if (!(await settlesWithin(keeper.stop(), options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS))) {
         // An RPC or Redis call is stuck; dropping the connections below makes it reject and the loop end.
         logger.warn("poll loop did not stop in time; closing connections under it", { at: "poller.stop" });
       }
@@ -186,12 +217,28 @@ export async function startPoller(params: StartPollerParams): Promise<RunningPol
     })();
     return stopping;
   };
-  // Ready (runService then tells PM2) only once the cursor is loaded and verified and a first tick stored what it
-  // read and decided every open record; while the chain or Redis is unreachable the loop retries and start waits.
+  // Ready (runService then tells PM2) at the first lease decision: as the active poller once the cursor is loaded
+  // and verified and a first tick stored what it read and decided every open record (while the chain or Redis is
+  // unreachable the loop retries and start waits); as a standby once the lease is seen held by another poller.
   const startedAtMs = Date.now();
-  await Promise.race([firstTick, loop]);
-  logger.info("poller ready: first tick done", { at: "poller.ready", firstTickMs: Date.now() - startedAtMs });
-  return { chainId, routerAddress, signerAddress, provider, stop };
+  await keeper.start();
+  logger.info("poller ready: first lease decision made", {
+    at: "poller.ready",
+    role: keeper.role(),
+    ownerId: lease.ownerId,
+    leaseTerm: keeper.term(),
+    firstDecisionMs: Date.now() - startedAtMs,
+  });
+  return {
+    chainId,
+    routerAddress,
+    signerAddress,
+    provider,
+    ownerId: lease.ownerId,
+    role: keeper.role,
+    leaseTerm: keeper.term,
+    stop,
+  };
 }
 
 interface BuildContextParams {
@@ -206,11 +253,13 @@ interface BuildContextParams {
   readonly signerAddress: string;
   readonly routerAddress: string;
   readonly options: PollerOptions;
+  /** The chain's poller lease: every write of the cursor, records, head and balances checks it atomically. */
+  readonly fence: FenceSource;
 }
 
 function buildContext(p: BuildContextParams): PollerContext {
   const { config, chainId, chain, logger, provider, redis, options } = p;
-  const store = createTransferStore(redis, config.redisPrefix);
+  const store = createTransferStore(redis, config.redisPrefix, { fence: p.fence });
   const lookup = store.get;
   const reconcile = createReconcileSchedule(options.reconcileIntervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS);
   const logs = createLogsSource({
@@ -225,6 +274,8 @@ function buildContext(p: BuildContextParams): PollerContext {
     startBlock: options.startBlock,
     maxRangeBlocks: options.maxRangeBlocks,
     onRewind: () => reconcile.requestAll(),
+    fence: p.fence,
+    beforeCursorSave: options.hooks?.beforeCursorSave,
   });
   const subgraph =
     chain.subgraph.length === 0
@@ -248,7 +299,8 @@ function buildContext(p: BuildContextParams): PollerContext {
     provider,
     redis,
     store,
-    balances: createBalanceStore(redis, config.redisPrefix),
+    balances: createBalanceStore(redis, config.redisPrefix, p.fence),
+    fence: p.fence,
     queueFor: (id) => {
       const queue = p.queues.get(id);
       if (!queue) {

@@ -231,7 +231,9 @@ async function decideOpenTransfers(
   let enqueued = 0;
   const reconcileAll = ctx.reconcile.allDue(Date.now());
   for (const listed of open) {
-    if (signal.aborted) {
+    // Enqueues are idempotent but not fenced: a poller that lost its lease (or woke up from a pause past it)
+    // decides nothing more, before the lease keeper has even aborted this tick.
+    if (signal.aborted || ctx.fence() === undefined) {
       break;
     }
     const transferKey = transferKeyOf(listed);
@@ -270,7 +272,7 @@ async function decideOpenTransfers(
       });
     }
   }
-  if (reconcileAll && !signal.aborted) {
+  if (reconcileAll && !signal.aborted && ctx.fence() !== undefined) {
     ctx.reconcile.allDone(Date.now());
   }
   return { open: open.length, enqueued };

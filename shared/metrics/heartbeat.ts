@@ -17,6 +17,13 @@ export interface Heartbeat {
   readonly atMs: number;
   /** The process's last readiness verdict. */
   readonly ready: boolean;
+  /** For a process under a lease (a chain's pollers): "active" or "standby", and the term while active. */
+  readonly lease?: LeaseReport;
+}
+
+export interface LeaseReport {
+  readonly role: string;
+  readonly term?: number;
 }
 
 export interface HeartbeatStatus extends Heartbeat {

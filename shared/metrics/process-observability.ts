@@ -4,7 +4,7 @@ import { errorMessage } from "../errors";
 import type { Logger } from "../logging/create-logger";
 import { redisOptions } from "../queues/connection";
 import { heartbeatKey } from "../queues/keys";
-import { HEARTBEAT_INTERVAL_MS, processIdOf, writeHeartbeat } from "./heartbeat";
+import { HEARTBEAT_INTERVAL_MS, processIdOf, writeHeartbeat, type LeaseReport } from "./heartbeat";
 import { metricsPortFor, type ProcessRole } from "./metrics-port";
 import { createReadiness, type Readiness, type ReadinessReport } from "./readiness";
 import { labelProcessMetrics, metricsRegistry } from "./router-metrics";
@@ -25,6 +25,8 @@ export interface Observability {
   readonly redis: Redis;
   readonly readiness: Readiness;
   onScrape(hook: ScrapeHook): void;
+  /** The process's lease role, written with every heartbeat (GET /status shows it). */
+  reportLease(report: () => LeaseReport): void;
 }
 
 export interface RunningObservability extends Observability {
@@ -106,6 +108,7 @@ export async function startObservability(params: StartObservabilityParams): Prom
     });
   }
 
+  let leaseReport: (() => LeaseReport) | undefined;
   let last: ReadinessReport = { ready: false, checks: [] };
   let readyWaiters: Array<() => void> = [];
   const beat = async (): Promise<void> => {
@@ -124,6 +127,7 @@ export async function startObservability(params: StartObservabilityParams): Prom
       startedAtMs,
       atMs: Date.now(),
       ready: last.ready,
+      lease: leaseReport?.(),
     }).catch(() => undefined);
   };
   const timer = setInterval(() => void beat(), HEARTBEAT_INTERVAL_MS);
@@ -139,6 +143,9 @@ export async function startObservability(params: StartObservabilityParams): Prom
     readiness,
     onScrape: (hook) => {
       hooks.push(hook);
+    },
+    reportLease: (report) => {
+      leaseReport = report;
     },
     started: () => {
       isStarted = true;

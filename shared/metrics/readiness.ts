@@ -1,7 +1,11 @@
 import { withTimeout } from "../timing";
 
-/** A named readiness condition; resolves to a short detail on failure (or throws), nothing when fine. */
-export type ReadinessCheck = () => Promise<string | undefined> | string | undefined;
+/**
+ * A named readiness condition; resolves to a short detail on failure (or throws), nothing when fine, or
+ * `{ ok: true, detail }` when fine but worth showing (a standby's role).
+ */
+export type ReadinessCheck = () => Promise<ReadinessVerdict> | ReadinessVerdict;
+export type ReadinessVerdict = string | undefined | { readonly ok: true; readonly detail: string };
 
 export interface CheckResult {
   readonly name: string;
@@ -38,6 +42,9 @@ export function createReadiness(): Readiness {
         [...checks].map(async ([name, check]): Promise<CheckResult> => {
           try {
             const detail = await withTimeout(Promise.resolve(check()), CHECK_TIMEOUT_MS);
+            if (typeof detail === "object") {
+              return { name, ok: true, detail: detail.detail };
+            }
             return detail === undefined ? { name, ok: true } : { name, ok: false, detail };
           } catch (err) {
             return { name, ok: false, detail: err instanceof Error ? err.message : String(err) };

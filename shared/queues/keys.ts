@@ -56,6 +56,20 @@ export function pollerCursorKey(prefix: string, chainId: number): string {
   return routerKey(prefix, "cursor", chainId);
 }
 
+/**
+ * The poller lease of one chain: `<term>|<ownerId>` with a short TTL (POLLER_LEASE_TTL_MS), renewed by the
+ * active poller; standbys take it once it lapses. Every write of the chain's cursor, transfer records, head and
+ * balances checks this value atomically (services/poller/poller-lease.ts, shared/queues/lease.ts).
+ */
+export function pollerLeaseKey(prefix: string, chainId: number): string {
+  return routerKey(prefix, "poller-lease", chainId);
+}
+
+/** The poller lease's term counter: never expires, so a term is never handed out twice. */
+export function pollerLeaseTermKey(prefix: string, chainId: number): string {
+  return routerKey(prefix, "poller-lease-term", chainId);
+}
+
 /** Set of alert ids (job ids, transfer keys) the chain's poller has already reported, so it reports each once. */
 export function pollerAlertedKey(prefix: string, chainId: number): string {
   return routerKey(prefix, "alerted", chainId);
@@ -162,4 +176,15 @@ export function nonceJobsKey(prefix: string, chainId: number, signerAddress: str
  */
 export function liquidityHoldsKey(prefix: string, chainId: number, signerAddress: string): string {
   return routerKey(prefix, "liquidity-holds", chainId, signerAddress);
+}
+
+/**
+ * One auction request's claim (services/auction/request-claims.ts): the instance NATS hands the request to
+ * creates it and answers; a live instance takes over a claim whose owner stopped renewing it (or a request
+ * nobody claimed). A string `<state>|<token>|<leaseUntilMs>[|<amountReceived>|<bidExpiry>|<gasFee>]` (state `c`
+ * claimed, `r` reserved, with the bid's fields) or `d` (answered or refused for good), kept for 30 s.
+ * `requestId` is a hash of the request's subject and body.
+ */
+export function auctionClaimKey(prefix: string, requestId: string): string {
+  return routerKey(prefix, "auction-claim", requestId);
 }

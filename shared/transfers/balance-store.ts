@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
 import { gasBalanceKey, routerBalanceKey } from "../queues";
+import { fenceArgsOf, fenceCheckLua, fencedOut, type FenceSource } from "../queues/lease";
 
 /**
  * Balances the poller refreshes so other processes (the auction) read Redis instead of calling RPCs:
@@ -19,13 +20,28 @@ export interface BalanceStore {
   getGasBalance(chainId: number): Promise<StoredAmount | undefined>;
 }
 
-export function createBalanceStore(redis: Redis, prefix: string): BalanceStore {
+/** One HSET unless the fence refuses it. KEYS: balance, fence. ARGV: amount, updatedAtMs, fence value. */
+const SET_SCRIPT = `
+${fenceCheckLua("KEYS[2]", "ARGV[3]", "0")}
+redis.call("HSET", KEYS[1], "amount", ARGV[1], "updatedAtMs", ARGV[2])
+return 1
+`;
+
+/**
+ * `fence` (the chain's poller lease): every write checks it in the same script, so a poller paused past its lease
+ * cannot overwrite a newer balance with an old one. Without it, writes are unfenced (tests, tools).
+ */
+export function createBalanceStore(redis: Redis, prefix: string, fence?: FenceSource): BalanceStore {
   const write = async (key: string, amount: bigint, updatedAtMs = Date.now()): Promise<void> => {
     if (amount < 0n) {
       throw new RangeError(`balance must not be negative (${key})`);
     }
     // One HSET: a reader never sees a new amount with an old timestamp.
-    await redis.hset(key, { amount: amount.toString(), updatedAtMs: String(updatedAtMs) });
+    const f = fenceArgsOf(fence, key, "balance");
+    const args = [amount.toString(), String(updatedAtMs), f.value];
+    if (Number(await redis.eval(SET_SCRIPT, 2, key, f.key, ...args)) !== 1) {
+      throw fencedOut(fence, "balance");
+    }
   };
   const read = async (key: string): Promise<StoredAmount | undefined> => {
     const { amount, updatedAtMs } = await redis.hgetall(key);

@@ -1,6 +1,7 @@
 import type { Redis } from "ioredis";
 import type { TransferRecord, TransferStatus } from "../protocol/types";
 import { chainHeadKey, openTransfersKey, transferKey, transferRecordKey } from "../queues";
+import { fenceArgsOf, fenceCheckLua, fencedOut, type FenceSource } from "../queues/lease";
 
 /**
  * The router's view of its transfers, one record per (chain, transactionId, user), shared between processes
@@ -49,9 +50,11 @@ const MGET_CHUNK = 500;
 /**
  * Compare-and-set of a record plus its open-index entry. A script rather than WATCH/MULTI: it is just as
  * atomic, and WATCH is per connection, which a client shared with BullMQ and other callers cannot promise.
- * KEYS: record, open index. ARGV: expected JSON ('' = absent), new JSON, '1' open / '0' closed, score, member.
+ * KEYS: record, open index, fence. ARGV: expected JSON ('' = absent), new JSON, '1' open / '0' closed, score,
+ * member, fence value ('' = unfenced). Returns -1 when the fence refuses the write.
  */
 const CAS_SCRIPT = `
+${fenceCheckLua("KEYS[3]", "ARGV[6]", "-1")}
 local current = redis.call('GET', KEYS[1])
 if current == false then current = '' end
 if current ~= ARGV[1] then return 0 end
@@ -64,7 +67,23 @@ end
 return 1
 `;
 
-export function createTransferStore(redis: Redis, prefix: string): TransferStore {
+/** SET of the chain head unless the fence refuses it. KEYS: head, fence. ARGV: JSON, fence value. */
+const SET_HEAD_SCRIPT = `
+${fenceCheckLua("KEYS[2]", "ARGV[2]", "0")}
+redis.call("SET", KEYS[1], ARGV[1])
+return 1
+`;
+
+export interface TransferStoreOptions {
+  /**
+   * The writer's lease (the chain's poller lease): put() and setHead() check it in the same script as the
+   * write and throw LeaseLostError when it moved on. Readers (admin, auction) and tests leave it out.
+   */
+  readonly fence?: FenceSource;
+}
+
+export function createTransferStore(redis: Redis, prefix: string, options: TransferStoreOptions = {}): TransferStore {
+  const { fence } = options;
   const recordKey = (chainId: number, transactionId: string, user: string): string =>
     transferRecordKey(prefix, chainId, transferKey(transactionId, user));
 
@@ -83,8 +102,12 @@ export function createTransferStore(redis: Redis, prefix: string): TransferStore
         return "unchanged";
       }
       const open = merged.status === "Prepared" ? "1" : "0";
-      const args = [currentJson, mergedJson, open, String(merged.txData.expiry), member];
-      const done = await redis.eval(CAS_SCRIPT, 2, key, openTransfersKey(prefix, record.chainId), ...args);
+      const f = fenceArgsOf(fence, key, "transfer record");
+      const args = [currentJson, mergedJson, open, String(merged.txData.expiry), member, f.value];
+      const done = await redis.eval(CAS_SCRIPT, 3, key, openTransfersKey(prefix, record.chainId), f.key, ...args);
+      if (done === -1) {
+        throw fencedOut(fence, "transfer record");
+      }
       if (done === 1) {
         return current === undefined ? "created" : "updated";
       }
@@ -115,7 +138,11 @@ export function createTransferStore(redis: Redis, prefix: string): TransferStore
     },
     setHead: async (chainId, head) => {
       const value: ChainHead = { ...head, updatedAtMs: head.updatedAtMs ?? Date.now() };
-      await redis.set(chainHeadKey(prefix, chainId), JSON.stringify(value));
+      const key = chainHeadKey(prefix, chainId);
+      const f = fenceArgsOf(fence, key, "chain head");
+      if (Number(await redis.eval(SET_HEAD_SCRIPT, 2, key, f.key, JSON.stringify(value), f.value)) !== 1) {
+        throw fencedOut(fence, "chain head");
+      }
     },
     getHead: async (chainId) => {
       const json = await redis.get(chainHeadKey(prefix, chainId));

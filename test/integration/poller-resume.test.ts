@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { TX_JOB, pollerCursorKey } from "../../shared/queues";
 import { createTransferStore } from "../../shared/transfers/transfer-store";
+import { DEFAULT_POLLER_LEASE_TTL_MS } from "../../services/poller/poller-lease";
 import { startPoller, type RunningPoller } from "../../services/poller/start-poller";
 import { liveChildPids, spawnManaged, waitForReady, type ManagedProcess } from "../harness/child-process";
 import {
@@ -21,12 +22,13 @@ import { captureLogs, uniquePrefix, waitFor, type CapturedLogger } from "./submi
 
 /**
  * Issue 12 for the poller: ready only once it has taken back what it owns (cursor loaded, a first tick done),
- * and a poller killed mid-work (SIGKILL, then respawned at once as PM2 does) stores its next cursor within 5 s
- * of the kill, with nothing missed or enqueued twice. The child runs dist/ (`npx tsc -p tsconfig.build.json`).
+ * and a poller killed mid-work (SIGKILL, then respawned at once as PM2 does) stores its next cursor within the
+ * poller lease's TTL + 2 s of the kill (the respawned process is a new lease owner: it waits for the dead one's
+ * lease to lapse; poller-lease.ts), with nothing missed or enqueued twice. The child runs dist/ (`npx tsc -p tsconfig.build.json`).
  */
 
 const DIST_MAIN = resolve(__dirname, "../../dist/services/poller/main.js");
-const RESUME_BOUND_MS = 5_000;
+const RESUME_BOUND_MS = DEFAULT_POLLER_LEASE_TTL_MS + 2_000;
 const USER = 5;
 
 interface StoredCursorJson {
@@ -143,7 +145,7 @@ describe("poller readiness and resume (anvil 1337 → 1338, redis)", () => {
     expect(logs.lines().find((l) => l.at === "poller.ready")).toMatchObject({ chainId: SENDING });
   });
 
-  it("a child poller SIGKILLed mid-work and respawned at once stores its next cursor within 5 s, missing nothing and enqueuing once", async () => {
+  it("a child poller SIGKILLed mid-work and respawned at once stores its next cursor within the lease TTL + 2 s, missing nothing and enqueuing once", async () => {
     const configFile = writeConfigFile();
     let child = spawnSendingPoller(configFile, (await s.sending.provider.getBlockNumber()) + 1);
     const store = createTransferStore(queues.redis, prefix);

@@ -108,9 +108,10 @@ describe("ecosystem.config.js: ROUTER_ROLES", () => {
             PATH: process.env.PATH ?? "",
             ROUTER_CONFIG_FILE: configFile,
             ROUTER_LOG_DIR: join(dir, "logs"),
-            ROUTER_ROLES: "auction,submitter:1338",
+            ROUTER_ROLES: "auction,submitter:1338,poller:1337",
             AUCTION_INSTANCES: "3",
             SUBMITTER_STANDBYS: "1",
+            POLLER_STANDBYS: "2",
           },
         },
         (err, stdout) => (err ? rej(err) : res(stdout)),
@@ -119,6 +120,7 @@ describe("ecosystem.config.js: ROUTER_ROLES", () => {
     expect(JSON.parse(out)).toEqual([
       ["auction", 3, null],
       ["submitter-1338", 2, "1338"],
+      ["poller-1337", 3, "1337"],
     ]);
   });
 });

@@ -1,4 +1,5 @@
 import type { Redis } from "ioredis";
+import { fenceArgsOf, fenceCheckLua, fencedOut, type FenceSource } from "../../../shared/queues/lease";
 
 /** One block the logs source read up to, with the hash it had then. */
 export interface BlockCheckpoint {
@@ -27,10 +28,24 @@ export interface LogCursorStore {
   reset(position: BlockCheckpoint): Promise<StoredCursor>;
 }
 
-export function createLogCursorStore(redis: Redis, key: string): LogCursorStore {
+/** SET of the cursor unless the poller lease moved on. KEYS: cursor, lease. ARGV: JSON, fence value. */
+const FENCED_SET_SCRIPT = `
+${fenceCheckLua("KEYS[2]", "ARGV[2]", "0")}
+redis.call("SET", KEYS[1], ARGV[1])
+return 1
+`;
+
+/**
+ * `fence` (the poller lease): every save and reset checks it in the same script as the write, so a poller that
+ * was paused past its lease can never move the cursor back under the active one. Without it, writes are unfenced.
+ */
+export function createLogCursorStore(redis: Redis, key: string, fence?: FenceSource): LogCursorStore {
   let last: StoredCursor | undefined;
   const write = async (cursor: StoredCursor): Promise<StoredCursor> => {
-    await redis.set(key, JSON.stringify(cursor));
+    const f = fenceArgsOf(fence, key, "log cursor");
+    if (Number(await redis.eval(FENCED_SET_SCRIPT, 2, key, f.key, JSON.stringify(cursor), f.value)) !== 1) {
+      throw fencedOut(fence, "log cursor");
+    }
     last = cursor;
     return cursor;
   };

@@ -4,6 +4,7 @@ import type { ChainProvider } from "../../../shared/chain/chain-provider";
 import type { Logger } from "../../../shared/logging/create-logger";
 import type { TransferRecord } from "../../../shared/protocol/types";
 import { pollerCursorKey, transferKey } from "../../../shared/queues";
+import type { FenceSource } from "../../../shared/queues/lease";
 import {
   TM_TOPICS,
   decodeTmLogs,
@@ -55,6 +56,10 @@ export interface LogsSourceParams {
   readonly initialLookbackBlocks?: number;
   /** Called after a re-org rewind or a chain reset: records of this chain in the store may be stale. */
   readonly onRewind?: (why: "reorg" | "reset") => void;
+  /** The poller lease: every cursor write checks it atomically (log-cursor.ts); unfenced without it. */
+  readonly fence?: FenceSource;
+  /** Test hook (never set in production): awaited after a range's records are stored, before its cursor save. */
+  readonly beforeCursorSave?: (block: number) => Promise<void>;
 }
 
 /** A re-org deeper than every stored checkpoint rewinds this far below the cursor. */
@@ -77,7 +82,7 @@ export const CURSOR_AHEAD_SLACK_BLOCKS = 5;
  */
 export function createLogsSource(p: LogsSourceParams): TransferSource {
   const maxRange = p.maxRangeBlocks ?? DEFAULT_MAX_RANGE_BLOCKS;
-  const cursors = createLogCursorStore(p.redis, pollerCursorKey(p.prefix, p.chainId));
+  const cursors = createLogCursorStore(p.redis, pollerCursorKey(p.prefix, p.chainId), p.fence);
   const filters = routerLogFilters(p.routerAddress);
   const timestamps = createTimestampCache(p.provider);
   const tm = getAddress(p.transactionManagerAddress);
@@ -203,6 +208,7 @@ export function createLogsSource(p: LogsSourceParams): TransferSource {
           break; // every provider is behind, or the block changed under the read: the next tick reads it again
         }
         await sink(await builder(logs));
+        await p.beforeCursorSave?.(coveredTo);
         await cursors.save({ block: coveredTo, hash });
         cursor = coveredTo;
       }

@@ -1,0 +1,180 @@
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import type { Redis } from "ioredis";
+import { RouterError } from "../errors";
+
+/**
+ * A fenced lease in Redis: one holder at a time per key, each take of a free lease gets a new, higher term (the
+ * fencing token), and every write the holder makes checks the term atomically in its own Lua script. Used by
+ * the poller (one active poller per chain); the submitter's sender lease (services/submitter/lease) is the same
+ * design and is to be moved onto this module.
+ */
+
+/**
+ * What a fenced write checks, atomically inside its own Lua script: the lease key still holds `value`
+ * (`<term>|<ownerId>`). A holder that paused past its TTL finds another value there (or none) and writes nothing.
+ */
+export interface Fence {
+  readonly key: string;
+  readonly value: string;
+  readonly term: number;
+  readonly ownerId: string;
+}
+
+/** The fence a store's writes must carry: undefined means "the lease is not held now", so nothing is written. */
+export type FenceSource = () => Fence | undefined;
+
+/** A fenced write was refused: this process no longer holds the lease (locally expired, or Redis says so). */
+export class LeaseLostError extends RouterError {
+  readonly code = "LEASE_LOST";
+  readonly retriable = true;
+}
+
+/**
+ * Lua lines that refuse a write unless the fence holds; `keyRef`/`valueRef` name the script's KEYS/ARGV slots.
+ * An empty fence value means "not fenced" (stores used outside a lease holder: the admin API, tests, tools).
+ */
+export function fenceCheckLua(keyRef: string, valueRef: string, refused: string): string {
+  return `if ${valueRef} ~= "" and redis.call("GET", ${keyRef}) ~= ${valueRef} then return ${refused} end`;
+}
+
+/**
+ * KEYS/ARGV values of a store's fence for one write. Without a fence source the write is unfenced
+ * (`fallbackKey` fills the KEYS slot); with one that has no fence now, the write is refused before Redis.
+ */
+export function fenceArgsOf(
+  source: FenceSource | undefined,
+  fallbackKey: string,
+  what: string,
+): { key: string; value: string } {
+  if (source === undefined) {
+    return { key: fallbackKey, value: "" };
+  }
+  const fence = source();
+  if (fence === undefined) {
+    throw new LeaseLostError(`the lease is no longer held: ${what} not written`, { what });
+  }
+  return { key: fence.key, value: fence.value };
+}
+
+/** The error for a write the script refused (another term holds the lease, or it lapsed). */
+export function fencedOut(source: FenceSource | undefined, what: string): LeaseLostError {
+  const fence = source?.();
+  return new LeaseLostError(`the lease moved on: ${what} not written`, {
+    what,
+    leaseKey: fence?.key,
+    term: fence?.term,
+    ownerId: fence?.ownerId,
+  });
+}
+
+/** Returns the term when the lease is (now) ours, -1 when another owner holds it. */
+const ACQUIRE_SCRIPT = `
+local v = redis.call("GET", KEYS[1])
+if v then
+  local sep = string.find(v, "|", 1, true)
+  if sep and string.sub(v, sep + 1) == ARGV[1] then
+    redis.call("PEXPIRE", KEYS[1], ARGV[2])
+    return tonumber(string.sub(v, 1, sep - 1))
+  end
+  return -1
+end
+local term = redis.call("INCR", KEYS[2])
+redis.call("SET", KEYS[1], term .. "|" .. ARGV[1], "PX", ARGV[2])
+return term
+`;
+
+const RENEW_SCRIPT = `
+if redis.call("GET", KEYS[1]) == ARGV[1] then redis.call("PEXPIRE", KEYS[1], ARGV[2]) return 1 end
+return 0
+`;
+
+const RELEASE_SCRIPT = `
+if redis.call("GET", KEYS[1]) == ARGV[1] then redis.call("DEL", KEYS[1]) return 1 end
+return 0
+`;
+
+/** Local validity ends this long before the TTL would (clock granularity, Redis round trip). */
+const SAFETY_MARGIN_MS = 100;
+
+export interface Lease {
+  readonly key: string;
+  readonly ownerId: string;
+  readonly ttlMs: number;
+  /** Takes the lease if it is free (or already ours); the held fence, or undefined when another owner has it. */
+  tryAcquire(): Promise<Fence | undefined>;
+  /** Extends the TTL; false once the lease is no longer ours (it lapsed or was taken). */
+  renew(): Promise<boolean>;
+  /** Drops the lease if still ours, so a standby takes over at once instead of after the TTL. */
+  release(): Promise<void>;
+  /** The fence while the lease is held and locally still valid; undefined otherwise (a FenceSource). */
+  current(): Fence | undefined;
+  /** Forgets the lease locally (after a lost renewal or a stop). */
+  drop(): void;
+}
+
+/** A process identity: host, pid and a random suffix (a restarted process on the same pid is another owner). */
+export function newLeaseOwnerId(): string {
+  return `${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
+}
+
+/**
+ * A lease on `key` whose terms come from `termKey` (INCR, never expires, so a term is never handed out twice).
+ * Local validity runs from when the last successful acquire/renew was *sent*, so a process that was paused
+ * (SIGSTOP, a long GC) knows on waking that its lease may be someone else's, before Redis tells it.
+ */
+export function createLease(params: {
+  redis: Redis;
+  key: string;
+  termKey: string;
+  ownerId: string;
+  ttlMs: number;
+}): Lease {
+  const { redis, key, termKey, ownerId, ttlMs } = params;
+  let held: Fence | undefined;
+  let validUntilMs = 0;
+  return {
+    key,
+    ownerId,
+    ttlMs,
+    tryAcquire: async () => {
+      const sentAtMs = Date.now();
+      const term = Number(await redis.eval(ACQUIRE_SCRIPT, 2, key, termKey, ownerId, ttlMs));
+      if (term < 0) {
+        held = undefined;
+        return undefined;
+      }
+      held = { key, value: `${term}|${ownerId}`, term, ownerId };
+      validUntilMs = sentAtMs + ttlMs - SAFETY_MARGIN_MS;
+      return held;
+    },
+    renew: async () => {
+      const fence = held;
+      if (!fence) {
+        return false;
+      }
+      const sentAtMs = Date.now();
+      const ok = Number(await redis.eval(RENEW_SCRIPT, 1, key, fence.value, ttlMs)) === 1;
+      if (held !== fence) {
+        return false;
+      }
+      if (!ok) {
+        held = undefined;
+        return false;
+      }
+      validUntilMs = sentAtMs + ttlMs - SAFETY_MARGIN_MS;
+      return true;
+    },
+    release: async () => {
+      const fence = held;
+      held = undefined;
+      if (fence) {
+        await redis.eval(RELEASE_SCRIPT, 1, key, fence.value);
+      }
+    },
+    current: () => (held && Date.now() < validUntilMs ? held : undefined),
+    drop: () => {
+      held = undefined;
+    },
+  };
+}
