@@ -2,6 +2,7 @@ import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { ChainProvider } from "../../shared/chain/chain-provider";
 import type { RouterConfig } from "../../shared/config/types";
+import type { ReplicationGuard } from "../../shared/queues/replication";
 import type { RouterSigner } from "../../shared/signer/router-signer";
 import type { JobLiquidity, LiquidityHolds } from "./liquidity-in-flight";
 import type { SendContext } from "./send/send-context";
@@ -20,6 +21,11 @@ export interface SubmitterContext extends SendContext {
   readonly txQueue: (chainId: number) => Queue | undefined;
   /** Plain Redis connection (other chains' transaction records). */
   readonly redis: Redis;
+  /**
+   * Replica acknowledgements on `redis`, the connection every record, nonce, hold and decision write goes
+   * through (redis.minReplicas); undefined when minReplicas is 0. The processor turns it into `replicated`.
+   */
+  readonly replication?: ReplicationGuard;
   /** Liquidity held in Redis by the chain's sent-but-unmined prepares and withdrawals (liquidity-in-flight.ts). */
   readonly liquidityHolds?: LiquidityHolds;
   /** The running job's own view of it, set per job by the processor. */

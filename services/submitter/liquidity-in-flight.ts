@@ -17,7 +17,8 @@ import type { TxRecord } from "./send/tx-record";
  * Kept in Redis (shared/queues/keys.ts liquidityHoldsKey), one hash per (chain, signer), so a new sender lease
  * holder sees the holds of the transactions it resumes. Every write is a compare-and-set on the hash's
  * `version`, fenced by the sender lease in the same Lua step: two concurrent checks cannot both pass, and a
- * deposed holder writes nothing.
+ * deposed holder writes nothing. With `redis.minReplicas` the broadcast a hold guards waits until replicas have
+ * it (send/attempts.ts broadcastAttempt; the holds share the job's connection).
  *
  * A hold counts against balances read *before* its transaction was mined: it is marked with its mined block
  * (`minedBlock`) rather than deleted, and only a check whose balance was read at or after that block drops it.

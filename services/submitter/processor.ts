@@ -27,6 +27,7 @@ import { prepareFulfillSender } from "./operations/fulfill-sender";
 import { preparePrepareReceiver } from "./operations/prepare-receiver";
 import { prepareRelayFulfill } from "./operations/relay-fulfill";
 import { prepareRemoveLiquidity } from "./operations/remove-liquidity";
+import { ReplicaAckTimeoutError } from "../../shared/queues/replication";
 import { TransactionRevertedError } from "../../shared/chain/errors";
 import { InvalidTxJobError, JobStalledError, SenderLeaseLostError, SubmitterShutdownError } from "./send/errors";
 import type { SendTrace } from "./send/send-context";
@@ -52,6 +53,10 @@ export function createTxProcessor(ctx: SubmitterContext): TxProcessor {
   return async (job, token) => {
     const startedAtMs = Date.now();
     const trace: SendTrace = {};
+    // Before the job's first write: its broadcasts wait until replicas hold what it wrote on this connection.
+    const replication = ctx.replication;
+    const since = replication?.mark() ?? 0;
+    const replicated = replication ? () => replication.ensure(since) : undefined;
     // The admin API's request id (job data of remove-liquidity, cancel-sender, relay-fulfill) on every line of the job.
     const requestId = (job.data as { requestId?: unknown }).requestId;
     const logger = ctx.logger.child({
@@ -61,7 +66,7 @@ export function createTxProcessor(ctx: SubmitterContext): TxProcessor {
     });
     const liquidity = job.id && HOLDING_JOBS.has(job.name) ? ctx.liquidityHolds?.forJob(job.id) : undefined;
     try {
-      const result = await runJob({ ...ctx, logger, liquidity }, job, trace);
+      const result = await runJob({ ...ctx, logger, liquidity, replicated }, job, trace);
       logOutcome(logger, "completed", { ctx, trace, startedAtMs, noop: result.noop });
       return result;
     } catch (err) {
@@ -221,6 +226,22 @@ async function toBullMqError(p: FailureParams): Promise<Error> {
       });
     }
   }
+  if (err instanceof ReplicaAckTimeoutError && p.token) {
+    try {
+      // Replicas did not acknowledge the writes in time: nothing was broadcast. Parked briefly without using an
+      // attempt, so a replica outage longer than the backoff never fails the job; the next run resumes from
+      // what Redis holds and waits again.
+      const retryAtMs = Date.now() + REPLICA_RETRY_MS;
+      await job.moveToDelayed(retryAtMs, p.token);
+      logOutcome(logger, "delayed", { ...p, code, error: errorMessage(err), retryAtMs });
+      return new DelayedError();
+    } catch (moveErr) {
+      logger.warn("could not park the job; it is retried with backoff", {
+        at: "submitter.job",
+        error: errorMessage(moveErr),
+      });
+    }
+  }
   if (job.name === TX_JOB.fulfillSender && p.token && claimKeepsTrying(err)) {
     const parked = await parkClaim(p, p.token, code);
     if (parked) {
@@ -265,6 +286,9 @@ async function toBullMqError(p: FailureParams): Promise<Error> {
   }
   return new UnrecoverableError(`${code}: ${errorMessage(err)}`);
 }
+
+/** A job stopped because replicas did not acknowledge its writes (REDIS_NOT_REPLICATED) runs again this soon. */
+export const REPLICA_RETRY_MS = 1_000;
 
 /**
  * Refusals that only time can lift, each carrying the wall-clock `retryAtMs` it passes at: the job waits in

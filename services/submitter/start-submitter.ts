@@ -7,6 +7,7 @@ import type { RouterConfig } from "../../shared/config/types";
 import { errorMessage } from "../../shared/errors";
 import type { Logger } from "../../shared/logging/create-logger";
 import { txQueueName, workerConnection, type TxJobData, type TxJobResult } from "../../shared/queues";
+import { replicationGuard } from "../../shared/queues/replication";
 import { createSigner } from "../../shared/signer/create-signer";
 import type { RouterSigner } from "../../shared/signer/router-signer";
 import { createChainHandles } from "./chain-handles";
@@ -128,6 +129,14 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
   const provider = createChainProvider({ chainId, urls: chain.providers, logger, ...options.providerOptions });
   const redis = new Redis(workerConnection(config.redis));
   redis.on("error", throttledErrorLog(logger, "redis error", { at: "submitter.redis" }));
+  // Replica waits (redis.minReplicas) block the connection they run on for up to the ack timeout: the sender lease
+  // then gets its own connection, so a slow replica never delays a renewal (and never loses the lease by itself).
+  const replication = replicationGuard(redis, config.redisPrefix, config.redisReplication);
+  const leaseRedis = replication ? new Redis(workerConnection(config.redis)) : redis;
+  if (leaseRedis !== redis) {
+    leaseRedis.on("error", throttledErrorLog(logger, "redis error", { at: "submitter.redis" }));
+  }
+  const leaseReplication = replicationGuard(leaseRedis, config.redisPrefix, config.redisReplication);
   const queueName = txQueueName(chainId);
   const queue = new Queue(queueName, { connection: workerConnection(config.redis), prefix: config.redisPrefix });
   queue.on("error", throttledErrorLog(logger, "queue error", { at: "submitter.queue" }));
@@ -135,7 +144,7 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
   const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
   const leaseTtlMs = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
   const lease = createSenderLease({
-    redis,
+    redis: leaseRedis,
     prefix: config.redisPrefix,
     chainId,
     signerAddress: from,
@@ -188,6 +197,15 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
     ) {
       redis.disconnect();
     }
+    if (
+      leaseRedis !== redis &&
+      !(await settlesWithin(
+        leaseRedis.quit().catch(() => undefined),
+        RESOURCE_CLOSE_TIMEOUT_MS,
+      ))
+    ) {
+      leaseRedis.disconnect();
+    }
     provider.destroy();
   };
 
@@ -225,6 +243,9 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
     readProvider: handles.readProvider,
     txQueue: handles.txQueue,
     redis,
+    replication,
+    // Outside a job (the nonce-gap filler): the writes of the moment; the processor sets a job's own per run.
+    replicated: replication ? () => replication.ensure(replication.mark()) : undefined,
   };
   const worker = new Worker<TxJobData, TxJobResult, string>(queueName, createTxProcessor(ctx), {
     connection: workerConnection(config.redis),
@@ -244,6 +265,9 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
     logger,
     intervalMs: Math.max(50, Math.floor(leaseTtlMs / 4)),
     onBegin: async (fence, signal) => {
+      // The term's acquisition is on the replicas before this process acts on it (a failover that forgot it
+      // could hand the lease to a second sender); not acknowledged in time: the keeper drops the term and retries.
+      await leaseReplication?.ensure(leaseReplication.mark());
       await reconcileNonce({ nonces, records, queue, logger }).catch((err: unknown) => {
         // Allocation still takes max(stored, chain pending), so a skipped reconcile can leave a gap, never a reuse.
         logger.error("nonce reconcile failed; continuing", { at: "submitter.nonce", error: errorMessage(err) });

@@ -17,6 +17,10 @@ export const MESSAGING_DEFAULTS: Readonly<Record<Network, { messagingUrl: string
 
 export const DEFAULT_REDIS_URL = "redis://127.0.0.1:6379";
 export const DEFAULT_REDIS_PREFIX = "router";
+/** `redis.minReplicas`: 0 = today's asynchronous replication, nothing waits for replicas. */
+export const DEFAULT_MIN_REPLICAS = 0;
+/** `redis.replicaAckTimeoutMs`: well above a replica's round trip on a LAN, below the sender lease TTL + a bid's budget. */
+export const DEFAULT_REPLICA_ACK_TIMEOUT_MS = 1_000;
 export const DEFAULT_MIN_GAS_WEI = "100000000000000000";
 export const DEFAULT_RELAYER_FEE_THRESHOLD_PERCENT = 10;
 export const MIN_SUBGRAPH_SYNC_BUFFER_BLOCKS = 25;

@@ -6,7 +6,9 @@ import {
   DEFAULT_GAS_PRICE_MAXIMUM_WEI,
   DEFAULT_MAX_GAS_BUMPS,
   DEFAULT_MIN_GAS_WEI,
+  DEFAULT_MIN_REPLICAS,
   DEFAULT_REDIS_URL,
+  DEFAULT_REPLICA_ACK_TIMEOUT_MS,
   DEFAULT_RELAYER_FEE_THRESHOLD_PERCENT,
   MESSAGING_DEFAULTS,
   ZERO_ADDRESS,
@@ -101,6 +103,10 @@ export function loadConfig(raw: unknown, env: ConfigEnv, options: LoadConfigOpti
     diagnosticMode: parsed.diagnosticMode,
     redisUrl: redis !== undefined && "url" in redis ? redis.url : undefined,
     redis: redis ?? { url: DEFAULT_REDIS_URL },
+    redisReplication: {
+      minReplicas: parsed.redis?.minReplicas ?? DEFAULT_MIN_REPLICAS,
+      ackTimeoutMs: parsed.redis?.replicaAckTimeoutMs ?? DEFAULT_REPLICA_ACK_TIMEOUT_MS,
+    },
     redisPrefix: parsed.redisPrefix,
     messagingUrl: joinMessagingUrls(parsed.messagingUrl) ?? MESSAGING_DEFAULTS[network].messagingUrl,
     authUrl: parsed.authUrl ?? MESSAGING_DEFAULTS[network].authUrl,
@@ -167,9 +173,15 @@ function applyEnvOverrides(raw: Record<string, unknown>, env: ConfigEnv): Record
     out.mnemonic = env.ROUTER_MNEMONIC;
   }
   if (env.REDIS_URL) {
-    // The environment wins over either form in the file.
-    out.redisUrl = env.REDIS_URL;
+    // The environment wins over either form in the file; only where Redis is, not how many replicas must ack.
+    const { minReplicas, replicaAckTimeoutMs } = (out.redis ?? {}) as Record<string, unknown>;
     delete out.redis;
+    delete out.redisUrl;
+    if (minReplicas !== undefined || replicaAckTimeoutMs !== undefined) {
+      out.redis = { url: env.REDIS_URL, minReplicas, replicaAckTimeoutMs };
+    } else {
+      out.redisUrl = env.REDIS_URL;
+    }
   }
   return out;
 }
@@ -194,7 +206,12 @@ function checkSignerSource(parsed: ParsedConfig, problems: string[]): void {
   }
 }
 
-type ParsedRedis = Partial<RedisSentinelConfig> & { url?: string; cluster?: unknown };
+type ParsedRedis = Partial<RedisSentinelConfig> & {
+  url?: string;
+  cluster?: unknown;
+  minReplicas?: number;
+  replicaAckTimeoutMs?: number;
+};
 
 /** `redisUrl` or `redis`, never both; Sentinel passes through; Redis Cluster is refused with its reason. */
 function buildRedis(parsed: ParsedConfig, problems: string[]): RedisConnectionConfig | undefined {
@@ -213,7 +230,9 @@ function buildRedis(parsed: ParsedConfig, problems: string[]): RedisConnectionCo
   if (redis.url !== undefined) {
     return { url: redis.url };
   }
-  return redis as RedisSentinelConfig;
+  // The replica settings become config.redisReplication, not connection options.
+  const { minReplicas: _minReplicas, replicaAckTimeoutMs: _ackTimeout, ...sentinel } = redis;
+  return sentinel as RedisSentinelConfig;
 }
 
 /**

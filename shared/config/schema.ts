@@ -94,6 +94,9 @@ const redisConnection = (): Joi.ObjectSchema =>
     tls: redisTls(),
     sentinelTls: redisTls(),
     cluster: Joi.any(),
+    // Either form: replicas that must acknowledge the writes a broadcast or a bid relies on (docs/scaling.md).
+    minReplicas: Joi.number().integer().min(0).max(16),
+    replicaAckTimeoutMs: Joi.number().integer().min(1).max(60_000),
   })
     .unknown(false)
     .xor("url", "sentinels", "cluster")

@@ -73,6 +73,17 @@ export interface RedisSentinelConfig {
 
 export type RedisConnectionConfig = { readonly url: string } | RedisSentinelConfig;
 
+/**
+ * `redis.minReplicas` and `redis.replicaAckTimeoutMs` (docs/config.md, docs/scaling.md): how many replicas must
+ * acknowledge the writes a broadcast or a bid relies on before the router acts on them (shared/queues/replication.ts).
+ */
+export interface RedisReplication {
+  /** 0 = do not wait (Redis's own asynchronous replication only). */
+  readonly minReplicas: number;
+  /** Bound on one wait; past it the writes count as not made. */
+  readonly ackTimeoutMs: number;
+}
+
 export interface SwapPoolAsset {
   readonly assetId: string;
   readonly chainId: number;
@@ -104,6 +115,8 @@ export interface RouterConfig {
   readonly redisUrl?: string;
   /** Where Redis is: `{ url }` or a Sentinel group (docs/config.md). Every client is built from this. */
   readonly redis: RedisConnectionConfig;
+  /** `redis.minReplicas` / `redis.replicaAckTimeoutMs`; absent (config objects built by hand) = minReplicas 0. */
+  readonly redisReplication?: RedisReplication;
   /** Prefix of every BullMQ queue and router key in Redis; one per deployment sharing a Redis. */
   readonly redisPrefix: string;
   /** One or more NATS servers, comma-separated in the file. */

@@ -40,7 +40,8 @@ export interface DecisionParams {
 /**
  * Records `decision` for the transfer in one atomic step, unless the other one is recorded. `replacing` names
  * the other decision when the caller has proven that it can no longer take effect (only then may it be
- * overwritten). Must run before the claimed action builds anything it could send.
+ * overwritten). Must run before the claimed action builds anything it could send. With `redis.minReplicas` the
+ * submitter's broadcast waits until replicas hold this write (shared/queues/replication.ts; same connection).
  */
 export async function claimTransferDecision(
   params: DecisionParams & {

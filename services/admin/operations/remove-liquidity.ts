@@ -9,6 +9,7 @@ import {
   txJobId,
   type RemoveLiquidityJobData,
 } from "../../../shared/queues";
+import type { ReplicationGuard } from "../../../shared/queues/replication";
 import type { OperationContext, RemoveLiquidityRequest, TransactionResponse } from "../types";
 import {
   DEFAULT_BROADCAST_TIMEOUT_MS,
@@ -49,6 +50,11 @@ export interface RemoveLiquidityDeps {
   /** For the content claims (removeLiquidityContentKey), under the deployment's `redisPrefix`. */
   readonly redis: Pick<Redis, "set" | "get" | "pttl" | "eval">;
   readonly redisPrefix: string;
+  /**
+   * redis.minReplicas > 0: the replica wait on `redis` (shared/queues/replication.ts). The content claim is on
+   * that many replicas before the job is enqueued; otherwise 503 REDIS_NOT_REPLICATED and nothing is enqueued.
+   */
+  readonly replication?: ReplicationGuard;
   /** How long a request waits for the submitter's broadcast; 30 s by default. */
   broadcastTimeoutMs?: number;
   logger: Logger;
@@ -81,6 +87,7 @@ export function createRemoveLiquidityOperation(deps: RemoveLiquidityDeps): Remov
       assertSameRequest(existing, data, jobId);
       logger.info("remove-liquidity retried: waiting on the existing job", { at: "admin.removeLiquidity" });
     } else {
+      const since = deps.replication?.mark() ?? 0;
       const twin = await queueCall(() => claimContent(deps, queue, params, jobId));
       if (twin !== undefined) {
         waitOn = twin;
@@ -93,11 +100,14 @@ export function createRemoveLiquidityOperation(deps: RemoveLiquidityDeps): Remov
           },
         );
       } else {
-        await assertUnlockedBalance(deps, params).catch(async (err: unknown) => {
-          // Nothing enqueued: an identical request may go ahead at once.
-          await queueCall(() => releaseContent(deps, params, jobId)).catch(() => undefined);
-          throw err;
-        });
+        await assertUnlockedBalance(deps, params)
+          // A claim a failover could forget would let an identical retry withdraw a second time.
+          .then(() => deps.replication?.ensure(since))
+          .catch(async (err: unknown) => {
+            // Nothing enqueued: an identical request may go ahead at once.
+            await queueCall(() => releaseContent(deps, params, jobId)).catch(() => undefined);
+            throw err;
+          });
       }
     }
     const { transactionHash } = await enqueueAndWaitForBroadcast({

@@ -9,6 +9,7 @@ import type { SendContext, SendJob } from "./send-context";
 import { throwIfShuttingDown } from "./timing";
 import type { TxAttempt, TxCall, TxRecord } from "./tx-record";
 import { routerMetrics } from "../../../shared/metrics/router-metrics";
+import { ReplicaAckTimeoutError } from "../../../shared/queues/replication";
 
 /** A node that keeps answering "nonce too low" for fresh nonces means someone else is sending: stop and retry later. */
 export const MAX_FRESH_NONCE_TRIES = 5;
@@ -48,6 +49,9 @@ export async function broadcastAttempt(ctx: SendContext, job: SendJob, attempt: 
   // A holder paused past its lease (SIGSTOP, a long GC) must not send, even the persisted bytes. The time of the
   // check is logged: a pause can still fall between it and the send (then the same persisted bytes go out late,
   // never a second transaction), and a test can tell such a send from one decided after waking.
+  // Unreplicated writes are as good as not made: a failover could forget this transaction and its nonce, and a
+  // second, different one would follow (shared/queues/replication.ts). Before the lease check: the wait can be long.
+  await ctx.replicated?.();
   const leaseCheckedAtMs = Date.now();
   ctx.lease?.assertHeld();
   const result = await ctx.provider.broadcast(attempt.raw);
@@ -190,7 +194,8 @@ export async function rebroadcastLatest(
   try {
     await broadcastAttempt(ctx, job, latest);
   } catch (err) {
-    if (err instanceof SenderLeaseLostError) {
+    // Unreplicated: nothing went out, and the job must not wait on a transaction no node has (resume path).
+    if (err instanceof SenderLeaseLostError || err instanceof ReplicaAckTimeoutError) {
       throw err;
     }
     const chainError = toChainError(err);

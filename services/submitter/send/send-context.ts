@@ -28,6 +28,12 @@ export interface SendContext {
    * concurrently, but nonces are handed out and broadcast in order. Absent: run as is (one job at a time).
    */
   readonly sendSlot?: <T>(fn: () => Promise<T>) => Promise<T>;
+  /**
+   * With `redis.minReplicas` > 0: resolves once that many replicas hold every write the broadcast relies on (its
+   * record, the nonce, the transfer decision, the liquidity hold, the lease term), throws ReplicaAckTimeoutError
+   * otherwise. Called right before every broadcast; set per job by the processor; absent when minReplicas is 0.
+   */
+  readonly replicated?: () => Promise<void>;
   /** The sender lease: checked right before every broadcast (record and nonce writes check it in Redis). */
   readonly lease?: { assertHeld(): void };
   /** Named points of the pipeline for fault tests (test/fault), injected by startSubmitter's caller; none in production. */

@@ -1,0 +1,108 @@
+import { Redis } from "ioredis";
+import { createChainProvider, type ChainProvider } from "../../shared/chain/chain-provider";
+import { observeHeartbeats } from "../../shared/metrics/observe-chain";
+import type { ServiceContext } from "../../shared/process/run-service";
+import { createRouterBalanceReader } from "../../shared/chain/router-balances";
+import { throttledErrorLog } from "../../shared/logging/throttled-error-log";
+import { producerConnection } from "../../shared/queues";
+import { createSigner } from "../../shared/signer/create-signer";
+import { createTransferStore } from "../../shared/transfers/transfer-store";
+import { createApp } from "./app";
+import { createChainQueues } from "./chain-queues";
+import { createStatusReader } from "./status";
+import { closeServer, isLoopbackHost, listen } from "./listen";
+import { createCancelSenderOperation } from "./operations/cancel-sender";
+import { replicationGuard } from "../../shared/queues/replication";
+import { createRemoveLiquidityOperation, DEFAULT_BROADCAST_TIMEOUT_MS } from "./operations/remove-liquidity";
+import type { AdminOperations } from "./types";
+
+/**
+ * Everything the admin process runs (main.ts wires it to runService): signer address, producer queues and one
+ * provider per chain, a Redis connection, the remove-liquidity and cancel-sender operations, the status reader
+ * and the HTTP server. `stop()` closes the server first (in-flight requests answer), then every resource.
+ */
+export async function startAdmin({ config, logger, observe }: ServiceContext): Promise<{ stop(): Promise<void> }> {
+  const signer = createSigner({ mnemonic: config.mnemonic, remoteSignerUrl: config.remoteSignerUrl });
+  const signerAddress = await signer.getAddress();
+  // The TransactionManager credits the Router contract in router-contract mode, else the signer itself.
+  const routerAddress = config.routerContractAddress ?? signerAddress;
+  const queues = createChainQueues(config, logger);
+  // Providers only connect on first use, so building one per chain up front costs nothing.
+  const providers = new Map<number, ChainProvider>(
+    Object.values(config.chainConfig).map((chain) => [
+      chain.chainId,
+      createChainProvider({ chainId: chain.chainId, urls: chain.providers, logger }),
+    ]),
+  );
+  // Unlike the queues' producer connection, commands may wait for the first connect (a request can arrive
+  // before it): every use is bounded by a timeout in the operation, so Redis down is still a fast 503.
+  const redis = new Redis({ ...producerConnection(config.redis), enableOfflineQueue: true });
+  redis.on("error", throttledErrorLog(logger, "redis error", { at: "admin.redis" }));
+  const transfers = createTransferStore(redis, config.redisPrefix);
+  const operations: AdminOperations = {
+    removeLiquidity: createRemoveLiquidityOperation({
+      queueFor: queues.queueFor,
+      queueEventsFor: queues.queueEventsFor,
+      readUnlockedBalance: createRouterBalanceReader({ config, routerAddress, providers, logger }),
+      redis,
+      redisPrefix: config.redisPrefix,
+      replication: replicationGuard(redis, config.redisPrefix, config.redisReplication),
+      broadcastTimeoutMs: DEFAULT_BROADCAST_TIMEOUT_MS,
+      logger,
+    }),
+    cancelSender: createCancelSenderOperation({
+      config,
+      routerAddress,
+      queueFor: queues.queueFor,
+      queueEventsFor: queues.queueEventsFor,
+      redis,
+      readProvider: (chainId) => providerOf(providers, chainId),
+      findTransfer: (chainId, transactionId, user) => transfers.get(chainId, transactionId, user),
+      broadcastTimeoutMs: DEFAULT_BROADCAST_TIMEOUT_MS,
+      logger,
+    }),
+  };
+  const closeAll = async (): Promise<void> => {
+    await queues.close();
+    redis.disconnect();
+    providers.forEach((provider) => provider.destroy());
+  };
+  if (observe) {
+    observeHeartbeats(observe, config);
+  }
+  const app = createApp({
+    config,
+    logger,
+    signerAddress,
+    operations,
+    status: createStatusReader({ config, redis, queueFor: queues.queueFor }),
+    dashboardQueues: Object.values(config.chainConfig).map((chain) => queues.queueFor(chain.chainId)),
+  });
+  const server = await listen(app, config.host, config.port).catch(async (err: unknown) => {
+    await closeAll();
+    throw err;
+  });
+  logger.info("admin API listening", { at: "admin.listen", host: config.host, port: config.port, signerAddress });
+  if (!isLoopbackHost(config.host)) {
+    logger.warn(
+      "ADMIN API IS BOUND TO A NON-LOOPBACK ADDRESS: it must never be reachable from the internet (router-spec §1); " +
+        "bind host 127.0.0.1 or keep it strictly inside a private network",
+      { at: "admin.listen", host: config.host, port: config.port },
+    );
+  }
+  return {
+    stop: async () => {
+      await closeServer(server);
+      await closeAll();
+    },
+  };
+}
+
+function providerOf(providers: ReadonlyMap<number, ChainProvider>, chainId: number): ChainProvider {
+  const provider = providers.get(chainId);
+  if (!provider) {
+    // The route checks chainConfig first, so reaching this is a wiring bug, not a client error.
+    throw new Error(`no provider for chain ${chainId}`);
+  }
+  return provider;
+}
