@@ -55,6 +55,10 @@ interface Phase {
   readonly latenciesMs: number[];
   readonly wallMs: number;
   readonly cpuMs: number;
+  /** The kernel's part of cpuMs (stime: socket reads and writes, mostly). */
+  readonly sysMs: number;
+  /** The bench client's own CPU (this process: requests, replies, the auth server), for the cores' budget. */
+  readonly clientMs: number;
 }
 
 async function main(): Promise<void> {
@@ -161,6 +165,8 @@ async function runBench(p: BenchParams): Promise<void> {
   const balances = createBalanceStore(redis, prefix);
   const writeBalances = async (): Promise<void> => {
     await balances.setRouterBalance(1, mainnetToken, 10n ** 40n);
+    // Readiness (bid-readiness.ts) waits on a fresh balance of every pool asset, the sending one included.
+    await balances.setRouterBalance(SENDING, sendingToken, 10n ** 40n);
     await balances.setGasBalance(1, parseEther("100"));
     await balances.setGasBalance(SENDING, parseEther("100"));
   };
@@ -175,7 +181,7 @@ async function runBench(p: BenchParams): Promise<void> {
     const nodeArgs = (process.env.BENCH_AUCTION_NODE_ARGS ?? "").split(" ").filter((a) => a !== "");
     const child = spawn(process.execPath, [...nodeArgs, main], {
       env: { ...process.env, ROUTER_CONFIG_FILE: configFile },
-      stdio: ["ignore", "ignore", "inherit", "ipc"],
+      stdio: ["ignore", process.env.BENCH_AUCTION_LOGS === "1" ? "inherit" : "ignore", "inherit", "ipc"],
     });
     p.children.push(child);
     // run-service sends "ready" once start() resolved (caches warm, subscriptions made).
@@ -217,7 +223,18 @@ async function runBench(p: BenchParams): Promise<void> {
       dryRun: process.env.BENCH_DRY_RUN === "1",
     };
   };
-  const cpu = (): number => pids.reduce((sum, pid) => sum + cpuMsOf(pid), 0);
+  const cpu = (): { total: number; sys: number } =>
+    pids.reduce(
+      (sum, pid) => {
+        const { user, sys } = cpuMsOf(pid);
+        return { total: sum.total + user + sys, sys: sum.sys + sys };
+      },
+      { total: 0, sys: 0 },
+    );
+  const clientCpuMs = (): number => {
+    const { user, system } = process.cpuUsage();
+    return (user + system) / 1000;
+  };
 
   const measure = async (name: string, run: (ask: () => Promise<number>) => Promise<void>): Promise<Phase> => {
     const latenciesMs: number[] = [];
@@ -227,16 +244,31 @@ async function runBench(p: BenchParams): Promise<void> {
       return ms;
     };
     const cpuBefore = cpu();
+    const clientBefore = clientCpuMs();
     const startedAt = performance.now();
     await run(ask);
     const wallMs = performance.now() - startedAt;
-    return { name, latenciesMs, wallMs, cpuMs: cpu() - cpuBefore };
+    const cpuAfter = cpu();
+    return {
+      name,
+      latenciesMs,
+      wallMs,
+      cpuMs: cpuAfter.total - cpuBefore.total,
+      sysMs: cpuAfter.sys - cpuBefore.sys,
+      clientMs: clientCpuMs() - clientBefore,
+    };
   };
 
   try {
     await measure("warm-up", async (ask) => {
       for (let i = 0; i < 20; i += 1) await ask();
     });
+    // What the auction processes burn with no request (refreshers, status and readiness loops): part of every
+    // phase's CPU figure, so it is printed beside them.
+    const idleBefore = cpu().total;
+    const idleStartedAt = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    const idleMsPerSec = ((cpu().total - idleBefore) / (performance.now() - idleStartedAt)) * 1000;
     const sequential = await measure("sequential (200)", async (ask) => {
       for (let i = 0; i < 200; i += 1) await ask();
     });
@@ -253,7 +285,7 @@ async function runBench(p: BenchParams): Promise<void> {
     const burst = await measure("burst (50)", async (ask) => {
       await Promise.all(Array.from({ length: 50 }, ask));
     });
-    report([sequential, inFlight, burst], p.instances);
+    report([sequential, inFlight, burst], p.instances, idleMsPerSec);
   } finally {
     clearInterval(keepFresh);
     await messaging.close();
@@ -296,7 +328,7 @@ function createAsker(messaging: Messaging): { ask(data: unknown): Promise<number
   };
 }
 
-function report(phases: readonly Phase[], instances: number): void {
+function report(phases: readonly Phase[], instances: number, idleMsPerSec: number): void {
   const lines = [`auction processes: ${instances}`];
   for (const phase of phases) {
     const sorted = [...phase.latenciesMs].sort((a, b) => a - b);
@@ -322,18 +354,22 @@ function report(phases: readonly Phase[], instances: number): void {
   const cpuTotal = phases.reduce((s, ph) => s + ph.cpuMs, 0);
   const bidsTotal = phases.reduce((s, ph) => s + ph.latenciesMs.length, 0);
   const perBid = cpuTotal / bidsTotal;
+  const sysPerBid = phases.reduce((s, ph) => s + ph.sysMs, 0) / bidsTotal;
+  const clientPerBid = phases.reduce((s, ph) => s + ph.clientMs, 0) / bidsTotal;
   lines.push(
-    `CPU per bid over all measured phases: ${perBid.toFixed(2)} ms (original ~${ORIGINAL.cpuMsPerBid} ms: ${(ORIGINAL.cpuMsPerBid / perBid).toFixed(1)}× less)`,
+    `CPU per bid over all measured phases, summed over every router (auction) process: ${perBid.toFixed(2)} ms, ` +
+      `of which kernel ${sysPerBid.toFixed(2)} ms (original ~${ORIGINAL.cpuMsPerBid} ms: ${(ORIGINAL.cpuMsPerBid / perBid).toFixed(1)}× less)`,
+    `  bench client on the same cores: ${clientPerBid.toFixed(2)} ms per bid; auction processes with no request: ${idleMsPerSec.toFixed(1)} ms CPU/s`,
   );
   process.stdout.write(`${lines.join("\n")}\n`);
 }
 
-/** utime + stime of a process, in ms (clock ticks of 10 ms: phases of 200 bids make that precise enough). */
-function cpuMsOf(pid: number): number {
+/** utime and stime of a process, in ms (clock ticks of 10 ms: phases of 200 bids make that precise enough). */
+function cpuMsOf(pid: number): { user: number; sys: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   // Field 2 (comm) may contain spaces; the fields after its closing parenthesis start at field 3.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+  return { user: (Number(fields[11]) * 1000) / CLK_TCK, sys: (Number(fields[12]) * 1000) / CLK_TCK };
 }
 
 async function deploy(deployer: Signer, name: NxtpContractName, args: unknown[]): Promise<Contract> {

@@ -63,7 +63,8 @@ export function createRedactor(secretValues: ReadonlyArray<string | undefined> =
         out = out.split(secret).join(REDACTED);
       }
     }
-    return out.replace(URL_IN_TEXT, (url) => redactUrl(url));
+    // Every URL the pattern matches contains "://": most strings (hex, codes) skip the regex entirely.
+    return out.includes("://") ? out.replace(URL_IN_TEXT, (url) => redactUrl(url)) : out;
   };
 
   const walk = (value: unknown, seen: WeakSet<object>): unknown => {

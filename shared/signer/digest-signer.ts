@@ -1,7 +1,7 @@
 import { SigningKey, getBytes } from "ethers";
 
-/** Signs a 32-byte digest: 65 bytes r‖s‖v as 0x-hex, v in {27, 28}, low-s, RFC 6979 nonce. */
-export type DigestSigner = (digest: string) => string;
+/** Signs a 32-byte digest (0x-hex or bytes): 65 bytes r‖s‖v as 0x-hex, v in {27, 28}, low-s, RFC 6979 nonce. */
+export type DigestSigner = (digest: string | Uint8Array) => string;
 
 export type DigestSignerBackend = "native" | "ethers";
 
@@ -47,7 +47,7 @@ export function createDigestSigner(
   return {
     backend: "native",
     sign: (digest) => {
-      const { signature, recid } = native.ecdsaSign(getBytes(digest), secret);
+      const { signature, recid } = native.ecdsaSign(typeof digest === "string" ? getBytes(digest) : digest, secret);
       return `0x${Buffer.from(signature.buffer, signature.byteOffset, 64).toString("hex")}${recid === 0 ? v27 : v28}`;
     },
   };

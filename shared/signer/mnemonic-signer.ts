@@ -1,5 +1,6 @@
-import { HDNodeWallet, SigningKey, computeAddress, hashMessage } from "ethers";
+import { HDNodeWallet, SigningKey, computeAddress } from "ethers";
 import { createDigestSigner, type DigestSignerBackend } from "./digest-signer";
+import { hashMessageBytes } from "./native-keccak";
 import { SignerConfigError } from "./errors";
 import { RouterSigner, UnsignedTransaction, sanitizeSignatureV, toEthersTransaction } from "./router-signer";
 
@@ -22,7 +23,7 @@ export function createMnemonicSigner(
   const signer: RouterSigner = {
     kind: "mnemonic",
     getAddress: async () => address,
-    signMessage: async (message) => sanitizeSignatureV(signDigest(hashMessage(message))),
+    signMessage: async (message) => sanitizeSignatureV(signDigest(hashMessageBytes(message))),
     signTransaction: async (tx: UnsignedTransaction) => {
       // Signing the unsigned hash directly (not Wallet.signTransaction) guarantees nothing is resolved
       // over a provider, and yields exactly the bytes the remote signer path produces.

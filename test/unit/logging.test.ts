@@ -49,6 +49,19 @@ describe("createLogger", () => {
     expect(lines().map((l) => l.level)).toEqual(["fatal", "error", "warn"]);
   });
 
+  it("keeps winston's line: keys sorted, a call's field over a child's, a `message` field appended", async () => {
+    const { logger, text, lines } = capture();
+    logger
+      .child({ at: "child", jobId: "job-1" })
+      .child({ jobId: "job-2" })
+      .info("hello", { at: "call", message: "more" });
+    await logger.flush();
+    const [line] = lines();
+    expect(line).toMatchObject({ at: "call", jobId: "job-2", message: "hello more", service: "test" });
+    const keys = Object.keys(JSON.parse(text().trim()) as object);
+    expect(keys).toEqual([...keys].sort());
+  });
+
   it("writes nothing when silent", async () => {
     const { logger, text } = capture("silent");
     logger.fatal("nothing");

@@ -37,6 +37,29 @@ describe("messaging envelope (PROTOCOL §1.4)", () => {
     expect(ENVELOPE_VERSION).toBe("0.0.1");
   });
 
+  it("writes the same bytes whether or not the value needs the replacer (the plain fast path)", () => {
+    // The original's encoding: JSON.stringify with the undefined → null, bigint → string replacer, always.
+    const original = (data: unknown): string =>
+      JSON.stringify({ responseInbox: INBOX, data, version: "0.0.1", error: null }, (_k, v: unknown) =>
+        v === undefined ? null : typeof v === "bigint" ? v.toString() : v,
+      );
+    const bid = { user: "0xab", amount: "10", sendingChainId: 1337, dryRun: false, bidExpiry: 1.5, nan: NaN };
+    for (const data of [
+      { bid, bidSignature: null, gasFeeInReceivingToken: "5" },
+      { bid, bidSignature: undefined },
+      { nested: [{ a: [1, "x", null, true] }, []], empty: {} },
+      { amount: 10n },
+      { when: new Date(0), buffer: Buffer.from("ab") },
+      { fn: () => 1, list: [() => 1, Symbol("s")] },
+      Object.assign(Object.create(null) as Record<string, unknown>, { a: 1 }),
+      { toJSON: () => ({ replaced: undefined }) },
+      "text",
+      null,
+    ]) {
+      expect(encodeEnvelope({ responseInbox: INBOX, data })).toBe(original(data));
+    }
+  });
+
   it("encodes an error reply with data null and the NxtpErrorJson fields", () => {
     const text = encodeEnvelope({
       responseInbox: INBOX,
