@@ -153,6 +153,9 @@ async function startStack(dir: string): Promise<Stack> {
     });
     writeFileSync(paths.configFile, JSON.stringify(raw, null, 2), { mode: 0o600 });
     state = { ...state, pm2Home: paths.pm2Home, configFile: paths.configFile };
+    // One auction first (ecosystem.config.js defaults to two): the lone-instance phase runs before the one that
+    // scales the auction to 2, which is how many the "auction (2 instances)" figure is for.
+    process.env.AUCTION_INSTANCES = "1";
     const started = runPm2(paths, ["start", paths.ecosystemFile]);
     if (started.status !== 0)
       throw new Error(`pm2 start exited ${String(started.status)}: ${started.output.slice(-2000)}`);
@@ -537,7 +540,7 @@ async function main(): Promise<number> {
           200,
         );
         await waitForAuctionStatus({ messagingUrl: s.natsUrl, authUrl: s.authUrl }, 60_000);
-        await sleep(5_000); // the new instance warms its caches and joins the queue group
+        await sleep(5_000); // the new instance warms its caches and subscribes
       }
       log(`${role.label}: ${KILLS_PER_ROLE} SIGKILLs, one every ${KILL_EVERY_MS / 1000} s at the earliest`);
       phase = role.label;

@@ -8,12 +8,15 @@ import { throttledErrorLog } from "../../shared/logging/throttled-error-log";
 import { connectMessaging } from "../../shared/messaging";
 import type { Messaging } from "../../shared/messaging/types";
 import { redisOptions, txQueueName } from "../../shared/queues";
+import { replicationGuard } from "../../shared/queues/replication";
 import { createSigner } from "../../shared/signer/create-signer";
 import type { RouterSigner } from "../../shared/signer/router-signer";
 import { createBidReservations } from "../../shared/transfers/bid-reservations";
 import { createTransferStore } from "../../shared/transfers/transfer-store";
 import type { AuctionContext } from "./context";
 import { createFeeCache, createFeeEstimator } from "./fee-cache";
+import { serveClaimed } from "./claimed-delivery";
+import { createRequestClaims } from "./request-claims";
 import { createAuctionHandler, DEFAULT_BALANCE_MAX_AGE_MS, type AuctionHandlerOptions } from "./handlers/auction";
 import { createBidReadiness } from "./bid-readiness";
 import { createBalanceStore } from "../../shared/transfers/balance-store";
@@ -69,7 +72,8 @@ export interface RunningAuction {
  * reservations, transfer records), producer queues for the relay handler, one provider and cache refresher per
  * chain whose prices the gas fee needs, and messaging. Caches are warmed before the first request is served.
  * Every instance of one router joins the queue group `auction-<signer>`, so NATS hands each request to
- * exactly one of them (PROTOCOL.md weak point 19).
+ * exactly one of them (PROTOCOL.md weak point 19); auction requests are also claimed in Redis and watched by every
+ * instance, so one whose instance dies mid-request is taken over (claimed-delivery.ts).
  */
 export async function startAuction(params: StartAuctionParams): Promise<RunningAuction> {
   const { config } = params;
@@ -85,6 +89,15 @@ export async function startAuction(params: StartAuctionParams): Promise<RunningA
   const redis = new Redis({ ...redisOptions(config.redis), maxRetriesPerRequest: 1, connectTimeout: 5_000 });
   const logRedisError = throttledErrorLog(logger, "redis error", { at: "auction.redis" });
   redis.on("error", logRedisError);
+  // With redis.minReplicas, reservations get their own connection: the replica wait after each reservation blocks
+  // the connection it runs on, and must not hold up balances, transfer records or relay queues meanwhile.
+  const reservationsRedis =
+    (config.redisReplication?.minReplicas ?? 0) > 0
+      ? new Redis({ ...redisOptions(config.redis), maxRetriesPerRequest: 1, connectTimeout: 5_000 })
+      : redis;
+  if (reservationsRedis !== redis) {
+    reservationsRedis.on("error", logRedisError);
+  }
   const queues = new Map<number, Queue>();
   for (const chain of Object.values(config.chainConfig)) {
     const queue = new Queue(txQueueName(chain.chainId), { connection: redis, prefix: config.redisPrefix });
@@ -122,6 +135,15 @@ export async function startAuction(params: StartAuctionParams): Promise<RunningA
       ))
     ) {
       redis.disconnect();
+    }
+    if (
+      reservationsRedis !== redis &&
+      !(await settlesWithin(
+        reservationsRedis.quit().catch(() => undefined),
+        RESOURCE_CLOSE_TIMEOUT_MS,
+      ))
+    ) {
+      reservationsRedis.disconnect();
     }
     for (const provider of providers.values()) {
       provider.destroy();
@@ -181,8 +203,17 @@ export async function startAuction(params: StartAuctionParams): Promise<RunningA
     },
     nowMs,
   };
-  const reservations = createBidReservations(redis, config.redisPrefix);
-  messaging.serve("auction", createAuctionHandler(ctx, { reservations, options }), { queueGroup });
+  const reservations = createBidReservations(reservationsRedis, config.redisPrefix);
+  const replication = replicationGuard(reservationsRedis, config.redisPrefix, config.redisReplication);
+  // The queue group picks each auction request's owner, which claims it in Redis; every instance also watches every
+  // request and takes over one whose owner dies mid-request (docs/auction.md, "Instances and failures").
+  const auctions = serveClaimed("auction", {
+    messaging,
+    queueGroup,
+    claims: createRequestClaims(redis, config.redisPrefix),
+    logger,
+    handler: createAuctionHandler(ctx, { reservations, replication, options }),
+  });
   // Relays retried in-process give up (and answer) once stop() begins, so the drain does not wait on them.
   const relayAbort = new AbortController();
   messaging.serve("metatx", createMetaTxHandler(ctx, { signal: relayAbort.signal }), { queueGroup });
@@ -195,6 +226,7 @@ export async function startAuction(params: StartAuctionParams): Promise<RunningA
     signerAddress,
     routerAddress,
     queueGroup,
+    claimInstance: auctions.instance,
     chains: plans.map((p) => p.chainId),
     cleanUpMode: config.cleanUpMode,
     diagnosticMode: config.diagnosticMode,
@@ -205,6 +237,7 @@ export async function startAuction(params: StartAuctionParams): Promise<RunningA
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
       relayAbort.abort();
+      await settlesWithin(auctions.stop(), DRAIN_TIMEOUT_MS);
       // Unsubscribe and let in-flight auctions answer before their Redis connection goes away.
       if (!(await settlesWithin(connected.close(), DRAIN_TIMEOUT_MS))) {
         logger.warn("messaging did not drain in time; closing anyway", { at: "auction.stop" });

@@ -148,6 +148,7 @@ export function createNatsMessaging(params: NatsMessagingParams): Messaging {
             data: envelope.data,
             receivedAtMs,
             sizeBytes,
+            raw: msg.data,
           };
         } catch (err) {
           drop(err);

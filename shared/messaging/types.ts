@@ -25,12 +25,14 @@ export interface MessagingRequest {
   readonly receivedAtMs: number;
   /** Size of the raw message body in bytes. */
   readonly sizeBytes: number;
+  /** The raw body as received (identical on every subscriber: the auction's claim keys hash it). */
+  readonly raw?: Uint8Array;
 }
 
 export type RequestHandler = (request: MessagingRequest) => Promise<void> | void;
 
 export interface ServeOptions {
-  /** NATS queue group: every request is delivered to exactly one member of the group. */
+  /** NATS queue group: every request is delivered to exactly one member of the group; none: to every subscriber. */
   readonly queueGroup?: string;
 }
 

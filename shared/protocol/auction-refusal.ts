@@ -22,7 +22,9 @@ export type AuctionRefusalCode =
   | "ValueCold"
   | "StaleBalance"
   | "StoreUnavailable"
+  | "StoreNotReplicated"
   | "SignerUnavailable"
+  | "ClaimLost"
   | "InternalError";
 
 export interface AuctionRefusal {
@@ -49,7 +51,9 @@ export function refusalLogLevel(code: AuctionRefusalCode): "debug" | "info" | "w
     case "StaleBalance":
     case "NotEnoughGas":
     case "StoreUnavailable":
+    case "StoreNotReplicated":
     case "SignerUnavailable":
+    case "ClaimLost":
     case "InternalError":
       return "warn";
     default:
@@ -63,5 +67,7 @@ export function refusalLogLevel(code: AuctionRefusalCode): "debug" | "info" | "w
  * never asks twice, so the auction retries these within the requester's window instead of staying silent.
  */
 export function isColdRefusal(code: AuctionRefusalCode): boolean {
-  return code === "ValueCold" || code === "StaleBalance" || code === "StoreUnavailable";
+  return (
+    code === "ValueCold" || code === "StaleBalance" || code === "StoreUnavailable" || code === "StoreNotReplicated"
+  );
 }

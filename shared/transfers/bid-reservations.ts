@@ -221,11 +221,15 @@ end
 `;
 
 /**
- * KEYS: rate, balance, sending gas, receiving gas, promises hash, promises zset.
+ * KEYS: rate, balance, sending gas, receiving gas, promises hash, promises zset[, request claim].
  * ARGV: nowMs, maxAgeMs, amount, member, untilMs, rateLimitMs, minGasSending, minGasReceiving, commit (1/0),
- * shareDivisor, maxBids (per transfer).
+ * shareDivisor, maxBids (per transfer)[, claim token, bidExpiry, gasFee, leaseMs, keepMs].
  * Returns {code, a, b, c, why}: for liquidity codes and ok, a = balance, b = hard holds, c = the unprepared
  * promises of other transfers; why names the rule ('' for the liquidity rule itself).
+ * With a request claim (services/auction/request-claims.ts) the step is fenced: when the claim exists and is not
+ * `c` under this token (another instance took the request over, or it is done) the result is ClaimLost; on ok
+ * the claim becomes `r` with the bid's fields (created here when the owner had not claimed yet: the normal path,
+ * one round trip), so a taker after this owner's death re-sends this bid instead of a new one.
  */
 const RESERVE_LUA = `${DIGIT_MATH_LUA}${PROMISES_LUA}
 local nowMs = tonumber(ARGV[1])
@@ -237,6 +241,13 @@ local rateLimitMs = tonumber(ARGV[6])
 local commit = ARGV[9] == '1'
 local shareDivisor = tonumber(ARGV[10])
 local maxBids = tonumber(ARGV[11])
+local claimKey, claimed = KEYS[7], nil
+if claimKey then
+  claimed = redis.call('GET', claimKey)
+  if claimed and string.match(claimed, '^c|([^|]*)|') ~= ARGV[12] then
+    return {'ClaimLost', '', '', '', ''}
+  end
+end
 if rateLimitMs > 0 and redis.call('EXISTS', KEYS[1]) == 1 then
   return {'AuctionRateExceeded', '', '', '', ''}
 end
@@ -290,6 +301,16 @@ if commit then
     redis.call('SET', KEYS[1], ARGV[1], 'PX', rateLimitMs)
   end
 end
+if claimKey then
+  local t = redis.call('TIME')
+  local leaseUntil = string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[15]))
+  local value = 'r|' .. ARGV[12] .. '|' .. leaseUntil .. '|' .. amount .. '|' .. ARGV[13] .. '|' .. ARGV[14]
+  if claimed then
+    redis.call('SET', claimKey, value, 'KEEPTTL')
+  else
+    redis.call('SET', claimKey, value, 'PX', ARGV[16])
+  end
+end
 return {'ok', balance, hard, others, ''}
 `;
 
@@ -338,7 +359,25 @@ return 1
 `;
 
 export type ReserveCode =
-  "ok" | "AuctionRateExceeded" | "StaleBalance" | "NotEnoughLiquidity" | "LiquidityUnavailable" | "NotEnoughGas";
+  | "ok"
+  | "AuctionRateExceeded"
+  | "StaleBalance"
+  | "NotEnoughLiquidity"
+  | "LiquidityUnavailable"
+  | "NotEnoughGas"
+  | "ClaimLost";
+
+/** The auction request's claim this step is fenced on (services/auction/request-claims.ts). */
+export interface ReserveClaim {
+  readonly key: string;
+  readonly token: string;
+  /** Stored with the claim on ok, so a taker re-sends this very bid. */
+  readonly bidExpiry: number;
+  readonly gasFee: string;
+  /** The claim's lease from this step on (state `r`), and how long the key stays when this step creates it. */
+  readonly leaseMs: number;
+  readonly keepMs: number;
+}
 
 export interface ReserveParams {
   readonly user: string;
@@ -361,6 +400,8 @@ export interface ReserveParams {
   readonly minGasReceiving: bigint;
   /** false (dry run): every check, but neither reservation nor rate-limit stamp. */
   readonly commit: boolean;
+  /** Fences the step on the request's claim (several auction instances receive every request). */
+  readonly claim?: ReserveClaim;
 }
 
 export interface ReserveOutcome {
@@ -415,6 +456,7 @@ export function createBidReservations(redis: Redis, prefix: string): BidReservat
         gasBalanceKey(prefix, p.sendingChainId),
         gasBalanceKey(prefix, p.receivingChainId),
         ...keysOf(p.receivingChainId, p.receivingAssetId),
+        ...(p.claim ? [p.claim.key] : []),
       ];
       const args = [
         String(p.nowMs),
@@ -428,6 +470,9 @@ export function createBidReservations(redis: Redis, prefix: string): BidReservat
         p.commit ? "1" : "0",
         String(UNPREPARED_SHARE_DIVISOR),
         String(MAX_BIDS_PER_TRANSFER),
+        ...(p.claim
+          ? [p.claim.token, String(p.claim.bidExpiry), p.claim.gasFee, String(p.claim.leaseMs), String(p.claim.keepMs)]
+          : []),
       ];
       const [code, a, b, c, why] = (await reserveScript(keys, args)) as [ReserveCode, string, string, string, string];
       return { code, detail: describe(code, [a, b, c], why) };
@@ -480,6 +525,8 @@ function describe(code: ReserveCode, [a, b, c]: readonly string[], why: string):
         : "a bid for the same user, chains and assets was signed less than requestLimit ago";
     case "NotEnoughGas":
       return `signer gas: sending chain ${a}, receiving chain ${b}`;
+    case "ClaimLost":
+      return "another auction instance took this request over (this one missed its claim's lease)";
     default:
       return "";
   }

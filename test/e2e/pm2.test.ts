@@ -132,7 +132,7 @@ describe("PM2: ecosystem.config.js runs the router", () => {
     await stopE2eStack(s);
   });
 
-  it("starts the admin API, the auction and one submitter and one poller per pool chain, all online", async () => {
+  it("starts the admin API, two auctions and one submitter and one poller per pool chain, all online", async () => {
     const output = (await pm2("jlist")).output;
     const list = JSON.parse(output.slice(output.indexOf("["))) as Array<{ name: string; pm2_env: { status: string } }>;
     const online = list
@@ -141,6 +141,8 @@ describe("PM2: ecosystem.config.js runs the router", () => {
       .sort();
     expect(online).toEqual([
       "admin",
+      // AUCTION_INSTANCES defaults to 2: a killed instance's requests are taken over by the other (docs/auction.md).
+      "auction",
       "auction",
       // Chain 1 is in no swap pool: gas pricing only, so no submitter or poller (ROUTER_ROLES could name it).
       "poller-1337",
@@ -188,6 +190,13 @@ describe("PM2: ecosystem.config.js runs the router", () => {
 
   it("a SIGKILLed lone auction answers a status request again within 2 s of PM2 restarting it", async () => {
     if (!nats || !auth) throw new Error("messaging not started");
+    // Two auctions by default, and the other would answer at once: this case is about PM2 restarting a lone one.
+    expect((await pm2("scale", "auction", "1")).status).toBe(0);
+    await waitFor(
+      "one auction left",
+      async () => ((await jlist()).filter((a) => a.name === "auction").length === 1 ? true : undefined),
+      15_000,
+    );
     // A client connected beforehand asks every 100 ms: the figure is the auction's, not a client login's.
     const key = Wallet.createRandom();
     const client = await connectMessaging({

@@ -1,7 +1,7 @@
-import { getAddress, keccak256 } from "ethers";
+import { getAddress } from "ethers";
 import { errorMessage } from "../../../shared/errors";
 import { routerMetrics } from "../../../shared/metrics/router-metrics";
-import type { MessagingRequest, RequestHandler } from "../../../shared/messaging/types";
+import type { MessagingRequest } from "../../../shared/messaging/types";
 import { checkAuctionExpiry } from "../../../shared/protocol/auction-expiry";
 import { auctionLogFields, parseAuctionPayload } from "../../../shared/protocol/auction-payload";
 import { quoteAuction } from "../../../shared/protocol/auction-quote";
@@ -12,8 +12,12 @@ import { BID_EXPIRY_SEC } from "../../../shared/protocol/expiry";
 import { isSwapSupported } from "../../../shared/protocol/pools";
 import type { AuctionBid, AuctionPayload } from "../../../shared/protocol/types";
 import { transferKey } from "../../../shared/queues";
+import type { ReplicationGuard } from "../../../shared/queues/replication";
+import { keccak256Bytes } from "../../../shared/signer/native-keccak";
 import { sanitizeSignatureV } from "../../../shared/signer/router-signer";
 import type { BidReservations } from "../../../shared/transfers/bid-reservations";
+import type { RequestClaim } from "../claimed-delivery";
+import type { ReservedBid } from "../request-claims";
 import type { AuctionContext } from "../context";
 
 /**
@@ -40,6 +44,11 @@ export interface AuctionHandlerOptions {
 
 export interface AuctionHandlerDeps {
   readonly reservations: BidReservations;
+  /**
+   * redis.minReplicas > 0: the replica wait on the reservations' own connection (shared/queues/replication.ts);
+   * a bid is sent only once its reservation is on that many replicas. Undefined (no cost) when minReplicas is 0.
+   */
+  readonly replication?: ReplicationGuard;
   readonly options?: AuctionHandlerOptions;
 }
 
@@ -48,6 +57,8 @@ interface Outcome {
   readonly result: "bid" | "quote" | "refused";
   readonly refusal?: AuctionRefusal;
   readonly fields: Record<string, unknown>;
+  /** Reserved under the request's claim but not sent (StoreNotReplicated): a retry re-sends this very bid. */
+  readonly reserved?: ReservedBid;
 }
 
 interface ChainFacts {
@@ -63,7 +74,10 @@ interface ChainFacts {
  * requester sends can throw out of the handler.
  * No RPC happens here: balances come from Redis, prices, gas prices and decimals from the refreshers' cache.
  */
-export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDeps): RequestHandler {
+/** A request, with its claim when several instances receive every request; resolves false when the claim was lost. */
+export type AuctionRequestHandler = (request: MessagingRequest, claim?: RequestClaim) => Promise<boolean>;
+
+export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDeps): AuctionRequestHandler {
   const balanceMaxAgeMs = deps.options?.balanceMaxAgeMs ?? DEFAULT_BALANCE_MAX_AGE_MS;
   const chains = new Map<number, ChainFacts>();
   for (const chain of Object.values(ctx.config.chainConfig)) {
@@ -73,9 +87,10 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
     });
   }
   const log = ctx.logger.child({ at: "auction.outcome" });
+  const replication = deps.replication;
   const metrics = routerMetrics();
 
-  const run = async (request: MessagingRequest, nowMs: number): Promise<Outcome> => {
+  const run = async (request: MessagingRequest, nowMs: number, claim?: RequestClaim): Promise<Outcome> => {
     if (ctx.config.cleanUpMode) {
       return refused(
         "RouterInCleanUpMode",
@@ -130,9 +145,15 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
     const commit = !payload.dryRun;
     const untilMs = (bidExpiry + RESERVATION_GRACE_SEC) * 1000;
     let reserved;
+    const since = replication === undefined ? 0 : replication.mark();
     try {
       reserved = await deps.reservations.reserve({
-        ...payload,
+        // Named fields, not `...payload`: a spread that a later key overrides (amount) costs ~15 µs per request.
+        user: payload.user,
+        sendingChainId: payload.sendingChainId,
+        sendingAssetId: payload.sendingAssetId,
+        receivingChainId: payload.receivingChainId,
+        receivingAssetId: payload.receivingAssetId,
         transferKey: key,
         amount: quote.amountReceived,
         nowMs,
@@ -142,6 +163,19 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
         minGasSending: sending.minGasWei,
         minGasReceiving: receiving.minGasWei,
         commit,
+        // Fenced on the request's claim: an instance that lost it (another took the request over) reserves nothing.
+        ...(claim
+          ? {
+              claim: {
+                key: claim.key,
+                token: claim.token,
+                bidExpiry,
+                gasFee: quote.gasFee.toString(),
+                leaseMs: claim.reservedLeaseMs,
+                keepMs: claim.keepMs,
+              },
+            }
+          : {}),
       });
     } catch (err) {
       return refused("StoreUnavailable", `redis: ${errorMessage(err)}`);
@@ -159,9 +193,30 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
     });
     let bidSignature: string | null = null;
     if (commit) {
+      if (replication !== undefined) {
+        try {
+          await replication.ensure(since);
+        } catch (err) {
+          // A reservation a failover could forget would let the liquidity be promised twice: the bid is not sent.
+          // Under a claim the reservation stays (until it lapses): a taker may re-send this very bid (state `r`),
+          // and does so only once its own replica wait passes, so the bid is never sent without its promise.
+          if (claim === undefined) {
+            await deps.reservations
+              .withdraw({ ...payload, transferKey: key, amount: quote.amountReceived, untilMs })
+              .catch(() => undefined);
+            return refused("StoreNotReplicated", errorMessage(err));
+          }
+          // The claim is in state `r` now (a second reserve would be refused): the cold retry re-sends this bid.
+          const reservedBid = {
+            amountReceived: quote.amountReceived.toString(),
+            bidExpiry,
+            gasFee: quote.gasFee.toString(),
+          };
+          return { ...refused("StoreNotReplicated", errorMessage(err)), reserved: reservedBid };
+        }
+      }
       try {
-        const digest = keccak256(Buffer.from(encodeBidFast(bid).slice(2), "hex"));
-        bidSignature = sanitizeSignatureV(await ctx.signer.signMessage(Buffer.from(digest.slice(2), "hex")));
+        bidSignature = sanitizeSignatureV(await ctx.signer.signMessage(bidDigest(bid)));
       } catch (err) {
         // The bid is never sent: its promise must not hold liquidity until it lapses. Only this bid goes: the
         // transfer's earlier bids were sent and stay promised.
@@ -172,6 +227,7 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
       }
     }
     ctx.messaging.respond(request, { bid, bidSignature, gasFeeInReceivingToken: quote.gasFee.toString() });
+    claim?.published();
     return {
       result: commit ? "bid" : "quote",
       fields: { amountReceived: bid.amountReceived, gasFee: quote.gasFee.toString(), bidExpiry },
@@ -179,22 +235,79 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
   };
 
   const coldRetryWindowMs = deps.options?.coldRetryWindowMs ?? DEFAULT_COLD_RETRY_WINDOW_MS;
-  const attempt = async (request: MessagingRequest, nowMs: number): Promise<Outcome> => {
+  /**
+   * A takeover of a request whose owner died after reserving (request-claims.ts, state `r`): the same bid again,
+   * from the fields the reservation stored, nothing reserved. The signature is deterministic (RFC 6979), so if the
+   * owner did publish before dying the requester gets the same bytes twice, never a second bid.
+   */
+  const resend = async (request: MessagingRequest, stored: ReservedBid, claim?: RequestClaim): Promise<Outcome> => {
+    if (replication !== undefined) {
+      // The owner's reservation may never have reached the replicas (its own wait failed): not without them.
+      try {
+        await replication.ensure(replication.mark());
+      } catch (err) {
+        return refused("StoreNotReplicated", errorMessage(err));
+      }
+    }
+    const parsed = parseAuctionPayload(request.data);
+    const sending = parsed.ok ? chains.get(parsed.payload.sendingChainId) : undefined;
+    const receiving = parsed.ok ? chains.get(parsed.payload.receivingChainId) : undefined;
+    if (!parsed.ok || sending === undefined || receiving === undefined) {
+      return refused("InternalError", "a reserved request no longer parses"); // the owner parsed the same bytes
+    }
+    const bid = buildBid(parsed.payload, {
+      router: ctx.routerAddress,
+      amountReceived: stored.amountReceived,
+      sendingChainTxManagerAddress: sending.txManager,
+      receivingChainTxManagerAddress: receiving.txManager,
+      bidExpiry: stored.bidExpiry,
+    });
+    let bidSignature: string | null = null;
+    if (!parsed.payload.dryRun) {
+      try {
+        bidSignature = sanitizeSignatureV(await ctx.signer.signMessage(bidDigest(bid)));
+      } catch (err) {
+        return refused("SignerUnavailable", errorMessage(err)); // the promise stays: the owner may have sent it
+      }
+    }
+    ctx.messaging.respond(request, { bid, bidSignature, gasFeeInReceivingToken: stored.gasFee });
+    claim?.published();
+    return {
+      result: parsed.payload.dryRun ? "quote" : "bid",
+      fields: { amountReceived: bid.amountReceived, gasFee: stored.gasFee, bidExpiry: bid.bidExpiry, resent: true },
+    };
+  };
+
+  const attempt = async (
+    request: MessagingRequest,
+    nowMs: number,
+    claim?: RequestClaim,
+    reserved?: ReservedBid,
+  ): Promise<Outcome> => {
+    const again = reserved ?? claim?.resend;
     try {
-      return await run(request, nowMs);
+      return again ? await resend(request, again, claim) : await run(request, nowMs, claim);
     } catch (err) {
       return refused("InternalError", errorMessage(err));
     }
   };
 
-  return async (request) => {
+  // With a claim (claimed-delivery.ts) the result says whether the request is settled: false when another
+  // instance took it over, so this one must not mark it answered.
+  return async (request: MessagingRequest, claim?: RequestClaim): Promise<boolean> => {
     const startedAtMs = ctx.nowMs();
     const retryUntilMs = Date.now() + coldRetryWindowMs - COLD_RETRY_PAUSE_MS; // real time: tests may fix nowMs
-    let outcome = await attempt(request, startedAtMs);
+    let outcome = await attempt(request, startedAtMs, claim);
     // A refusal for data not there yet (e.g. right after start, before the pollers' first balances) is retried
     // while the requester still listens: a refusal is never answered, so a silent one is a lost swap.
     let coldRetries = 0;
+    let reserved: ReservedBid | undefined;
     while (outcome.refusal !== undefined && isColdRefusal(outcome.refusal.code) && Date.now() < retryUntilMs) {
+      // Claimed before waiting: watchers take an unclaimed request over once the lease would have run out.
+      if (coldRetries === 0 && claim !== undefined && !(await claim.hold().catch(() => true))) {
+        outcome = refused("ClaimLost", "another auction instance took this request over");
+        break;
+      }
       if (coldRetries === 0) {
         ctx.logger.debug("auction waiting for cold data", {
           at: "auction.cold",
@@ -205,21 +318,24 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
       }
       await sleep(COLD_RETRY_PAUSE_MS);
       coldRetries += 1;
-      outcome = await attempt(request, ctx.nowMs());
+      reserved = outcome.reserved ?? reserved;
+      outcome = await attempt(request, ctx.nowMs(), claim, reserved);
     }
-    const fields = {
-      ...auctionLogFields(request.data),
-      from: request.from,
-      result: outcome.result,
-      code: outcome.refusal?.code ?? "ok",
-      ...(outcome.refusal ? { detail: outcome.refusal.detail } : {}),
-      ...outcome.fields,
-      ...(coldRetries > 0 ? { coldRetries } : {}),
-      durationMs: ctx.nowMs() - startedAtMs,
-    };
+    // Assignments, not object spreads: V8 copies spread objects property by property on a slow path, and this
+    // line is built once per request.
+    const fields = auctionLogFields(request.data);
+    fields.from = request.from;
+    fields.result = outcome.result;
+    fields.code = outcome.refusal?.code ?? "ok";
+    if (outcome.refusal) fields.detail = outcome.refusal.detail;
+    Object.assign(fields, outcome.fields);
+    if (coldRetries > 0) fields.coldRetries = coldRetries;
+    const durationMs = ctx.nowMs() - startedAtMs;
+    fields.durationMs = durationMs;
     const level = outcome.refusal ? refusalLogLevel(outcome.refusal.code) : "info";
     log[level](outcome.refusal ? "auction refused" : "auction answered", fields);
-    recordAuction(metrics, outcome, (fields as Record<string, unknown>).receivingChainId, fields.durationMs);
+    recordAuction(metrics, outcome, fields.receivingChainId, durationMs);
+    return outcome.refusal?.code !== "ClaimLost";
   };
 }
 
@@ -242,6 +358,11 @@ function recordAuction(
 
 function refused(code: AuctionRefusal["code"], detail: string): Outcome {
   return { result: "refused", refusal: refusal(code, detail), fields: {} };
+}
+
+/** The 32 bytes the router signs (EIP-191) for a bid: keccak256 of its §2.7 encoding, hashed natively. */
+function bidDigest(bid: AuctionBid): Buffer {
+  return keccak256Bytes(Buffer.from(encodeBidFast(bid).slice(2), "hex"));
 }
 
 interface RouterFields {

@@ -1,0 +1,149 @@
+import { Redis } from "ioredis";
+import { createRequestClaims, type RequestClaims } from "../../services/auction/request-claims";
+import { sleep } from "../../shared/timing";
+import { createBidReservations, type ReserveParams } from "../../shared/transfers/bid-reservations";
+import { createBalanceStore } from "../../shared/transfers/balance-store";
+import { startRedis, type RedisServer } from "../harness/redis";
+import { uniquePrefix } from "./submitter-fixture";
+
+/**
+ * The auction's request claims (services/auction/request-claims.ts) and the reservation step fenced on them,
+ * against a real Redis: one owner, takeovers only once the lease has run out, the fence refusing a stale owner,
+ * and a takeover after the reservation re-sending the stored bid instead of reserving again.
+ */
+const ASSET = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512";
+const USER = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
+// Shortened (300 ms in production) so a lease runs out within the test; the logic does not depend on its length.
+const LEASE_MS = 150;
+
+let server: RedisServer;
+let redis: Redis;
+
+beforeAll(async () => {
+  server = await startRedis();
+  redis = new Redis(server.url);
+});
+
+afterAll(async () => {
+  await redis?.quit();
+  await server?.stop();
+});
+
+describe("auction request claims (real Redis)", () => {
+  let prefix: string;
+  let claims: RequestClaims;
+  const NOW = Date.now();
+
+  beforeEach(async () => {
+    prefix = uniquePrefix();
+    claims = createRequestClaims(redis, prefix, { leaseMs: LEASE_MS });
+    const balances = createBalanceStore(redis, prefix);
+    await balances.setRouterBalance(1338, ASSET, 1000n, NOW);
+    await balances.setGasBalance(1337, 100n, NOW);
+    await balances.setGasBalance(1338, 100n, NOW);
+  });
+
+  const reserveParams = (claim: ReserveParams["claim"]): ReserveParams => ({
+    user: USER,
+    sendingChainId: 1337,
+    sendingAssetId: ASSET,
+    receivingChainId: 1338,
+    receivingAssetId: ASSET,
+    transferKey: `0x${"ab".repeat(32)}-${USER}`.toLowerCase(),
+    amount: 100n,
+    nowMs: NOW,
+    untilMs: NOW + 300_000,
+    maxAgeMs: 60_000,
+    rateLimitMs: 0,
+    minGasSending: 10n,
+    minGasReceiving: 10n,
+    commit: true,
+    claim,
+  });
+
+  const fence = (requestId: string, token: string, bidExpiry: number, gasFee: string): ReserveParams["claim"] => ({
+    key: claims.key(requestId),
+    token,
+    bidExpiry,
+    gasFee,
+    leaseMs: LEASE_MS,
+    keepMs: 30_000,
+  });
+
+  /** Waits until the lease (from Redis TIME) has run out: the check says so, as a watcher would see it. */
+  const leaseRunsOut = async (requestId: string): Promise<void> => {
+    const deadline = Date.now() + 5_000;
+    for (;;) {
+      const raw = (await redis.get(claims.key(requestId))) ?? "";
+      const leaseUntil = Number(raw.split("|")[2]);
+      const [sec, micro] = await redis.time();
+      if (Number(sec) * 1000 + Math.floor(Number(micro) / 1000) >= leaseUntil) return;
+      if (Date.now() > deadline) throw new Error(`lease of ${raw} never ran out`);
+      await sleep(20);
+    }
+  };
+
+  it("gives a request to one claimant; a watcher sees it held, then done", async () => {
+    expect(await claims.claim("r1", "a.1")).toBe(true);
+    expect(await claims.claim("r1", "b.1")).toBe(false);
+    expect(await claims.check([{ requestId: "r1", token: "b.2" }])).toEqual([{ status: "held" }]);
+    expect(await claims.finish("r1", "b.1")).toBe(false); // not b's to finish
+    expect(await claims.finish("r1", "a.1")).toBe(true);
+    expect(await claims.check([{ requestId: "r1", token: "b.3" }])).toEqual([{ status: "done" }]);
+  });
+
+  it("a watcher takes over a claim whose lease ran out, and the stale owner's reservation is fenced off", async () => {
+    const reservations = createBidReservations(redis, prefix);
+    expect(await claims.claim("r2", "a.1")).toBe(true);
+    expect(await claims.renew([{ requestId: "r2", token: "a.1" }])).toEqual([true]);
+    await leaseRunsOut("r2");
+    expect(await claims.check([{ requestId: "r2", token: "b.1" }])).toEqual([{ status: "take" }]);
+    // The old owner wakes up: it can neither renew, nor reserve, nor mark the request done.
+    expect(await claims.renew([{ requestId: "r2", token: "a.1" }])).toEqual([false]);
+    const stale = await reservations.reserve(reserveParams(fence("r2", "a.1", 1, "7")));
+    expect(stale.code).toBe("ClaimLost");
+    expect(await reservations.reservedTotal(1338, ASSET)).toBe(0n);
+    const taker = await reservations.reserve(reserveParams(fence("r2", "b.1", 1, "7")));
+    expect(taker.code).toBe("ok");
+    expect(await claims.finish("r2", "a.1")).toBe(false);
+    expect(await claims.finish("r2", "b.1")).toBe(true);
+  });
+
+  it("a takeover after the owner reserved re-sends the stored bid; the promise is not taken twice", async () => {
+    const reservations = createBidReservations(redis, prefix);
+    expect(await claims.claim("r3", "a.1")).toBe(true);
+    const reserved = await reservations.reserve(reserveParams(fence("r3", "a.1", 1_800_000_300, "12345")));
+    expect(reserved.code).toBe("ok");
+    // Reserved, never published (the owner died while signing): only the lease ends it.
+    expect(await claims.check([{ requestId: "r3", token: "b.1" }])).toEqual([{ status: "held" }]);
+    await leaseRunsOut("r3");
+    expect(await claims.check([{ requestId: "r3", token: "b.1" }])).toEqual([
+      { status: "resend", bid: { amountReceived: "100", bidExpiry: 1_800_000_300, gasFee: "12345" } },
+    ]);
+    // A second watcher finds it held by the taker, not up for grabs again.
+    expect(await claims.check([{ requestId: "r3", token: "c.1" }])).toEqual([{ status: "held" }]);
+    expect(await reservations.reservedTotal(1338, ASSET)).toBe(100n);
+  });
+
+  it("the owner's normal path: the reservation step creates the claim, in state r; a refusal before it marks done", async () => {
+    const reservations = createBidReservations(redis, prefix);
+    expect((await reservations.reserve(reserveParams(fence("r5", "a.1", 1_800_000_300, "9")))).code).toBe("ok");
+    expect(await redis.get(claims.key("r5"))).toMatch(/^r\|a\.1\|[0-9]+\|100\|1800000300\|9$/);
+    expect(await redis.pttl(claims.key("r5"))).toBeGreaterThan(20_000);
+    // Once reserved, not a second time under the same claim (a retry re-sends instead).
+    expect((await reservations.reserve(reserveParams(fence("r5", "a.1", 1_800_000_300, "9")))).code).toBe("ClaimLost");
+    expect(await claims.finish("r6", "a.2")).toBe(true); // refused before reserving: nobody else may re-run it
+    expect(await claims.check([{ requestId: "r6", token: "b.1" }])).toEqual([{ status: "done" }]);
+    expect((await reservations.reserve(reserveParams(fence("r6", "b.1", 1, "9")))).code).toBe("ClaimLost");
+  });
+
+  it("a request nobody claimed (its queue-group member died unread) is taken by exactly one watcher", async () => {
+    const [first, second] = await Promise.all([
+      claims.check([{ requestId: "r4", token: "b.1" }]),
+      claims.check([{ requestId: "r4", token: "c.1" }]),
+    ]);
+    expect([first[0].status, second[0].status].sort()).toEqual(["held", "take"]);
+    // The slow member reads it at last: its claim fails, so it does not answer too.
+    expect(await claims.claim("r4", "a.1")).toBe(false);
+  });
+});
