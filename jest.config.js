@@ -8,4 +8,6 @@ module.exports = {
   restoreMocks: true,
   maxWorkers: 2,
   reporters: ["default", "<rootDir>/test/summary-reporter.js"],
+  // Deletes the multi-host test bed's network namespaces even after a failed run (test/multihost).
+  globalTeardown: "<rootDir>/test/multihost/global-teardown.js",
 };

@@ -43,11 +43,13 @@ export interface Supervised {
 }
 
 /** The kernel SIGKILLs the child when this process dies (util-linux setpriv), so a killed jest leaks nothing. */
-function launch(entry: string): { command: string; args: string[] } {
+function launch(entry: string, netns?: string): { command: string; args: string[] } {
   const setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].find(isExecutable);
+  // `ip netns exec` execs node in the host's namespace: the pid (and the parent-death signal) stay node's.
+  const node = netns ? ["ip", "netns", "exec", netns, process.execPath, entry] : [process.execPath, entry];
   return setpriv
-    ? { command: setpriv, args: ["--pdeathsig", "SIGKILL", "--", process.execPath, entry] }
-    : { command: process.execPath, args: [entry] };
+    ? { command: setpriv, args: ["--pdeathsig", "SIGKILL", "--", ...node] }
+    : { command: node[0], args: node.slice(1) };
 }
 
 /** `node entry` with `env`, respawned `restartDelayMs` after every exit until stop(). */
@@ -56,6 +58,8 @@ export function supervise(p: {
   entry: string;
   env: Record<string, string>;
   restartDelayMs?: number;
+  /** Network namespace to run in (the multi-host test bed's hosts). */
+  netns?: string;
 }): Supervised {
   const env: NodeJS.ProcessEnv = { ...process.env, ...p.env };
   for (const secret of ["ROUTER_ADMIN_TOKEN", "ROUTER_MNEMONIC", "REDIS_URL"]) delete env[secret];
@@ -65,7 +69,7 @@ export function supervise(p: {
   let stopping = false;
   let exited: Promise<void> = Promise.resolve();
   const start = (): void => {
-    const { command, args } = launch(p.entry);
+    const { command, args } = launch(p.entry, p.netns);
     const c = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], env });
     child = c;
     const append = (chunk: Buffer): void => {

@@ -1,0 +1,494 @@
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, connect as netConnect, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { Wallet, ZeroAddress, MaxUint256, parseEther } from "ethers";
+import { Redis } from "ioredis";
+import { anvilBinary, natsServerBinary } from "../../scripts/local/binaries";
+import { anvilAnswers, natsAnswers, redisAnswers } from "../../scripts/local/probes";
+import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
+import { anvilProvider, anvilWallet, type Anvil } from "../harness/anvil";
+import { spawnManaged, waitForReady, type ManagedProcess } from "../harness/child-process";
+import { deployNxtp, fundRouterLiquidity, mintToken, nxtpContractAt, sendTx } from "../harness/deploy";
+import { redisServerBinary } from "../harness/redis";
+import type { Stack, StackChain } from "../harness/stack";
+import { AMOUNT, CHAIN1, LIQUIDITY, RECEIVING, SENDING, type E2eStack } from "../e2e/e2e-fixture";
+import { DIST, supervise, type Supervised } from "../fault/router-procs";
+import { uniquePrefix, waitFor } from "../integration/submitter-fixture";
+import { SUBNET, bedPrefix, createBed, destroyBed, type Host } from "./netns";
+
+/**
+ * The multi-host bed (issue 15 item 5): six namespaces on one bridge.
+ *   a  admin, auction, submitters and pollers (instance 0), messaging-auth; sentinel 1; nats 1
+ *   b  auction, standby submitters and pollers (instance 1); sentinel 2; nats 2
+ *   c  Redis primary
+ *   d  Redis replica; sentinel 3; nats 3
+ *   e  anvil chains 1, 1337, 1338
+ *   t  the test's door: forward.js, through which the test process (in the machine's own namespace) reaches
+ *      the chains, a NATS server and the auth service; it runs nothing of the router's.
+ * Submitters and pollers of both hosts compete for the chain's send lease and poller lease: either host may hold
+ * them; the other stands by.
+ * Each server runs on its host's address at its standard port; every process of the router reads one config
+ * file naming the hosts' addresses, with Redis through the three sentinels.
+ */
+const HOSTS = [
+  { name: "a", octet: 11 },
+  { name: "b", octet: 12 },
+  { name: "c", octet: 13 },
+  { name: "d", octet: 14 },
+  { name: "e", octet: 15 },
+  { name: "t", octet: 20 },
+];
+const CHAIN_PORTS: Record<number, number> = { [CHAIN1]: 8545, [SENDING]: 8546, [RECEIVING]: 8547 };
+const REDIS_PORT = 6379;
+const SENTINEL_PORT = 26379;
+const NATS_PORT = 4222;
+const AUTH_PORT = 5040;
+export const SENTINEL_NAME = "mh-primary";
+const FORWARD_JS = resolve(__dirname, "forward.js");
+
+export interface Bed {
+  readonly prefix: string;
+  readonly hosts: ReadonlyMap<string, Host>;
+  host(name: string): Host;
+  /** The e2e helpers' view of the bed: chains (through the door), the router, a funded user. */
+  readonly s: E2eStack;
+  readonly redisPrefix: string;
+  readonly configFile: string;
+  /** Router processes by name: `<role>-<chain>@<host>` or `<role>@<host>`. */
+  readonly procs: ReadonlyMap<string, Supervised>;
+  proc(name: string): Supervised;
+  /** Infrastructure processes by name (redis-primary, redis-replica, sentinel@a, nats@a, anvil-1337 …). */
+  readonly servers: ReadonlyMap<string, ManagedProcess>;
+  /** NATS (on host b) and the auth service, reachable from the test process. */
+  readonly natsUrl: string;
+  readonly authUrl: string;
+  /** A local port forwarded to `host:port` of the bed. */
+  door(host: Host, port: number): Promise<number>;
+  /** The sentinels' current primary (its host address). */
+  primaryAddr(): Promise<string>;
+  outputs(chars?: number): string;
+  stop(): Promise<void>;
+}
+
+/** Creates the namespaces and starts everything; on any failure tears down what came up and rethrows. */
+export async function startBed(): Promise<Bed> {
+  const prefix = bedPrefix();
+  destroyBed(prefix);
+  const dir = mkdtempSync(join(tmpdir(), "multihost-"));
+  const servers = new Map<string, ManagedProcess>();
+  const procs = new Map<string, Supervised>();
+  const doors: Server[] = [];
+  const clients: Redis[] = [];
+  const providers: Array<{ destroy(): void }> = [];
+  const stop = async (): Promise<void> => {
+    await Promise.allSettled([...procs.values()].map((p) => p.stop()));
+    await Promise.allSettled([...servers.values()].map((p) => p.stop()));
+    for (const c of clients) c.disconnect();
+    for (const p of providers) p.destroy();
+    for (const d of doors) d.close();
+    destroyBed(prefix);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const hosts = createBed(prefix, HOSTS);
+    const host = (name: string): Host =>
+      hosts.get(name) ??
+      (() => {
+        throw new Error(`no host ${name}`);
+      })();
+    const [a, b, c, d, e, t] = ["a", "b", "c", "d", "e", "t"].map(host);
+    const inNs = (name: string, h: Host, command: string, args: readonly string[]): ManagedProcess => {
+      const proc = spawnManaged({ name, command: "ip", args: ["netns", "exec", h.ns, command, ...args] });
+      servers.set(name, proc);
+      return proc;
+    };
+
+    // 1. The door: forward.js in t, and per target a local TCP port piped to it with a "host:port" header.
+    const socket = join(dir, "door.sock");
+    const fwd = inNs("door", t, process.execPath, [FORWARD_JS, socket, SUBNET]);
+    await waitForReady(fwd, async () => existsSync(socket), 10_000);
+    const door = (h: Host, port: number): Promise<number> =>
+      new Promise((done, fail) => {
+        const server = createServer((local) => {
+          const up = netConnect(socket, () => {
+            up.write(`${h.addr}:${port}\n`);
+            local.pipe(up);
+            up.pipe(local);
+          });
+          up.on("error", () => local.destroy());
+          local.on("error", () => up.destroy());
+          up.on("close", () => local.destroy());
+        });
+        server.unref();
+        doors.push(server);
+        server.once("error", fail);
+        server.listen({ host: "127.0.0.1", port: 0 }, () => {
+          const addr = server.address();
+          done(typeof addr === "object" && addr ? addr.port : 0);
+        });
+      });
+
+    // 2. Chains on e, reached through the door; the real NXTP contracts deployed on each.
+    const routerWallet = Wallet.createRandom();
+    const mnemonic = routerWallet.mnemonic?.phrase;
+    if (!mnemonic) throw new Error("random wallet without mnemonic");
+    const router = routerWallet.address;
+    const chains = new Map<number, StackChain>();
+    await Promise.all(
+      Object.entries(CHAIN_PORTS).map(async ([id, port]) => {
+        const chainId = Number(id);
+        const proc = inNs(`anvil-${chainId}`, e, anvilBinary(), [
+          "--host",
+          e.addr,
+          "--port",
+          String(port),
+          "--chain-id",
+          String(chainId),
+          "--silent",
+        ]);
+        const local = await door(e, port);
+        await waitForReady(proc, (ms) => anvilAnswers(local, chainId, ms), 20_000);
+        const url = `http://127.0.0.1:${local}`;
+        const provider = anvilProvider(url, chainId);
+        providers.push(provider);
+        const anvil = localAnvil(url, local, chainId, proc);
+        const deployer = anvilWallet(0, provider);
+        const deployment = await deployNxtp({ rpcUrl: url, chainId, deployer, routerSigner: router });
+        chains.set(chainId, { chainId, anvil, provider, deployer, deployment });
+      }),
+    );
+    const chain = (id: number): StackChain =>
+      chains.get(id) ??
+      (() => {
+        throw new Error(`no chain ${id}`);
+      })();
+    const [chain1, sending, receiving] = [chain(CHAIN1), chain(SENDING), chain(RECEIVING)];
+    for (const ch of [sending, receiving]) {
+      await ch.anvil.setBalance(router, parseEther("100"));
+      const funder = anvilWallet(3, ch.provider);
+      await mintToken(ch.deployment, funder.address, LIQUIDITY);
+      await fundRouterLiquidity({
+        deployment: ch.deployment,
+        funder,
+        router,
+        assetId: ch.deployment.token,
+        amount: LIQUIDITY,
+      });
+      // Native and TEST at the same price: the auction's gas fee in TEST is the gas cost in wei.
+      await sendTx(ch.deployment.contracts.priceOracle, "setDirectPrice", [ZeroAddress, parseEther("1")]);
+      await sendTx(ch.deployment.contracts.priceOracle, "setDirectPrice", [ch.deployment.token, parseEther("1")]);
+    }
+    const user = anvilWallet(5, sending.provider);
+    await sendTx(nxtpContractAt("TestERC20", sending.deployment.token, sending.deployer), "mint", [
+      user.address,
+      AMOUNT * 1000n,
+    ]);
+    await sendTx(nxtpContractAt("ERC20", sending.deployment.token, user), "approve", [
+      sending.deployment.transactionManager,
+      MaxUint256,
+    ]);
+
+    // 3. Redis: primary on c, replica on d, sentinels on a, b, d (quorum 2).
+    const redisArgs = (h: Host): string[] => [
+      "--port",
+      String(REDIS_PORT),
+      "--bind",
+      h.addr,
+      "--protected-mode",
+      "no",
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+      "--maxmemory-policy",
+      "noeviction",
+      "--dir",
+      dir,
+      "--dbfilename",
+      `${h.name}.rdb`,
+      "--loglevel",
+      "warning",
+    ];
+    const primary = inNs("redis-primary", c, redisServerBinary(), redisArgs(c));
+    const replica = inNs("redis-replica", d, redisServerBinary(), [
+      ...redisArgs(d),
+      "--replicaof",
+      c.addr,
+      String(REDIS_PORT),
+    ]);
+    const [cPort, dPort] = [await door(c, REDIS_PORT), await door(d, REDIS_PORT)];
+    await waitForReady(primary, (ms) => redisAnswers(cPort, ms));
+    await waitForReady(replica, (ms) => redisAnswers(dPort, ms));
+    const sentinelHosts = [a, b, d];
+    const sentinelDoors: number[] = [];
+    for (const h of sentinelHosts) {
+      const file = join(dir, `sentinel-${h.name}.conf`);
+      writeFileSync(
+        file,
+        [
+          `port ${SENTINEL_PORT}`,
+          `bind ${h.addr}`,
+          "protected-mode no",
+          `dir ${dir}`,
+          `sentinel monitor ${SENTINEL_NAME} ${c.addr} ${REDIS_PORT} 2`,
+          // 1 s instead of Sentinel's default 30 s so a failover fits the suite's time bound.
+          `sentinel down-after-milliseconds ${SENTINEL_NAME} 1000`,
+          `sentinel failover-timeout ${SENTINEL_NAME} 10000`,
+          "",
+        ].join("\n"),
+      );
+      const proc = inNs(`sentinel@${h.name}`, h, redisServerBinary(), [file, "--sentinel", "--loglevel", "warning"]);
+      const port = await door(h, SENTINEL_PORT);
+      sentinelDoors.push(port);
+      await waitForReady(proc, (ms) => redisAnswers(port, ms));
+    }
+    const sentinelClient = (port: number): Redis => {
+      const r = new Redis({ host: "127.0.0.1", port, maxRetriesPerRequest: 1, lazyConnect: true });
+      clients.push(r);
+      return r;
+    };
+    const sentinels = sentinelDoors.map(sentinelClient);
+    await waitFor(
+      "the sentinels to know each other and the replica",
+      async () => {
+        for (const r of sentinels) {
+          const m = (await r.call("SENTINEL", "master", SENTINEL_NAME)) as string[];
+          const field = (k: string): number => Number(m[m.indexOf(k) + 1]);
+          if (field("num-other-sentinels") < 2 || field("num-slaves") < 1) return undefined;
+        }
+        return true;
+      },
+      30_000,
+    );
+    const primaryAddr = async (): Promise<string> => {
+      for (const r of sentinels) {
+        const addr = (await r.call("SENTINEL", "get-master-addr-by-name", SENTINEL_NAME).catch(() => null)) as
+          string[] | null;
+        if (addr) return addr[0];
+      }
+      throw new Error("no sentinel answered");
+    };
+
+    // 4. NATS: a cluster of three (a, b, d), every server routed to every other.
+    const natsHosts = [a, b, d];
+    const routes = natsHosts.map((h) => `nats://${h.addr}:6222`).join(",");
+    for (const h of natsHosts) {
+      const proc = inNs(`nats@${h.name}`, h, natsServerBinary(), [
+        "-a",
+        h.addr,
+        "-p",
+        String(NATS_PORT),
+        "--cluster_name",
+        "multihost",
+        "--cluster",
+        `nats://${h.addr}:6222`,
+        "--routes",
+        routes,
+        "-m",
+        "8222",
+      ]);
+      const port = await door(h, NATS_PORT);
+      await waitForReady(proc, (ms) => natsAnswers(port, ms));
+    }
+    const monitors = await Promise.all(natsHosts.map((h) => door(h, 8222)));
+    await waitFor(
+      "nats routes between all three servers",
+      async () => {
+        for (const port of monitors) {
+          const res = await fetch(`http://127.0.0.1:${port}/routez`).catch(() => undefined);
+          const n = res ? (((await res.json()) as { num_routes?: number }).num_routes ?? 0) : 0;
+          if (n < 2) return undefined;
+        }
+        return true;
+      },
+      20_000,
+    );
+
+    // 5. The router: one config file, every address a bed host's.
+    const redisPrefix = uniquePrefix();
+    const entry = (ch: StackChain, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+      providers: [`http://${e.addr}:${CHAIN_PORTS[ch.chainId]}`],
+      transactionManagerAddress: ch.deployment.transactionManager,
+      priceOracleAddress: ch.deployment.priceOracle,
+      confirmations: 1,
+      ...extra,
+    });
+    const config = {
+      adminToken: "multihost-admin-token-0123456789abcdef",
+      mnemonic,
+      logLevel: process.env.MULTIHOST_LOG_LEVEL ?? "info",
+      network: "local",
+      messagingUrl: natsHosts.map((h) => `nats://${h.addr}:${NATS_PORT}`).join(","),
+      authUrl: `http://${a.addr}:${AUTH_PORT}`,
+      redis: { sentinels: sentinelHosts.map((h) => ({ host: h.addr, port: SENTINEL_PORT })), name: SENTINEL_NAME },
+      redisPrefix,
+      host: a.addr,
+      port: 8080,
+      swapPools: [
+        {
+          name: "TEST",
+          assets: [
+            { chainId: SENDING, assetId: sending.deployment.token },
+            { chainId: RECEIVING, assetId: receiving.deployment.token },
+          ],
+        },
+      ],
+      chainConfig: {
+        [String(CHAIN1)]: entry(chain1),
+        [String(SENDING)]: entry(sending),
+        [String(RECEIVING)]: entry(receiving),
+      },
+    };
+    const configFile = join(dir, "config.json");
+    writeFileSync(configFile, JSON.stringify(config));
+    const base = { ROUTER_CONFIG_FILE: configFile };
+    const run = (name: string, h: Host, role: string, env: Record<string, string>): Supervised => {
+      const p = supervise({
+        name: `${name}@${h.name}`,
+        entry: join(DIST, `${role}/main.js`),
+        env: { ...base, NODE_APP_INSTANCE: "0", ...env },
+        netns: h.ns,
+      });
+      procs.set(p.name, p);
+      return p;
+    };
+    // messaging-auth takes its address from the environment only (`env` execs node: the pid stays node's).
+    const auth = inNs("messaging-auth@a", a, "/usr/bin/env", [
+      `MESSAGING_AUTH_HOST=${a.addr}`,
+      `MESSAGING_AUTH_PORT=${AUTH_PORT}`,
+      "MESSAGING_AUTH_LOG_LEVEL=warn",
+      process.execPath,
+      join(DIST, "messaging-auth/main.js"),
+    ]);
+    const authPort = await door(a, AUTH_PORT);
+    await waitForReady(auth, async () => (await fetch(`http://127.0.0.1:${authPort}/auth/${router}`)).ok, 15_000);
+    const heads = await Promise.all(
+      [SENDING, RECEIVING].map(async (id) => (await chain(id).provider.getBlockNumber()) + 1),
+    );
+    // a's pollers and submitters first, holding their chains' leases before b's start: a is the active host and
+    // b the standby, as in production where the standbys join a running router.
+    for (const [i, id] of [SENDING, RECEIVING].entries()) {
+      run(`poller-${id}`, a, "poller", { CHAIN_ID: String(id), POLLER_START_BLOCK: String(heads[i]) });
+      run(`submitter-${id}`, a, "submitter", { CHAIN_ID: String(id) });
+    }
+    run("auction", a, "auction", {});
+    run("admin", a, "admin", {});
+    await waitFor(
+      "a's pollers and submitters to hold their leases",
+      async () =>
+        [SENDING, RECEIVING].every(
+          (id) =>
+            procs.get(`poller-${id}@a`)?.output().includes("poller lease acquired") &&
+            procs.get(`submitter-${id}@a`)?.output().includes("sender lease acquired"),
+        )
+          ? true
+          : undefined,
+      30_000,
+    );
+    for (const [i, id] of [SENDING, RECEIVING].entries()) {
+      run(`poller-${id}`, b, "poller", {
+        CHAIN_ID: String(id),
+        POLLER_START_BLOCK: String(heads[i]),
+        NODE_APP_INSTANCE: "1",
+      });
+      run(`submitter-${id}`, b, "submitter", { CHAIN_ID: String(id), NODE_APP_INSTANCE: "1" });
+    }
+    run("auction", b, "auction", { NODE_APP_INSTANCE: "1" });
+
+    const s: E2eStack = {
+      stack: stackOf(chains),
+      chain1,
+      sending,
+      receiving,
+      // The first primary through the door (the E2eStack shape wants a URL); the router itself uses the sentinels.
+      redisUrl: `redis://127.0.0.1:${cPort}`,
+      mnemonic,
+      routerSigner: createMnemonicSigner(mnemonic),
+      router,
+      user,
+      otherToken: ZeroAddress,
+      dir,
+    };
+    const outputs = (chars = 3_000): string => {
+      const logDir = join(tmpdir(), `multihost-logs-${redisPrefix}`);
+      mkdirSync(logDir, { recursive: true });
+      for (const p of procs.values()) writeFileSync(join(logDir, `${p.name}.log`), p.output());
+      return [
+        ...[...procs.values()].map((p) => `--- ${p.name} (restarts ${p.restarts()}) ---\n${p.output().slice(-chars)}`),
+        ...[...servers.values()].map((p) => `--- ${p.name} ---\n${p.outputTail().slice(-chars)}`),
+        `(whole router outputs in ${logDir})`,
+      ].join("\n");
+    };
+    const bed: Bed = {
+      prefix,
+      hosts,
+      host,
+      s,
+      redisPrefix,
+      configFile,
+      procs,
+      proc: (name) =>
+        procs.get(name) ??
+        (() => {
+          throw new Error(`no process ${name}`);
+        })(),
+      servers,
+      natsUrl: `nats://127.0.0.1:${await door(b, NATS_PORT)}`,
+      authUrl: `http://127.0.0.1:${authPort}`,
+      door,
+      primaryAddr,
+      outputs,
+      stop,
+    };
+    return bed;
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    const tails = [...procs.values()]
+      .map((p) => `--- ${p.name} ---\n${p.output().slice(-2000)}`)
+      .concat([...servers.values()].map((p) => `--- ${p.name} ---\n${p.outputTail().slice(-2000)}`))
+      .join("\n");
+    await stop();
+    throw new Error(`${message}\n${tails}`, { cause: err });
+  }
+}
+
+/** An Anvil handle on a chain reached through the door (the harness's own speaks to 127.0.0.1 directly). */
+function localAnvil(url: string, port: number, chainId: number, proc: ManagedProcess): Anvil {
+  const rpc = async <T>(method: string, params: readonly unknown[] = []): Promise<T> => {
+    const res = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+    });
+    const reply = (await res.json()) as { result?: T; error?: { message?: string } };
+    if (reply.error) throw new Error(`${method}: ${reply.error.message ?? "error"}`);
+    return reply.result as T;
+  };
+  const hex = (n: bigint | number): string => `0x${n.toString(16)}`;
+  return {
+    url,
+    port,
+    chainId,
+    pid: proc.pid,
+    stop: proc.stop,
+    rpc,
+    mine: async (blocks = 1) => void (await rpc("anvil_mine", [hex(blocks)])),
+    increaseTime: async (seconds) => void (await rpc("evm_increaseTime", [seconds])),
+    setAutomine: async (on) => void (await rpc("evm_setAutomine", [on])),
+    setBalance: async (address, wei) => void (await rpc("anvil_setBalance", [address, hex(wei)])),
+  };
+}
+
+function stackOf(chains: ReadonlyMap<number, StackChain>): Stack {
+  return {
+    chains,
+    routerSigner: "",
+    chain: (id) =>
+      chains.get(id) ??
+      (() => {
+        throw new Error(`no chain ${id}`);
+      })(),
+    stop: async () => undefined,
+  };
+}

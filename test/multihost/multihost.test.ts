@@ -1,0 +1,434 @@
+import { Wallet, hexlify, keccak256, randomBytes, ZeroAddress } from "ethers";
+import { connectMessaging } from "../../shared/messaging";
+import type { Messaging, MessagingResponse } from "../../shared/messaging/types";
+import type { AuctionBid } from "../../shared/protocol/types";
+import { AMOUNT, RECEIVING, SENDING, type E2eStack } from "../e2e/e2e-fixture";
+import { routerLiquidity, tokenBalance, userFulfill, waitForEvent } from "../e2e/e2e-user";
+import { prepareWithBid } from "../../scripts/local/swap-user";
+import { auditRouterTxs, describeAudit, fundUsers, percentile, type ChainAudit } from "../fault/swap-audit";
+import { captureLogs } from "../harness/logs";
+import { waitFor } from "../integration/submitter-fixture";
+import { startBed, type Bed } from "./bed";
+import { cleanupBeds, clearNetem, heal, killIn, netem, netemUnavailable, netnsUnavailable, partition } from "./netns";
+
+/**
+ * Issue 15 item 5: the router spread over hosts (network namespaces on one bridge, test/multihost/bed.ts),
+ * with faults injected by ip/tc/kill inside those namespaces only. Every case judges what reached the chains.
+ * Needs root (ip netns add); without it the suite is skipped with one line saying why.
+ */
+const SDK_BID_WINDOW_MS = 6_000; // the NXTP SDK waits this long for bids
+const SWAP_STEP_MS = 30_000;
+/**
+ * The suite's bound (issue 15: at most 5 minutes of CI): once this much has passed (set-up included), each
+ * remaining case fails at once instead of starting; with the longest case timeout (75 s) and the teardown the
+ * whole file stays within about 300 s. A normal run takes 35–65 s on a 2-core machine.
+ */
+const SUITE_BUDGET_MS = 165_000;
+/** As test/fault/takeover.test.ts: the send lease's 1 s TTL (shipped default) plus the standby's next poll. */
+const TAKEOVER_BOUND_MS = 5_000;
+
+const unavailable = netnsUnavailable();
+if (unavailable) process.stdout.write(`multihost: skipped: ${unavailable}\n`);
+const describeBed = unavailable ? describe.skip : describe;
+
+interface BidReply {
+  readonly bid: AuctionBid;
+  readonly bidSignature: string;
+}
+
+describeBed("multi-host bed (network namespaces)", () => {
+  let bed: Bed | undefined;
+  let messaging: Messaging | undefined;
+  const responses: MessagingResponse[] = [];
+  let startBlocks: Record<number, number> = {};
+
+  const suiteStartedAtMs = Date.now();
+
+  beforeEach(() => {
+    if (Date.now() - suiteStartedAtMs > SUITE_BUDGET_MS) {
+      throw new Error(`the multi-host suite spent its ${SUITE_BUDGET_MS / 1000} s budget: case not started`);
+    }
+  });
+
+  beforeAll(async () => {
+    cleanupBeds(); // stale beds of killed runs (their creator's pid is gone); ours are named by our pid
+    bed = await startBed();
+    const b = bed;
+    const wallet = Wallet.createRandom();
+    messaging = await connectMessaging({
+      servers: b.natsUrl,
+      authUrl: b.authUrl,
+      logger: captureLogs("client").logger,
+      signer: { getAddress: async () => wallet.address, signMessage: (m) => wallet.signMessage(m) },
+    });
+    messaging.onResponse("auction", (r) => responses.push(r));
+    await messaging.flush();
+    // Both auction hosts serve: a bid arrives, and each auction process logged its start.
+    await waitFor(
+      "both auction hosts answering",
+      async () => {
+        const reply = await requestBid(Wallet.createRandom().address, 2_000).catch(() => undefined);
+        const started = ["auction@a", "auction@b"].every((n) => b.proc(n).output().includes('"auction started"'));
+        return reply && started ? true : undefined;
+      },
+      60_000,
+    ).catch((err: unknown) => {
+      throw new Error(`${err instanceof Error ? err.message : String(err)}\n${b.outputs()}`);
+    });
+    startBlocks = {
+      [SENDING]: await b.s.sending.provider.getBlockNumber(),
+      [RECEIVING]: await b.s.receiving.provider.getBlockNumber(),
+    };
+  }, 80_000);
+
+  afterAll(async () => {
+    await messaging?.close().catch(() => undefined);
+    await bed?.stop();
+  }, 60_000);
+
+  const requestPayload = (user: string): Record<string, unknown> => {
+    const nowSec = Math.floor(Date.now() / 1000);
+    return {
+      user,
+      initiator: user,
+      sendingChainId: SENDING,
+      sendingAssetId: bed?.s.sending.deployment.token,
+      amount: AMOUNT.toString(),
+      receivingChainId: RECEIVING,
+      receivingAssetId: bed?.s.receiving.deployment.token,
+      receivingAddress: user,
+      callTo: ZeroAddress,
+      callDataHash: keccak256("0x"),
+      encryptedCallData: "0x",
+      expiry: nowSec + 3 * 86400 + 3 * 3600,
+      transactionId: hexlify(randomBytes(32)),
+      dryRun: false,
+    };
+  };
+
+  /** One auction.request as the SDK sends it; the first bid within `timeoutMs`, with its latency. */
+  async function requestBid(
+    user: string,
+    timeoutMs = SDK_BID_WINDOW_MS,
+  ): Promise<{ reply: BidReply; inbox: string; ms: number; transactionId: string }> {
+    if (!messaging) throw new Error("no messaging client");
+    const payload = requestPayload(user);
+    const inbox = `_INBOX.${hexlify(randomBytes(12))}`;
+    const startedAtMs = Date.now();
+    messaging.request("auction", payload, inbox);
+    const response = await waitFor(
+      `a bid on ${inbox}`,
+      async () => responses.find((r) => r.responseInbox === inbox),
+      timeoutMs,
+    );
+    return {
+      reply: response.data as BidReply,
+      inbox,
+      ms: Date.now() - startedAtMs,
+      transactionId: String(payload.transactionId),
+    };
+  }
+
+  /** TransactionManager.prepare on the sending chain with the auction's bid, as the SDK does. */
+  const userPrepares = async (u: E2eStack, reply: BidReply): Promise<{ transactionId: string }> => {
+    const chain = {
+      chainId: SENDING,
+      provider: u.sending.provider,
+      transactionManager: u.sending.deployment.transactionManager,
+    };
+    const event = await prepareWithBid(chain, u.user, reply.bid, reply.bidSignature);
+    return { transactionId: event.txData.transactionId };
+  };
+
+  /** Bid from the router's auction, then the whole swap by the user (e2e helpers), through the bed's chains. */
+  async function swap(
+    b: Bed,
+    u: E2eStack,
+  ): Promise<{ transactionId: string; bidMs: number; inbox: string; amountReceived: bigint }> {
+    const { reply, ms, inbox } = await requestBid(u.user.address);
+    const t = await userPrepares(u, reply);
+    const prepared = await waitForEvent(u.receiving, "prepared", t.transactionId, SWAP_STEP_MS);
+    await userFulfill(u, prepared.txData);
+    await waitForEvent(u.sending, "fulfilled", t.transactionId, SWAP_STEP_MS);
+    return { transactionId: t.transactionId, bidMs: ms, inbox, amountReceived: BigInt(reply.bid.amountReceived) };
+  }
+
+  const audits = async (b: Bed): Promise<ChainAudit[]> =>
+    Promise.all([b.s.sending, b.s.receiving].map((c) => auditRouterTxs(c, b.s.router, startBlocks[c.chainId] + 1)));
+
+  const expectCleanAudit = (all: readonly ChainAudit[]): void => {
+    for (const a of all) {
+      expect({ chain: a.chainId, reverted: a.reverted, duplicates: a.duplicates, gaps: a.nonceGaps }).toEqual({
+        chain: a.chainId,
+        reverted: [],
+        duplicates: [],
+        gaps: [],
+      });
+    }
+  };
+
+  const withOutputs = async <T>(b: Bed, fn: () => Promise<T>): Promise<T> =>
+    fn().catch((err: unknown) => {
+      throw new Error(`${err instanceof Error ? err.message : String(err)}\n${b.outputs(2_500)}`);
+    });
+
+  it("roles split over hosts a and b: swaps complete, each request answered exactly once across both auctions", async () => {
+    const b = bed as Bed;
+    const users = await fundUsers(b.s, 3, 1);
+    const before = {
+      userReceiving: await Promise.all(users.map((u) => tokenBalance(b.s.receiving, u.user.address))),
+      liquiditySending: await routerLiquidity(b.s, b.s.sending),
+      liquidityReceiving: await routerLiquidity(b.s, b.s.receiving),
+    };
+    const done = await withOutputs(b, () => Promise.all(users.map((u) => swap(b, u))));
+    // Extra bid requests: the queue group must spread them over a and b, and answer each once.
+    const extra = [];
+    for (let i = 0; i < 20; i += 1) extra.push(await requestBid(Wallet.createRandom().address));
+    const inboxes = [...done.map((d) => d.inbox), ...extra.map((x) => x.inbox)];
+    const ids = [...done.map((d) => d.transactionId), ...extra.map((x) => x.transactionId)];
+    const answeredLines = (host: string): string[] =>
+      b
+        .proc(`auction@${host}`)
+        .output()
+        .split("\n")
+        .filter((l) => l.includes('"message":"auction answered"'));
+    const loggedAnswers = (id: string): number =>
+      [...answeredLines("a"), ...answeredLines("b")].filter((l) => l.includes(`"transactionId":"${id}"`)).length;
+    // Each instance logs its outcome once it has answered: wait for every request's line, then count.
+    await waitFor("every request's outcome line", async () =>
+      ids.every((id) => loggedAnswers(id) > 0) ? true : undefined,
+    );
+    const answeredBy = (host: string): number => answeredLines(host).length;
+    process.stdout.write(
+      `multihost split roles: ${done.length} swaps, bids answered by a ${answeredBy("a")}, by b ${answeredBy("b")}\n`,
+    );
+    expect(ids.map(loggedAnswers)).toEqual(ids.map(() => 1));
+    expect(inboxes.map((inbox) => responses.filter((r) => r.responseInbox === inbox).length)).toEqual(
+      inboxes.map(() => 1),
+    );
+    expect(answeredBy("a")).toBeGreaterThan(0);
+    expect(answeredBy("b")).toBeGreaterThan(0);
+    // On chain: each user received its bid's amountReceived, the router's liquidity moved by exactly those swaps.
+    const after = await Promise.all(users.map((u) => tokenBalance(b.s.receiving, u.user.address)));
+    expect(after.map((x, i) => x - before.userReceiving[i])).toEqual(done.map((x) => x.amountReceived));
+    expect((await routerLiquidity(b.s, b.s.sending)) - before.liquiditySending).toBe(AMOUNT * BigInt(users.length));
+    const received = after.reduce((sum, x, i) => sum + x - before.userReceiving[i], 0n);
+    expect(before.liquidityReceiving - (await routerLiquidity(b.s, b.s.receiving))).toBe(received);
+    const all = await audits(b);
+    process.stdout.write(`${all.map(describeAudit).join("\n")}\n`);
+    expectCleanAudit(all);
+    // One router prepare on the receiving chain and one claim on the sending chain per swap.
+    for (const d of done) {
+      expect(all[1].txs.filter((x) => x.transactionId === d.transactionId && x.method === "prepare")).toHaveLength(1);
+      expect(all[0].txs.filter((x) => x.transactionId === d.transactionId && x.method === "fulfill")).toHaveLength(1);
+    }
+  }, 45_000);
+
+  /** Lines of a process's output from `from` on that carry `message`. */
+  const linesOf = (b: Bed, name: string, message: string, from = 0): string[] =>
+    b
+      .proc(name)
+      .output()
+      .slice(from)
+      .split("\n")
+      .filter((l) => l.includes(`"message":"${message}`));
+
+  /**
+   * The host whose submitter of `chainId` sends: the last lease line of its current incarnation (a SIGKILLed
+   * one logs nothing more) says whether it holds the lease.
+   */
+  const senderHost = (b: Bed, chainId: number): string | undefined =>
+    ["a", "b"].find((h) => {
+      const name = `submitter-${chainId}@${h}`;
+      const out = b.proc(name).output();
+      const lines = out
+        .slice(Math.max(0, out.lastIndexOf(`[${name} pid `)))
+        .split("\n")
+        .filter((l) => /"message":"sender (lease acquired|lease lost|term ended)/.test(l));
+      return lines.length > 0 && lines[lines.length - 1].includes("sender lease acquired");
+    });
+
+  it("host a partitioned from Redis while its submitter holds a job: b takes over, a sends nothing for it", async () => {
+    const b = bed as Bed;
+    const [a, c, d] = ["a", "c", "d"].map((n) => b.host(n));
+    const receiving = b.s.receiving;
+    // a must be the sender of 1338 when the partition starts.
+    await withOutputs(b, async () => {
+      const holder = await waitFor("a sender for 1338", async () => senderHost(b, RECEIVING), 15_000);
+      process.stdout.write(`multihost partition: the send lease of 1338 was on ${holder}\n`);
+      if (holder === "a") return;
+      // Moved to a: b frozen past its lease TTL, then SIGKILLed (PM2 restarts it). A fresh standby, not a thawed
+      // one: a sender that lost its lease and later wins it again resumes a taken-over job only after BullMQ's
+      // next stalled-job check (about 10 s here, see the report), which is not what this case measures.
+      const bSub = `submitter-${RECEIVING}@b`;
+      const bOutputAtStop = b.proc(bSub).output().length;
+      b.proc(bSub).signal("SIGSTOP");
+      await waitFor("a's submitter to take the send lease", async () =>
+        senderHost(b, RECEIVING) === "a" ? true : undefined,
+      );
+      b.proc(bSub).signal("SIGKILL");
+      await waitFor("b's restarted submitter ready as standby", async () =>
+        linesOf(b, bSub, "submitter ready", bOutputAtStop).some((l) => l.includes('"role":"standby"'))
+          ? true
+          : undefined,
+      );
+    });
+    const [u] = await fundUsers(b.s, 1, 1);
+    const { reply } = await requestBid(u.user.address);
+    // The receiving chain stops mining: a's prepare stays pending, so a holds the job when the partition starts.
+    await receiving.anvil.setAutomine(false);
+    const aSub = `submitter-${RECEIVING}@a`;
+    const bSub = `submitter-${RECEIVING}@b`;
+    const [aFrom, bFrom] = [b.proc(aSub).output().length, b.proc(bSub).output().length];
+    let partitionedAtMs = 0;
+    let healed = false;
+    try {
+      const t = await userPrepares(u, reply);
+      await withOutputs(b, () =>
+        waitFor("a's submitter to broadcast the receiving prepare", async () =>
+          linesOf(b, aSub, "transaction broadcast", aFrom).length > 0 ? true : undefined,
+        ),
+      );
+      partition(a, [c, d]);
+      partitionedAtMs = Date.now();
+      const takeoverMs = await withOutputs(b, () =>
+        waitFor(
+          "b's submitter to resume the job",
+          async () =>
+            linesOf(b, bSub, "resuming the job's persisted transaction", bFrom).length > 0
+              ? Date.now() - partitionedAtMs
+              : undefined,
+          30_000,
+        ),
+      );
+      process.stdout.write(`multihost partition: b took over a's job ${takeoverMs} ms after a lost Redis\n`);
+      if (takeoverMs > TAKEOVER_BOUND_MS) process.stdout.write(`${b.outputs(0).split("\n").pop() ?? ""}\n`);
+      const aOutputAtTakeover = b.proc(aSub).output().length;
+      await receiving.anvil.setAutomine(true);
+      await receiving.anvil.mine(1);
+      const receiver = await waitForEvent(receiving, "prepared", t.transactionId, SWAP_STEP_MS);
+      heal(a, [c, d]);
+      healed = true;
+      // a is back: it learns it lost the lease (its next renewal) before anything else of its own happens.
+      await withOutputs(b, () =>
+        waitFor(
+          "a's submitter to see its lease gone",
+          async () =>
+            /"message":"sender (lease lost|term ended)/.test(b.proc(aSub).output().slice(aFrom)) ? true : undefined,
+          30_000,
+        ),
+      );
+      await userFulfill(u, receiver.txData);
+      await waitForEvent(u.sending, "fulfilled", t.transactionId, SWAP_STEP_MS);
+      // One more whole swap after the heal: both hosts' processes are past the partition when we count.
+      const [next] = await fundUsers(b.s, 1, 1);
+      await withOutputs(b, () => swap(b, next));
+      const all = await audits(b);
+      process.stdout.write(`${all.map(describeAudit).join("\n")}\n`);
+      expectCleanAudit(all);
+      expect(all[1].txs.filter((x) => x.transactionId === t.transactionId)).toHaveLength(1);
+      expect(linesOf(b, aSub, "transaction broadcast", aOutputAtTakeover)).toEqual([]);
+      expect(linesOf(b, aSub, "fee bumped", aOutputAtTakeover)).toEqual([]);
+      expect(takeoverMs).toBeLessThanOrEqual(TAKEOVER_BOUND_MS);
+    } finally {
+      if (!healed) heal(a, [c, d]);
+      await receiving.anvil.setAutomine(true);
+    }
+  }, 60_000);
+
+  it("Redis primary SIGKILLed on host c mid-swap: sentinel promotes d, every swap completes once", async () => {
+    const b = bed as Bed;
+    const users = await fundUsers(b.s, 3, 1);
+    const c = b.host("c");
+    const oldPrimary = await b.primaryAddr();
+    expect(oldPrimary).toBe(c.addr);
+    // Bids first, then the users lock funds; the primary dies while the router's side of every swap is pending.
+    const bids = await Promise.all(users.map((u) => requestBid(u.user.address)));
+    const nonces = async (): Promise<number> =>
+      (await b.s.sending.provider.getTransactionCount(b.s.router)) +
+      (await b.s.receiving.provider.getTransactionCount(b.s.router));
+    const prepared = await Promise.all(users.map((u, i) => userPrepares(u, bids[i].reply)));
+    const restartsAtKill = new Map([...b.procs].map(([name, p]) => [name, p.restarts()]));
+    const noncesAtKill = await nonces();
+    const killedAtMs = Date.now();
+    killIn(c, b.servers.get("redis-primary")?.pid ?? -1);
+    const firstTxMs = await waitFor(
+      "the next confirmed router transaction",
+      async () => ((await nonces()) > noncesAtKill ? Date.now() - killedAtMs : undefined),
+      60_000,
+    );
+    await waitFor(
+      "the sentinels to promote d",
+      async () => ((await b.primaryAddr()) === b.host("d").addr ? true : undefined),
+      30_000,
+    );
+    await withOutputs(b, async () => {
+      for (const [i, u] of users.entries()) {
+        const receiver = await waitForEvent(u.receiving, "prepared", prepared[i].transactionId, SWAP_STEP_MS);
+        await userFulfill(u, receiver.txData);
+        await waitForEvent(u.sending, "fulfilled", prepared[i].transactionId, SWAP_STEP_MS);
+      }
+      // A swap begun after the failover: the auction reconnected too.
+      await swap(b, (await fundUsers(b.s, 1, 1))[0]);
+    });
+    process.stdout.write(
+      `multihost redis kill: ${firstTxMs / 1000} s from the kill to the next confirmed router transaction\n`,
+    );
+    // Reconnected by themselves: no process died (and was restarted) over the failover.
+    expect(new Map([...b.procs].map(([name, p]) => [name, p.restarts()]))).toEqual(restartsAtKill);
+    const all = await audits(b);
+    process.stdout.write(`${all.map(describeAudit).join("\n")}\n`);
+    expectCleanAudit(all);
+    for (const t of prepared) {
+      expect(all[1].txs.filter((x) => x.transactionId === t.transactionId && x.method === "prepare")).toHaveLength(1);
+      expect(all[0].txs.filter((x) => x.transactionId === t.transactionId && x.method === "fulfill")).toHaveLength(1);
+    }
+  }, 60_000);
+
+  it("one NATS server of three SIGKILLed: bids continue", async () => {
+    const b = bed as Bed;
+    const d = b.host("d");
+    killIn(d, b.servers.get("nats@d")?.pid ?? -1);
+    const bids = [];
+    for (let i = 0; i < 10; i += 1) bids.push(await requestBid(Wallet.createRandom().address));
+    const [u] = await fundUsers(b.s, 1, 1);
+    const before = await tokenBalance(b.s.receiving, u.user.address);
+    const done = await withOutputs(b, () => swap(b, u));
+    process.stdout.write(
+      `multihost nats kill: ${bids.length} bids after the kill, slowest ${Math.max(...bids.map((x) => x.ms))} ms\n`,
+    );
+    expect(bids).toHaveLength(10);
+    expect((await tokenBalance(b.s.receiving, u.user.address)) - before).toBe(done.amountReceived);
+    const all = await audits(b);
+    expectCleanAudit(all);
+    expect(all[1].txs.filter((x) => x.transactionId === done.transactionId)).toHaveLength(1);
+  }, 30_000);
+
+  const netemMissing = unavailable ? null : netemUnavailable();
+  if (netemMissing) process.stdout.write(`multihost: latency case skipped: ${netemMissing}\n`);
+  (netemMissing ? it.skip : it)(
+    "200 ms latency and 5 % loss between hosts: swaps complete, bids within the SDK's 6 s",
+    async () => {
+      const b = bed as Bed;
+      const hosts = ["a", "b", "c", "d", "e"].map((n) => b.host(n));
+      for (const h of hosts) netem(h, 200, 5);
+      try {
+        const bidMs: number[] = [];
+        for (let i = 0; i < 20; i += 1) bidMs.push((await requestBid(Wallet.createRandom().address)).ms);
+        const users = await fundUsers(b.s, 2, 1);
+        const done = await withOutputs(b, () => Promise.all(users.map((u) => swap(b, u))));
+        bidMs.push(...done.map((x) => x.bidMs));
+        process.stdout.write(
+          `multihost netem 200 ms / 5 %: bid p50 ${percentile(bidMs, 50)} ms, p99 ${percentile(bidMs, 99)} ms (${bidMs.length} bids)\n`,
+        );
+        expect(percentile(bidMs, 99)).toBeLessThan(SDK_BID_WINDOW_MS);
+        const all = await audits(b);
+        expectCleanAudit(all);
+        for (const x of done) expect(all[1].txs.filter((t) => t.transactionId === x.transactionId)).toHaveLength(1);
+      } finally {
+        for (const h of hosts) clearNetem(h);
+      }
+    },
+    75_000,
+  );
+});
