@@ -75,7 +75,7 @@ interface Role {
   nextUnit(killedAtMs: number): Promise<number>;
 }
 
-interface Stack {
+export interface Stack {
   readonly paths: LocalPaths;
   readonly chains: Map<number, LocalChainHandle>;
   readonly router: string;
@@ -90,7 +90,7 @@ const log = (line: string): void => void process.stdout.write(`${line}\n`);
 
 // ---- the stack: npm run local's parts, in a directory of the bench's own -------------------------------
 
-async function startStack(dir: string): Promise<Stack> {
+export async function startStack(dir: string): Promise<Stack> {
   const base = localPaths();
   const paths: LocalPaths = {
     ...base,
@@ -159,7 +159,12 @@ async function startStack(dir: string): Promise<Stack> {
     const started = runPm2(paths, ["start", paths.ecosystemFile]);
     if (started.status !== 0)
       throw new Error(`pm2 start exited ${String(started.status)}: ${started.output.slice(-2000)}`);
-    const apps = ["admin", "auction", ...LOCAL_CHAIN_IDS.flatMap((id) => [`submitter-${id}`, `poller-${id}`])];
+    // Chain 1 is in no swap pool: it gets no submitter and no poller (docs/scaling.md).
+    const apps = [
+      "admin",
+      "auction",
+      ...[SENDING_CHAIN_ID, RECEIVING_CHAIN_ID].flatMap((id) => [`submitter-${id}`, `poller-${id}`]),
+    ];
     await waitForApps(paths, apps, 120_000, () => undefined);
     await waitForAuctionStatus({ messagingUrl: urls.natsUrl, authUrl: urls.authUrl }, 60_000);
     return { paths, chains, router, adminUrl: `http://127.0.0.1:${adminPort}`, ...urls, state: current };
