@@ -129,8 +129,11 @@ describe("a nonce reported taken is proven before a remove-liquidity is rebuilt"
     await waitFor("the unconfirmed-nonce alert", async () =>
       logs.lines().find((l) => l.alert === true && l.at === "submitter.send" && /not proven/.test(String(l.message))),
     );
-    expect(logs.lines()).toContainEqual(
-      expect.objectContaining({ at: "submitter.job", outcome: "retry", code: "NONCE_TAKEN_UNCONFIRMED" }),
+    // The job's outcome line follows the alert once the processor has decided (it reads the job's record first).
+    await waitFor("the job's retry outcome", async () =>
+      logs
+        .lines()
+        .find((l) => l.at === "submitter.job" && l.outcome === "retry" && l.code === "NONCE_TAKEN_UNCONFIRMED"),
     );
     expect(await tokenBalance(s, recipient)).toBe(37n);
 
