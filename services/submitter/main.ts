@@ -8,20 +8,14 @@ void runService({
   service: "submitter",
   start: async ({ config, logger, env, observe }) => {
     const { chainId, options } = readSubmitterEnv(env);
-    const submitter = await startSubmitter({
-      config,
-      logger,
-      chainId,
-      options: {
-        ...options,
-        // A stuck term cannot be repaired in place: crash (runService logs it, flushes and exits 1) so PM2
-        // restarts the process; every job, record and nonce is in Redis, so the restart resumes them.
-        onStuck: (err) =>
-          setImmediate(() => {
-            throw err;
-          }),
-      },
-    });
+    // A stuck term cannot be repaired in place: crash (runService logs it, flushes and exits 1) so PM2 restarts
+    // the process; every job, record and nonce is in Redis, so the restart resumes them.
+    const crash = (err: unknown): void => {
+      setImmediate(() => {
+        throw err;
+      });
+    };
+    const submitter = await startSubmitter({ config, logger, chainId, options: { ...options, onStuck: crash } });
     if (observe) {
       observeProviders(observe, chainId, submitter.provider);
       observeTxWorker({ obs: observe, config, chainId, worker: submitter.worker, logger });
