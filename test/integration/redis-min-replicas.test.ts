@@ -117,6 +117,8 @@ describe("redis.minReplicas: nothing moves on writes the replica has not acknowl
         config,
         logger: logs.logger,
         chainId: CHAIN_ID,
+        // Shortened polls (default 1 s): the case waits on one mined receipt after the replica resumes; the waits
+        // that matter here (replica acknowledgement, the 1 s park) are the shipped ones.
         options: { pollIntervalMs: 50, providerOptions: { headRefreshMs: 500 } },
       });
       const pendingBefore = await s.chain.provider.getTransactionCount(s.signer, "pending");
@@ -168,6 +170,7 @@ describe("redis.minReplicas: nothing moves on writes the replica has not acknowl
         redis,
         redisPrefix: prefix,
         replication: replicationGuard(redis, prefix, { minReplicas: 1, ackTimeoutMs: ACK_TIMEOUT_MS }),
+        // Shortened (30 s default): the route answers 503 before any broadcast here, so only a bug would wait.
         broadcastTimeoutMs: 1_000,
         logger: captureLogs().logger,
       });

@@ -392,6 +392,7 @@ describe("relayed fulfill: the SDK's metatx.request → receiving fulfill → th
         callData: "0x",
       };
       const jobId = "relay-check-pending";
+      // Two attempts 1 s apart instead of the shipped 8 with exponential backoff: enough to see the retry, then the end.
       await queue.add(TX_JOB.relayFulfill, job, { jobId, attempts: 2, backoff: { type: "fixed", delay: 1_000 } });
       const retried = await waitFor("first attempt retried", async () =>
         r.logs.lines().find((l) => l.at === "submitter.job" && l.jobId === jobId && l.outcome === "retry"),
