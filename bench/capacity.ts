@@ -19,10 +19,9 @@ import { Wallet, parseEther, type JsonRpcProvider } from "ethers";
 import { Redis } from "ioredis";
 import { RECEIVING_CHAIN_ID, SENDING_CHAIN_ID, fundUser, type LocalChainHandle } from "../scripts/local/chains";
 import { runDemoSwap } from "../scripts/local/demo-swap";
-import { stopLocalStack } from "../scripts/local/stop-stack";
 import { sleep } from "../shared/timing";
-import { startStack, type Stack } from "./recovery";
-import { percentile } from "./support";
+import { startStack, stopStack, type Stack } from "./recovery";
+import { percentile, runBench } from "./support";
 
 const SWAPS = Math.max(1, Number(process.env.BENCH_SWAPS ?? 20));
 const IDLE_MS = Math.max(1_000, Number(process.env.BENCH_IDLE_MS ?? 15_000));
@@ -321,23 +320,10 @@ async function main(): Promise<number> {
     return 0;
   } finally {
     redis.disconnect();
-    for (const c of s.chains.values()) c.provider.destroy();
-    log("stopping the stack…");
-    await stopLocalStack(s.paths, s.state(), () => undefined).catch((err: unknown) =>
-      log(`clean-up failed: ${String(err)}; see ${dir}`),
-    );
-    rmSync(dir, { recursive: true, force: true });
+    await stopStack(s, dir, log);
   }
 }
 
 if (require.main === module) {
-  main().then(
-    (code) => process.exit(code),
-    (err: unknown) => {
-      process.stderr.write(
-        `bench:capacity failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-      );
-      process.exit(1);
-    },
-  );
+  runBench("bench:capacity", main);
 }

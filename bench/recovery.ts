@@ -56,7 +56,7 @@ import { connectMessaging, type Messaging } from "../shared/messaging";
 import { sleep } from "../shared/timing";
 import { createTransferStore } from "../shared/transfers/transfer-store";
 import { isAlive } from "../scripts/local/detached";
-import { percentile } from "./support";
+import { percentile, runBench } from "./support";
 
 const KILLS_PER_ROLE = Number(process.env.BENCH_KILLS ?? 10);
 const KILL_EVERY_MS = 3_000;
@@ -89,6 +89,16 @@ export interface Stack {
 const log = (line: string): void => void process.stdout.write(`${line}\n`);
 
 // ---- the stack: npm run local's parts, in a directory of the bench's own -------------------------------
+
+/** Closes the stack's chain providers, stops what startStack started and removes `dir`; a failed stop is logged. */
+export async function stopStack(s: Stack, dir: string, log: (line: string) => void): Promise<void> {
+  for (const c of s.chains.values()) c.provider.destroy();
+  log("stopping the stack…");
+  await stopLocalStack(s.paths, s.state(), () => undefined).catch((err: unknown) =>
+    log(`clean-up failed: ${String(err)}; see ${dir}`),
+  );
+  rmSync(dir, { recursive: true, force: true });
+}
 
 export async function startStack(dir: string): Promise<Stack> {
   const base = localPaths();
@@ -594,23 +604,10 @@ async function main(): Promise<number> {
     await watcher.stop();
     await bidProbe.close().catch(() => undefined);
     redis.disconnect();
-    for (const c of s.chains.values()) c.provider.destroy();
-    log("stopping the stack…");
-    await stopLocalStack(s.paths, s.state(), () => undefined).catch((err: unknown) =>
-      log(`clean-up failed: ${String(err)}; see ${dir}`),
-    );
-    rmSync(dir, { recursive: true, force: true });
+    await stopStack(s, dir, log);
   }
 }
 
 if (require.main === module) {
-  main().then(
-    (code) => process.exit(code),
-    (err: unknown) => {
-      process.stderr.write(
-        `bench:recovery failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-      );
-      process.exit(1);
-    },
-  );
+  runBench("bench:recovery", main);
 }
