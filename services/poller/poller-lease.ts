@@ -1,7 +1,7 @@
-import { errorCode, errorMessage } from "../../shared/errors";
 import type { Logger } from "../../shared/logging/create-logger";
 import { abortableDelay } from "../../shared/timing";
 import type { Fence, Lease } from "../../shared/queues/lease";
+import { createLeaseLoop } from "../../shared/queues/lease-loop";
 
 export type PollerRole = "active" | "standby";
 
@@ -42,30 +42,16 @@ interface Term {
   readonly done: Promise<void>;
 }
 
-const WARN_INTERVAL_MS = 10_000;
-
 /**
- * One active poller per chain. While this process holds the lease it runs the poll loop and renews the lease
- * every interval, independently of ticks (a slow RPC read never delays a renewal); when a renewal fails or the
- * lease is no longer locally valid it aborts the loop and waits as a standby. A standby renews nothing: it tries
- * to take the lease every interval, which succeeds only once the holder released it or let it lapse.
+ * One active poller per chain. While this process holds the lease it runs the poll loop, and the lease loop
+ * (shared/queues/lease-loop.ts) renews the lease every interval, independently of ticks; when the lease is lost
+ * the poll loop is aborted and the process waits as a standby, trying to take the lease every interval.
  */
 export function createPollerLeaseKeeper(params: PollerLeaseKeeperParams): PollerLeaseKeeper {
   const { lease, logger } = params;
   let term: Term | undefined;
   let ending: Promise<void> = Promise.resolve();
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let ticking: Promise<void> = Promise.resolve();
-  let warnedAtMs = 0;
   const stopSignal = new AbortController();
-
-  const warn = (message: string, err: unknown): void => {
-    if (Date.now() - warnedAtMs >= WARN_INTERVAL_MS) {
-      warnedAtMs = Date.now();
-      logger.warn(message, { at: "poller.lease", code: errorCode(err), error: errorMessage(err) });
-    }
-  };
 
   /** Resolves after the term's first tick (or once its loop returned without one). */
   const beginTerm = (fence: Fence): Promise<void> => {
@@ -96,62 +82,45 @@ export function createPollerLeaseKeeper(params: PollerLeaseKeeperParams): Poller
     return ending;
   };
 
-  const tick = async (): Promise<void> => {
-    if (term) {
-      const renewed = await lease.renew().catch((err: unknown) => {
-        warn("cannot renew the poller lease", err);
-        return undefined;
-      });
-      if (term && (renewed === false || !lease.current())) {
-        logger.warn("poller lease lost: this process stops ticking and waits as a standby", {
-          at: "poller.lease",
-          leaseTerm: term.fence.term,
-          ownerId: lease.ownerId,
-        });
-        lease.drop();
-        void endTerm();
-      }
-      return;
-    }
+  const loop = createLeaseLoop({
+    lease,
+    intervalMs: params.intervalMs,
+    logger,
+    at: "poller.lease",
+    leaseName: "poller lease",
+    held: () => term?.fence,
     // Never a new term before the previous term's loop has returned.
-    await ending;
-    if (stopped) {
-      return;
-    }
-    const fence = await lease.tryAcquire().catch((err: unknown) => {
-      warn("cannot read the poller lease", err);
-      return undefined;
-    });
-    if (fence && !stopped) {
-      // Not awaited: renewals go on while the term's first tick runs.
-      void beginTerm(fence);
-    }
-  };
-
-  const schedule = (): void => {
-    if (stopped) {
-      return;
-    }
-    timer = setTimeout(() => {
-      ticking = tick().finally(schedule);
-    }, params.intervalMs);
-  };
+    mayAcquire: async () => {
+      await ending;
+      return true;
+    },
+    // Not awaited: renewals go on while the term's first tick runs.
+    onAcquired: (fence) => void beginTerm(fence),
+    onLost: (fence) => {
+      logger.warn("poller lease lost: this process stops ticking and waits as a standby", {
+        at: "poller.lease",
+        leaseTerm: fence.term,
+        ownerId: lease.ownerId,
+      });
+      void endTerm();
+    },
+  });
 
   return {
     start: async () => {
       // The first decision needs Redis: while it is unreachable, start keeps waiting (as the loop would).
-      while (!stopped) {
+      while (!loop.halted()) {
         let fence: Fence | undefined;
         try {
           fence = await lease.tryAcquire();
         } catch (err) {
-          warn("cannot read the poller lease", err);
+          loop.warn("cannot read the poller lease", err);
           await abortableDelay(params.intervalMs, stopSignal.signal);
           continue;
         }
         const first = fence ? beginTerm(fence) : undefined;
         // Renewals start before the first tick ends: a first sync of many blocks can outlast the TTL.
-        schedule();
+        loop.start();
         await first;
         return;
       }
@@ -159,12 +128,11 @@ export function createPollerLeaseKeeper(params: PollerLeaseKeeperParams): Poller
     role: () => (term ? "active" : "standby"),
     term: () => term?.fence.term,
     stop: async () => {
-      stopped = true;
+      loop.halt();
       stopSignal.abort();
-      clearTimeout(timer);
-      await ticking.catch(() => undefined);
+      await loop.idle();
       await endTerm();
-      await lease.release().catch((err: unknown) => warn("cannot release the poller lease", err));
+      await lease.release().catch((err: unknown) => loop.warn("cannot release the poller lease", err));
     },
   };
 }

@@ -2,8 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Redis } from "ioredis";
 import { RouterError } from "../../shared/errors";
 import { liquidityHoldsKey, txRecordKey } from "../../shared/queues";
-import { fenceArgs, fenceCheckLua, type Fence } from "./lease/sender-lease";
-import { SenderLeaseLostError } from "./send/errors";
+import { fenceCheckLua, senderFenceArgs, senderFencedOut, type FenceSource } from "./send/fence";
 import type { TxRecord } from "./send/tx-record";
 
 /**
@@ -147,23 +146,12 @@ export function createLiquidityHolds(params: {
   prefix: string;
   chainId: number;
   signerAddress: string;
-  /** The sender lease (a submitter always passes it); without it (tests, tools) writes are not fenced. */
-  fence?: () => Fence | undefined;
+  /** The sender lease (send/fence.ts; a submitter always passes it); without it writes are not fenced. */
+  fence?: FenceSource;
 }): LiquidityHolds {
   const { redis, prefix, chainId } = params;
   const key = liquidityHoldsKey(prefix, chainId, params.signerAddress);
   const recordKeyOf = (jobId: string): string => txRecordKey(prefix, chainId, jobId);
-
-  const currentFence = (): { key: string; value: string; term: number } => {
-    if (!params.fence) {
-      return { ...fenceArgs(undefined, key), term: 0 };
-    }
-    const fence = params.fence();
-    if (!fence) {
-      throw new SenderLeaseLostError("not the sender lease holder: liquidity holds are not written", { chainId });
-    }
-    return { ...fenceArgs(fence, key), term: fence.token };
-  };
 
   const read = async (): Promise<Snapshot> => {
     const raw = await redis.hgetall(key);
@@ -179,9 +167,9 @@ export function createLiquidityHolds(params: {
   /** Reads, lets `decide` compute a change, writes it if nothing changed meanwhile; again on a conflict. */
   const mutate = async <T>(decide: (s: Snapshot, term: number) => Promise<Change<T>>): Promise<T> => {
     for (let tries = 1; tries <= MAX_CAS_TRIES; tries += 1) {
-      const fence = currentFence();
+      const fenced = senderFenceArgs(params.fence, key, "liquidity holds");
       const snapshot = await read();
-      const change = await decide(snapshot, fence.term);
+      const change = await decide(snapshot, fenced.fence?.term ?? 0);
       const sets = (change.set ?? []).map((s) => ("field" in s ? [s.field, s.value] : [s.jobId, JSON.stringify(s)]));
       if (sets.length === 0 && (change.del ?? []).length === 0) {
         return change.result;
@@ -191,9 +179,9 @@ export function createLiquidityHolds(params: {
           WRITE_SCRIPT,
           3,
           key,
-          fence.key,
+          fenced.key,
           change.guardAbsent ?? key,
-          fence.value,
+          fenced.value,
           snapshot.version,
           HOLDS_TTL_MS,
           change.guardAbsent ? "absent" : "",
@@ -203,9 +191,7 @@ export function createLiquidityHolds(params: {
         ),
       );
       if (found === -2) {
-        throw new SenderLeaseLostError("the sender lease changed hands: the liquidity hold write was refused", {
-          chainId,
-        });
+        throw senderFencedOut(params.fence, "liquidity holds");
       }
       if (found > 0) {
         return change.result;

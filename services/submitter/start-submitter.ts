@@ -25,7 +25,8 @@ import type { SendHooks } from "./send/send-context";
 import { createLeaseKeeper, type SenderRole } from "./lease/lease-keeper";
 import { startNonceGapTracker, type NonceGapTracker } from "./lease/nonce-gap-tracker";
 import { releaseOrphanedJobs } from "./lease/release-orphaned-jobs";
-import { createSenderLease, newOwnerId } from "./lease/sender-lease";
+import { newLeaseOwnerId } from "../../shared/queues/lease";
+import { createSenderLease } from "./lease/sender-lease";
 import { settlesWithin } from "../../shared/timing";
 
 /**
@@ -140,7 +141,7 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
   const queueName = txQueueName(chainId);
   const queue = new Queue(queueName, { connection: workerConnection(config.redis), prefix: config.redisPrefix });
   queue.on("error", throttledErrorLog(logger, "queue error", { at: "submitter.queue" }));
-  const ownerId = newOwnerId();
+  const ownerId = newLeaseOwnerId();
   const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
   const leaseTtlMs = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
   const lease = createSenderLease({
@@ -277,7 +278,7 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
       const released = await releaseOrphanedJobs(redis, queue, fence);
       if (released < 0) {
         throw new SenderLeaseLostError("the sender lease changed hands while this term began", {
-          leaseTerm: fence.token,
+          leaseTerm: fence.term,
         });
       }
       if (released > 0) {

@@ -6,8 +6,8 @@ import { RouterError } from "../errors";
 /**
  * A fenced lease in Redis: one holder at a time per key, each take of a free lease gets a new, higher term (the
  * fencing token), and every write the holder makes checks the term atomically in its own Lua script. Used by
- * the poller (one active poller per chain); the submitter's sender lease (services/submitter/lease) is the same
- * design and is to be moved onto this module.
+ * the poller (one active poller per chain) and the submitter (one sender per chain and signer); lease-loop.ts
+ * is the renew-or-take loop both run around it.
  */
 
 /**
@@ -31,6 +31,12 @@ export class LeaseLostError extends RouterError {
 }
 
 /**
+ * The error a refused fenced write throws: LeaseLostError, or a process's own class for its lease (the
+ * submitter's SenderLeaseLostError, which its processor turns into "hand the job back to the holder").
+ */
+export type LeaseLostErrorClass = new (message: string, context: Record<string, unknown>) => RouterError;
+
+/**
  * Lua lines that refuse a write unless the fence holds; `keyRef`/`valueRef` name the script's KEYS/ARGV slots.
  * An empty fence value means "not fenced" (stores used outside a lease holder: the admin API, tests, tools).
  */
@@ -39,28 +45,34 @@ export function fenceCheckLua(keyRef: string, valueRef: string, refused: string)
 }
 
 /**
- * KEYS/ARGV values of a store's fence for one write. Without a fence source the write is unfenced
- * (`fallbackKey` fills the KEYS slot); with one that has no fence now, the write is refused before Redis.
+ * KEYS/ARGV values of a store's fence for one write, and the fence itself when there is one (a store may record
+ * the term it wrote under). Without a fence source the write is unfenced (`fallbackKey` fills the KEYS slot);
+ * with one that has no fence now, the write is refused before Redis.
  */
 export function fenceArgsOf(
   source: FenceSource | undefined,
   fallbackKey: string,
   what: string,
-): { key: string; value: string } {
+  Lost: LeaseLostErrorClass = LeaseLostError,
+): { key: string; value: string; fence?: Fence } {
   if (source === undefined) {
     return { key: fallbackKey, value: "" };
   }
   const fence = source();
   if (fence === undefined) {
-    throw new LeaseLostError(`the lease is no longer held: ${what} not written`, { what });
+    throw new Lost(`the lease is no longer held: ${what} not written`, { what });
   }
-  return { key: fence.key, value: fence.value };
+  return { key: fence.key, value: fence.value, fence };
 }
 
 /** The error for a write the script refused (another term holds the lease, or it lapsed). */
-export function fencedOut(source: FenceSource | undefined, what: string): LeaseLostError {
+export function fencedOut(
+  source: FenceSource | undefined,
+  what: string,
+  Lost: LeaseLostErrorClass = LeaseLostError,
+): RouterError {
   const fence = source?.();
-  return new LeaseLostError(`the lease moved on: ${what} not written`, {
+  return new Lost(`the lease moved on: ${what} not written`, {
     what,
     leaseKey: fence?.key,
     term: fence?.term,

@@ -170,12 +170,12 @@ describe("nonce gap and sender fencing (in-process)", () => {
       call: { to: s.signer, data: "0x", value: "0", gasLimit: "21000" },
     });
     const saved = await records.save({ ...draft, nonce: 1 });
-    expect(saved.owner).toEqual({ id: "old", term: oldFence?.token });
+    expect(saved.owner).toEqual({ id: "old", term: oldFence?.term });
 
     // The old holder stops renewing (a pause); a new one takes the lease once it lapses.
     const fresh = lease("new");
     const newFence = await waitFor("the lease to lapse and be taken", async () => fresh.tryAcquire());
-    expect(newFence.token).toBeGreaterThan(oldFence?.token ?? 0);
+    expect(newFence.term).toBeGreaterThan(oldFence?.term ?? 0);
     await expect(records.save({ ...saved, bumps: 1 })).rejects.toBeInstanceOf(SenderLeaseLostError);
     await expect(nonces.advanceTo(50)).rejects.toBeInstanceOf(SenderLeaseLostError);
     await expect(q.redis.get(nonceKey(prefix, CHAIN_ID, s.signer))).resolves.toBeNull();

@@ -1,6 +1,6 @@
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
-import type { Fence } from "./sender-lease";
+import type { Fence } from "../send/fence";
 
 /**
  * Run once by a new sender lease holder before its worker starts: every job still active in the queue belongs

@@ -1,8 +1,7 @@
 import type { Redis } from "ioredis";
 import type { ChainProvider } from "../../../shared/chain/chain-provider";
 import { nonceKey } from "../../../shared/queues";
-import { fenceArgs, fenceCheckLua, type Fence } from "../lease/sender-lease";
-import { SenderLeaseLostError } from "./errors";
+import { fenceCheckLua, senderFenceArgs, senderFencedOut, type FenceSource } from "./fence";
 
 /**
  * The next nonce of one (chain, signer), at `routerKey(prefix, "nonce", chainId, signerAddress)`, shared by
@@ -56,8 +55,8 @@ export function createNonceStore(params: {
   chainId: number;
   signerAddress: string;
   provider: Pick<ChainProvider, "getTransactionCount">;
-  /** The writer's sender lease (see tx-record.ts); without it writes are not fenced. */
-  fence?: () => Fence | undefined;
+  /** The writer's sender lease (send/fence.ts); without it writes are not fenced. */
+  fence?: FenceSource;
 }): NonceStore {
   const { redis, provider, signerAddress } = params;
   const key = nonceKey(params.prefix, params.chainId, signerAddress);
@@ -65,19 +64,10 @@ export function createNonceStore(params: {
     const value = await redis.get(key);
     return value === null ? undefined : Number(value);
   };
-  const fenced = (): { key: string; value: string } => {
-    if (!params.fence) {
-      return fenceArgs(undefined, key);
-    }
-    const fence = params.fence();
-    if (!fence) {
-      throw new SenderLeaseLostError("not the sender lease holder: the nonce store is not written", { key });
-    }
-    return fenceArgs(fence, key);
-  };
+  const fenced = (): { key: string; value: string } => senderFenceArgs(params.fence, key, "next nonce");
   const checked = (result: unknown): number => {
     if (Number(result) === -2) {
-      throw new SenderLeaseLostError("the sender lease changed hands: the nonce store write was refused", { key });
+      throw senderFencedOut(params.fence, "next nonce");
     }
     return Number(result);
   };

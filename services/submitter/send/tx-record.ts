@@ -1,9 +1,8 @@
 import type { Redis } from "ioredis";
 import type { FeeJson } from "../../../shared/protocol/gas";
 import { nonceJobsKey, txRecordKey, type TxJobResult } from "../../../shared/queues";
-import type { Fence } from "../lease/sender-lease";
-import { fenceArgs, fenceCheckLua } from "../lease/sender-lease";
-import { SenderLeaseLostError, TxRecordConflictError } from "./errors";
+import { TxRecordConflictError } from "./errors";
+import { fenceCheckLua, senderFenceArgs, senderFencedOut, type FenceSource } from "./fence";
 
 /**
  * The crash-safe state of one job's transaction, at `routerKey(prefix, "tx", chainId, jobId)`.
@@ -126,25 +125,11 @@ export function createTxRecordStore(params: {
   redis: Redis;
   prefix: string;
   chainId: number;
-  /**
-   * The writer's sender lease (a submitter always passes it): every write checks it atomically and is refused
-   * with SenderLeaseLostError when it does not hold. Without it (tests, tools) writes are not fenced.
-   */
-  fence?: () => Fence | undefined;
+  /** The writer's sender lease (send/fence.ts; a submitter always passes it); without it writes are not fenced. */
+  fence?: FenceSource;
 }): TxRecordStore {
   const { redis, prefix, chainId } = params;
-  const currentFence = (key: string): { key: string; value: string; fence?: Fence } => {
-    if (!params.fence) {
-      return fenceArgs(undefined, key);
-    }
-    const fence = params.fence();
-    if (!fence) {
-      throw new SenderLeaseLostError("not the sender lease holder: the record is not written", { chainId });
-    }
-    return { ...fenceArgs(fence, key), fence };
-  };
-  const leaseLost = (jobId: string): SenderLeaseLostError =>
-    new SenderLeaseLostError("the sender lease changed hands: the record write was refused", { chainId, jobId });
+  const recordOf = (jobId: string): string => `the transaction record of job ${jobId}`;
   return {
     load: async (jobId) => {
       const json = await redis.hget(txRecordKey(prefix, chainId, jobId), "record");
@@ -163,8 +148,8 @@ export function createTxRecordStore(params: {
     },
     save: async (record) => {
       const key = txRecordKey(prefix, chainId, record.jobId);
-      const fenced = currentFence(key);
-      const owner = fenced.fence ? { id: fenced.fence.ownerId, term: fenced.fence.token } : record.owner;
+      const fenced = senderFenceArgs(params.fence, key, recordOf(record.jobId));
+      const owner = fenced.fence ? { id: fenced.fence.ownerId, term: fenced.fence.term } : record.owner;
       const next: TxRecord = { ...record, version: record.version + 1, updatedAtMs: Date.now(), owner };
       const ttlMs = next.status === "sending" ? 0 : FINISHED_RECORD_TTL_MS;
       const found = Number(
@@ -184,7 +169,7 @@ export function createTxRecordStore(params: {
         ),
       );
       if (found === -2) {
-        throw leaseLost(record.jobId);
+        throw senderFencedOut(params.fence, recordOf(record.jobId));
       }
       if (found !== -1) {
         throw new TxRecordConflictError("the job's transaction record was changed by another processor", {
@@ -200,7 +185,7 @@ export function createTxRecordStore(params: {
       const version = await redis.hget(txRecordKey(prefix, chainId, jobId), "version");
       const archiveId = `${jobId}-reverted-${version ?? "0"}`;
       const key = txRecordKey(prefix, chainId, jobId);
-      const fenced = currentFence(key);
+      const fenced = senderFenceArgs(params.fence, key, recordOf(jobId));
       const moved = Number(
         await redis.eval(
           ARCHIVE_REVERTED_SCRIPT,
@@ -213,21 +198,15 @@ export function createTxRecordStore(params: {
         ),
       );
       if (moved === -2) {
-        throw leaseLost(jobId);
+        throw senderFencedOut(params.fence, recordOf(jobId));
       }
       return moved === 1 ? archiveId : undefined;
     },
   };
 }
 
-export interface NewTxRecordParams {
-  readonly jobId: string;
-  readonly jobName: string;
-  readonly chainId: number;
-  readonly from: string;
-  readonly dataHash: string;
-  readonly call: TxCall;
-}
+/** What a record is created with: the job and what it sends. */
+export type NewTxRecordParams = Pick<TxRecord, "jobId" | "jobName" | "chainId" | "from" | "dataHash" | "call">;
 
 /** An unsaved record (version 0: "must not exist yet"); it is first saved together with its first attempt. */
 export function newTxRecord(params: NewTxRecordParams): TxRecord {
