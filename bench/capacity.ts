@@ -15,12 +15,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Wallet, parseEther, type JsonRpcProvider } from "ethers";
+import { Wallet, parseEther } from "ethers";
 import { Redis } from "ioredis";
-import { RECEIVING_CHAIN_ID, SENDING_CHAIN_ID, fundUser, type LocalChainHandle } from "../scripts/local/chains";
-import { runDemoSwap } from "../scripts/local/demo-swap";
+import { RECEIVING_CHAIN_ID, SENDING_CHAIN_ID, type LocalChainHandle } from "../scripts/local/chains";
 import { sleep } from "../shared/timing";
-import { startStack, stopStack, type Stack } from "./recovery";
+import { fundBenchUsers, startStack, stopStack, swapOnStack, type Stack } from "./recovery";
 import { percentile, runBench } from "./support";
 
 const SWAPS = Math.max(1, Number(process.env.BENCH_SWAPS ?? 20));
@@ -136,33 +135,13 @@ export function keyKind(key: string): string {
 // ---- swaps ----------------------------------------------------------------------------------------------
 
 async function runSwaps(s: Stack, users: readonly Wallet[], count: number): Promise<number[]> {
-  const userChain = (id: number) => {
-    const c = s.chains.get(id) as LocalChainHandle;
-    return {
-      chainId: id,
-      provider: c.provider as JsonRpcProvider,
-      transactionManager: c.deployment.transactionManager,
-      token: c.deployment.token,
-    };
-  };
   const durations: number[] = [];
   let left = count;
   await Promise.all(
     users.map(async (user) => {
       while (left > 0) {
         left -= 1;
-        const result = await runDemoSwap({
-          messagingUrl: s.natsUrl,
-          authUrl: s.authUrl,
-          sending: userChain(SENDING_CHAIN_ID),
-          receiving: userChain(RECEIVING_CHAIN_ID),
-          user,
-          router: s.router,
-          amountWei: SWAP_AMOUNT_WEI,
-          print: () => undefined,
-          routerStepTimeoutMs: 60_000,
-          bidTimeoutMs: 60_000,
-        });
+        const result = await swapOnStack(s, user, SWAP_AMOUNT_WEI, 60_000);
         durations.push(result.totalMs);
       }
     }),
@@ -283,11 +262,7 @@ async function main(): Promise<number> {
   try {
     const sending = s.chains.get(SENDING_CHAIN_ID) as LocalChainHandle;
     const receiving = s.chains.get(RECEIVING_CHAIN_ID) as LocalChainHandle;
-    const users = Array.from({ length: SWAP_WORKERS }, () => new Wallet(Wallet.createRandom().privateKey));
-    for (const user of users) {
-      await fundUser(sending, user, true);
-      await fundUser(receiving, user, false);
-    }
+    const users = await fundBenchUsers(s, SWAP_WORKERS);
     // One warm-up swap: the first bid waits for the pollers' balances; caches and connections fill.
     await runSwaps(s, users.slice(0, 1), 1);
     await sleep(SETTLE_MS);

@@ -18,16 +18,7 @@ import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  Wallet,
-  ZeroAddress,
-  getAddress,
-  hexlify,
-  keccak256,
-  parseEther,
-  randomBytes,
-  type JsonRpcProvider,
-} from "ethers";
+import { Wallet, ZeroAddress, getAddress, hexlify, keccak256, parseEther, randomBytes } from "ethers";
 import { Redis } from "ioredis";
 import { anvilWallet } from "../scripts/local/anvil-accounts";
 import {
@@ -35,17 +26,21 @@ import {
   MAINNET_CHAIN_ID,
   RECEIVING_CHAIN_ID,
   SENDING_CHAIN_ID,
-  addRouterLiquidity,
-  deployChain,
-  fundSignerGas,
+  deployLocalChains,
+  fundLocalChains,
   fundUser,
-  setMainnetPrices,
   type LocalChainHandle,
 } from "../scripts/local/chains";
-import { runDemoSwap, waitForAuctionStatus } from "../scripts/local/demo-swap";
+import { demoChainOf, runDemoSwap, waitForAuctionStatus, type DemoSwapResult } from "../scripts/local/demo-swap";
 import { nxtpContractAt, sendTx } from "../scripts/local/deploy-nxtp";
 import { getFreePort } from "../scripts/local/free-port";
-import { LOCAL_REDIS_PREFIX, localConfigJson } from "../scripts/local/local-config";
+import {
+  LOCAL_REDIS_PREFIX,
+  LOCAL_ROUTER_APPS,
+  freshRouterSigner,
+  localChainOf,
+  localConfigJson,
+} from "../scripts/local/local-config";
 import { localPaths, type LocalPaths } from "../scripts/local/paths";
 import { pm2Env, runPm2, waitForApps } from "../scripts/local/pm2";
 import { anvilSpec, authSpec, natsSpec, redisSpec, startServer } from "../scripts/local/servers";
@@ -100,16 +95,9 @@ export async function stopStack(s: Stack, dir: string, log: (line: string) => vo
   rmSync(dir, { recursive: true, force: true });
 }
 
+/** npm run local's stack (scripts/local), in `dir`; on a failure, stops what it started before rethrowing. */
 export async function startStack(dir: string): Promise<Stack> {
-  const base = localPaths();
-  const paths: LocalPaths = {
-    ...base,
-    dir,
-    stateFile: join(dir, "state.json"),
-    configFile: join(dir, "config.json"),
-    logDir: join(dir, "logs"),
-    pm2Home: join(dir, "pm2"),
-  };
+  const paths = benchPaths(dir);
   mkdirSync(paths.logDir, { recursive: true });
   let state = emptyState(process.pid, Date.now());
   const add = (p: LocalProcess): void => {
@@ -118,70 +106,126 @@ export async function startStack(dir: string): Promise<Stack> {
   const forget = (pid: number): void => {
     state = { ...state, processes: state.processes.filter((p) => p.pid !== pid) };
   };
-  const current = (): LocalState => state;
   try {
-    const [anvils, redis, nats, auth] = await Promise.all([
-      Promise.all(LOCAL_CHAIN_IDS.map((id) => startServer(paths, anvilSpec(id), add, forget))),
-      startServer(paths, redisSpec(log), add, forget),
-      startServer(paths, natsSpec(log), add, forget),
-      startServer(paths, authSpec(paths), add, forget),
-    ]);
-    const rpc = (i: number): string => `http://127.0.0.1:${anvils[i].port}`;
-    const routerWallet = Wallet.createRandom();
-    const mnemonic = routerWallet.mnemonic?.phrase;
-    if (!mnemonic) throw new Error("a fresh wallet came without a mnemonic");
-    const router = routerWallet.address;
-    const deployed = await Promise.all(LOCAL_CHAIN_IDS.map((id, i) => deployChain(id, rpc(i), router)));
-    const chains = new Map(deployed.map((c) => [c.chainId, c]));
-    const chain = (id: number): LocalChainHandle => chains.get(id) as LocalChainHandle;
-    await setMainnetPrices(chain(MAINNET_CHAIN_ID));
-    for (const c of deployed) await fundSignerGas(c, router);
-    for (const id of [SENDING_CHAIN_ID, RECEIVING_CHAIN_ID]) await addRouterLiquidity(chain(id), router);
+    const servers = await startServers(paths, add, forget);
+    const { address: router, mnemonic } = freshRouterSigner();
+    const chains = await deployLocalChains(servers.rpcUrls, router);
+    await fundLocalChains(chains, router);
     const adminPort = await getFreePort();
-    const entry = (id: number) => ({
-      chainId: id,
-      rpcUrl: chain(id).rpcUrl,
-      transactionManager: chain(id).deployment.transactionManager,
-      multicall: chain(id).deployment.multicall,
-      priceOracle: chain(id).deployment.priceOracle,
-      token: chain(id).deployment.token,
-    });
-    const urls = {
-      redisUrl: `redis://127.0.0.1:${redis.port}`,
-      natsUrl: `nats://127.0.0.1:${nats.port}`,
-      authUrl: `http://127.0.0.1:${auth.port}`,
-    };
-    const raw = localConfigJson({
-      mnemonic,
-      adminToken: hexlify(randomBytes(24)).slice(2),
-      adminPort,
-      redisUrl: urls.redisUrl,
-      messagingUrl: urls.natsUrl,
-      authUrl: urls.authUrl,
-      mainnet: entry(MAINNET_CHAIN_ID),
-      swapChains: [entry(SENDING_CHAIN_ID), entry(RECEIVING_CHAIN_ID)],
-    });
-    writeFileSync(paths.configFile, JSON.stringify(raw, null, 2), { mode: 0o600 });
+    writeRouterConfig(paths, servers, chains, { mnemonic, adminPort });
     state = { ...state, pm2Home: paths.pm2Home, configFile: paths.configFile };
-    // One auction first (ecosystem.config.js defaults to two): the lone-instance phase runs before the one that
-    // scales the auction to 2, which is how many the "auction (2 instances)" figure is for.
-    process.env.AUCTION_INSTANCES = "1";
-    const started = runPm2(paths, ["start", paths.ecosystemFile]);
-    if (started.status !== 0)
-      throw new Error(`pm2 start exited ${String(started.status)}: ${started.output.slice(-2000)}`);
-    // Chain 1 is in no swap pool: it gets no submitter and no poller (docs/scaling.md).
-    const apps = [
-      "admin",
-      "auction",
-      ...[SENDING_CHAIN_ID, RECEIVING_CHAIN_ID].flatMap((id) => [`submitter-${id}`, `poller-${id}`]),
-    ];
-    await waitForApps(paths, apps, 120_000, () => undefined);
-    await waitForAuctionStatus({ messagingUrl: urls.natsUrl, authUrl: urls.authUrl }, 60_000);
-    return { paths, chains, router, adminUrl: `http://127.0.0.1:${adminPort}`, ...urls, state: current };
+    await startRouterApps(paths, servers);
+    const { redisUrl, natsUrl, authUrl } = servers;
+    const adminUrl = `http://127.0.0.1:${adminPort}`;
+    return { paths, chains, router, adminUrl, redisUrl, natsUrl, authUrl, state: () => state };
   } catch (err) {
     await stopLocalStack(paths, state, log).catch(() => undefined);
     throw err;
   }
+}
+
+/** npm run local's paths, except that everything it writes goes to `dir`. */
+function benchPaths(dir: string): LocalPaths {
+  return {
+    ...localPaths(),
+    dir,
+    stateFile: join(dir, "state.json"),
+    configFile: join(dir, "config.json"),
+    logDir: join(dir, "logs"),
+    pm2Home: join(dir, "pm2"),
+  };
+}
+
+interface StackServers {
+  readonly rpcUrls: ReadonlyMap<number, string>;
+  readonly redisUrl: string;
+  readonly natsUrl: string;
+  readonly authUrl: string;
+}
+
+/** Anvil ×3, redis-server, nats-server and the messaging auth service. */
+async function startServers(
+  paths: LocalPaths,
+  add: (p: LocalProcess) => void,
+  forget: (pid: number) => void,
+): Promise<StackServers> {
+  const [anvils, redis, nats, auth] = await Promise.all([
+    Promise.all(LOCAL_CHAIN_IDS.map((id) => startServer(paths, anvilSpec(id), add, forget))),
+    startServer(paths, redisSpec(log), add, forget),
+    startServer(paths, natsSpec(log), add, forget),
+    startServer(paths, authSpec(paths), add, forget),
+  ]);
+  return {
+    rpcUrls: new Map(LOCAL_CHAIN_IDS.map((id, i) => [id as number, `http://127.0.0.1:${anvils[i].port}`])),
+    redisUrl: `redis://127.0.0.1:${redis.port}`,
+    natsUrl: `nats://127.0.0.1:${nats.port}`,
+    authUrl: `http://127.0.0.1:${auth.port}`,
+  };
+}
+
+function writeRouterConfig(
+  paths: LocalPaths,
+  servers: StackServers,
+  chains: Map<number, LocalChainHandle>,
+  p: { mnemonic: string; adminPort: number },
+): void {
+  const chain = (id: number): LocalChainHandle => chains.get(id) as LocalChainHandle;
+  const raw = localConfigJson({
+    mnemonic: p.mnemonic,
+    adminToken: hexlify(randomBytes(24)).slice(2),
+    adminPort: p.adminPort,
+    redisUrl: servers.redisUrl,
+    messagingUrl: servers.natsUrl,
+    authUrl: servers.authUrl,
+    mainnet: localChainOf(chain(MAINNET_CHAIN_ID)),
+    swapChains: [localChainOf(chain(SENDING_CHAIN_ID)), localChainOf(chain(RECEIVING_CHAIN_ID))],
+  });
+  writeFileSync(paths.configFile, JSON.stringify(raw, null, 2), { mode: 0o600 });
+}
+
+/** Every router app under PM2, until each is online and the auction answers a status request. */
+async function startRouterApps(paths: LocalPaths, servers: StackServers): Promise<void> {
+  // One auction first (ecosystem.config.js defaults to two): the lone-instance phase runs before the one that
+  // scales the auction to 2, which is how many the "auction (2 instances)" figure is for.
+  process.env.AUCTION_INSTANCES = "1";
+  const started = runPm2(paths, ["start", paths.ecosystemFile]);
+  if (started.status !== 0)
+    throw new Error(`pm2 start exited ${String(started.status)}: ${started.output.slice(-2000)}`);
+  await waitForApps(paths, LOCAL_ROUTER_APPS, 120_000, () => undefined);
+  await waitForAuctionStatus({ messagingUrl: servers.natsUrl, authUrl: servers.authUrl }, 60_000);
+}
+
+/** One swap by `user` through the stack, the way an SDK user does it (scripts/local/demo-swap.ts), printing nothing. */
+export function swapOnStack(s: Stack, user: Wallet, amountWei: bigint, stepTimeoutMs: number): Promise<DemoSwapResult> {
+  const chain = (id: number): LocalChainHandle => s.chains.get(id) as LocalChainHandle;
+  return runDemoSwap({
+    messagingUrl: s.natsUrl,
+    authUrl: s.authUrl,
+    sending: demoChainOf(chain(SENDING_CHAIN_ID)),
+    receiving: demoChainOf(chain(RECEIVING_CHAIN_ID)),
+    user,
+    router: s.router,
+    amountWei,
+    print: () => undefined,
+    routerStepTimeoutMs: stepTimeoutMs,
+    bidTimeoutMs: stepTimeoutMs,
+  });
+}
+
+/** `count` new users with gas on both swap chains and TEST on the sending chain (plus `extraTokenWei` minted). */
+export async function fundBenchUsers(s: Stack, count: number, extraTokenWei = 0n): Promise<Wallet[]> {
+  const sending = s.chains.get(SENDING_CHAIN_ID) as LocalChainHandle;
+  const receiving = s.chains.get(RECEIVING_CHAIN_ID) as LocalChainHandle;
+  const users = Array.from({ length: count }, () => new Wallet(Wallet.createRandom().privateKey));
+  for (const user of users) {
+    await fundUser(sending, user, true);
+    await fundUser(receiving, user, false);
+    if (extraTokenWei > 0n) {
+      const token = nxtpContractAt("TestERC20", sending.deployment.token, anvilWallet(3, sending.provider));
+      await sendTx(token, "mint", [user.address, extraTokenWei]);
+    }
+  }
+  return users;
 }
 
 // ---- PM2 pids, from `pm2 jlist` run asynchronously (never between a kill and its unit of work) ---------------
@@ -337,31 +381,11 @@ function startSwaps(
   const records: SwapRecord[] = [];
   const failures: string[] = [];
   let running = true;
-  const userChain = (id: number) => {
-    const c = s.chains.get(id) as LocalChainHandle;
-    return {
-      chainId: id,
-      provider: c.provider as JsonRpcProvider,
-      transactionManager: c.deployment.transactionManager,
-      token: c.deployment.token,
-    };
-  };
   const loops = users.map(async (user) => {
     while (running) {
       const startedPhase = phase();
       try {
-        const result = await runDemoSwap({
-          messagingUrl: s.natsUrl,
-          authUrl: s.authUrl,
-          sending: userChain(SENDING_CHAIN_ID),
-          receiving: userChain(RECEIVING_CHAIN_ID),
-          user,
-          router: s.router,
-          amountWei: SWAP_AMOUNT_WEI,
-          print: () => undefined,
-          routerStepTimeoutMs: 120_000,
-          bidTimeoutMs: 120_000,
-        });
+        const result = await swapOnStack(s, user, SWAP_AMOUNT_WEI, 120_000);
         records.push({
           endedAtMs: Date.now(),
           durationMs: result.totalMs,
@@ -433,6 +457,15 @@ async function killRole(s: Stack, role: Role, instance: number): Promise<number[
   return figures;
 }
 
+/** A role as main kills it: which PM2 instance, and how many instances it must have first. */
+type KilledRole = Role & { readonly instance: number; readonly instances?: number };
+
+interface RoleResult {
+  readonly label: string;
+  readonly targetMs: number;
+  readonly figures: number[];
+}
+
 async function main(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), "bench-recovery-"));
   log(`bench:recovery: starting anvil ×3, redis, nats, auth and the router under PM2 in ${dir}`);
@@ -441,122 +474,22 @@ async function main(): Promise<number> {
   log(`stack up in ${fmtMs(Date.now() - startedAtMs)}; admin ${s.adminUrl}`);
   const redis = new Redis(s.redisUrl, { maxRetriesPerRequest: null });
   const store = createTransferStore(redis, LOCAL_REDIS_PREFIX);
-  const sendingChain = s.chains.get(SENDING_CHAIN_ID) as LocalChainHandle;
-  const receivingChain = s.chains.get(RECEIVING_CHAIN_ID) as LocalChainHandle;
-  const watcher = watchRouterTxs([sendingChain, receivingChain], s.router);
+  const swapChains = [SENDING_CHAIN_ID, RECEIVING_CHAIN_ID].map((id) => s.chains.get(id) as LocalChainHandle);
+  const watcher = watchRouterTxs(swapChains, s.router);
   const bidProbe = await startBidProbe(s);
   let phase = "baseline";
   let swaps: ReturnType<typeof startSwaps> | undefined;
   try {
-    const users = Array.from({ length: SWAP_WORKERS }, () => new Wallet(Wallet.createRandom().privateKey));
-    for (const user of users) {
-      await fundUser(sendingChain, user, true);
-      await fundUser(receivingChain, user, false);
-      // fundUser gives 1 000 TEST; a long run needs more (10 TEST a swap).
-      await sendTx(
-        nxtpContractAt("TestERC20", sendingChain.deployment.token, anvilWallet(3, sendingChain.provider)),
-        "mint",
-        [user.address, parseEther("100000")],
-      );
-    }
-    const nextRouterTx = (chainId: number) => (killedAtMs: number) =>
-      pollUntil(
-        `a router transaction on ${chainId}`,
-        () => watcher.seen.get(chainId)?.find((t) => t > killedAtMs),
-        UNIT_TIMEOUT_MS,
-      );
-    const roles: Array<Role & { instance: number; instances?: number }> = [
-      {
-        label: `submitter ${SENDING_CHAIN_ID} (sending chain)`,
-        app: `submitter-${SENDING_CHAIN_ID}`,
-        targetMs: 5_000,
-        instance: 0,
-        nextUnit: nextRouterTx(SENDING_CHAIN_ID),
-      },
-      {
-        label: `submitter ${RECEIVING_CHAIN_ID} (receiving chain)`,
-        app: `submitter-${RECEIVING_CHAIN_ID}`,
-        targetMs: 5_000,
-        instance: 0,
-        nextUnit: nextRouterTx(RECEIVING_CHAIN_ID),
-      },
-      {
-        label: `poller ${SENDING_CHAIN_ID}`,
-        app: `poller-${SENDING_CHAIN_ID}`,
-        targetMs: 5_000,
-        instance: 0,
-        nextUnit: (killedAtMs) =>
-          pollUntil(
-            "a stored cursor",
-            async () => {
-              const at = (await store.getHead(SENDING_CHAIN_ID))?.updatedAtMs;
-              return at !== undefined && at > killedAtMs ? at : undefined;
-            },
-            UNIT_TIMEOUT_MS,
-          ),
-      },
-      {
-        label: "auction (1 instance)",
-        app: "auction",
-        targetMs: 3_000,
-        instance: 0,
-        nextUnit: (k) => bidProbe.nextBid(k),
-      },
-      {
-        label: "auction (2 instances)",
-        app: "auction",
-        targetMs: 1_000,
-        instance: 0,
-        instances: 2,
-        nextUnit: (k) => bidProbe.nextBid(k),
-      },
-      {
-        label: "admin",
-        app: "admin",
-        targetMs: 5_000,
-        instance: 0,
-        nextUnit: (killedAtMs) =>
-          pollUntil(
-            "an answered /ping",
-            async () => {
-              const ok = await fetch(`${s.adminUrl}/ping`, { signal: AbortSignal.timeout(1_000) }).then(
-                (r) => r.ok,
-                () => false,
-              );
-              const now = Date.now();
-              return ok && now > killedAtMs ? now : undefined;
-            },
-            UNIT_TIMEOUT_MS,
-          ),
-      },
-    ];
-
+    // fundUser gives 1 000 TEST; a long run needs more (10 TEST a swap).
+    const users = await fundBenchUsers(s, SWAP_WORKERS, parseEther("100000"));
+    const roles = recoveryRoles(s, { store, watcher, bidProbe });
     swaps = startSwaps(s, users, () => phase);
     log(`baseline: swaps without kills for ${BASELINE_MS / 1000} s (${SWAP_WORKERS} users)`);
     await sleep(BASELINE_MS);
-    const results: Array<{ label: string; targetMs: number; figures: number[] }> = [];
+    const results: RoleResult[] = [];
     for (const role of roles) {
       phase = "setup";
-      if (role.instances && role.instances > (await appPids(s.paths, role.app)).length) {
-        const scaled = await new Promise<number>((resolve) =>
-          execFile(
-            s.paths.pm2Bin,
-            ["scale", role.app, String(role.instances)],
-            { cwd: s.paths.root, env: pm2Env(s.paths) },
-            (err) => resolve(err ? 1 : 0),
-          ),
-        );
-        if (scaled !== 0) throw new Error(`pm2 scale ${role.app} ${role.instances} failed`);
-        await pollUntil(
-          `${role.instances} ${role.app} instances`,
-          async () =>
-            (await appPids(s.paths, role.app)).filter(isAlive).length >= (role.instances ?? 1) ? true : undefined,
-          60_000,
-          200,
-        );
-        await waitForAuctionStatus({ messagingUrl: s.natsUrl, authUrl: s.authUrl }, 60_000);
-        await sleep(5_000); // the new instance warms its caches and subscribes
-      }
+      await scaleTo(s, role);
       log(`${role.label}: ${KILLS_PER_ROLE} SIGKILLs, one every ${KILL_EVERY_MS / 1000} s at the earliest`);
       phase = role.label;
       const figures = await killRole(s, role, role.instance);
@@ -565,38 +498,7 @@ async function main(): Promise<number> {
     }
     phase = "done";
     await swaps.stop();
-
-    const baseline = swaps.records.filter((r) => r.phase === "baseline").map((r) => r.durationMs);
-    const killPhases = new Set(roles.map((r) => r.label));
-    const underKills = swaps.records.filter((r) => killPhases.has(r.phase)).map((r) => r.durationMs);
-    log("");
-    log(
-      `bench:recovery — kill → the role's next unit of work (${KILLS_PER_ROLE} SIGKILLs per role, PM2 restart_delay 250 ms)`,
-    );
-    log(`  ${"role".padEnd(34)}${"p50".padStart(10)}${"max".padStart(10)}${"target (max)".padStart(14)}  verdict`);
-    for (const r of results) {
-      const max = Math.max(...r.figures);
-      log(
-        `  ${r.label.padEnd(34)}${fmtMs(percentileOf(r.figures, 50)).padStart(10)}${fmtMs(max).padStart(10)}${`≤ ${fmtMs(r.targetMs)}`.padStart(14)}  ${max <= r.targetMs ? "met" : "MISSED"}`,
-      );
-    }
-    const p99Base = percentileOf(baseline, 99);
-    const p99Kills = percentileOf(underKills, 99);
-    log("");
-    log(`swap duration (${SWAP_WORKERS} users, 10 TEST 1337 → 1338, auction to claim)`);
-    log(`  without kills: ${baseline.length} swaps, p50 ${fmtMs(percentileOf(baseline, 50))}, p99 ${fmtMs(p99Base)}`);
-    log(
-      `  under kills:   ${underKills.length} swaps, p50 ${fmtMs(percentileOf(underKills, 50))}, p99 ${fmtMs(p99Kills)}  (target p99 ≤ 2 × ${fmtMs(p99Base)} = ${fmtMs(2 * p99Base)}: ${p99Kills <= 2 * p99Base ? "met" : "MISSED"})`,
-    );
-    for (const role of roles) {
-      const d = swaps.records.filter((r) => r.phase === role.label).map((r) => r.durationMs);
-      log(
-        `    while killing ${role.label.padEnd(34)}${String(d.length).padStart(4)} swaps, p50 ${fmtMs(percentileOf(d, 50))}, p99 ${fmtMs(percentileOf(d, 99))}, max ${fmtMs(Math.max(...d))}`,
-      );
-    }
-    log(
-      `  failed swaps: ${swaps.failures.length}${swaps.failures.length ? ` (first: ${swaps.failures[0].slice(0, 200)})` : ""}`,
-    );
+    printReport(results, swaps, roles);
     return 0;
   } finally {
     phase = "done";
@@ -606,6 +508,152 @@ async function main(): Promise<number> {
     redis.disconnect();
     await stopStack(s, dir, log);
   }
+}
+
+/** The roles in the order they are killed, each with its target and how its next unit of work is seen. */
+function recoveryRoles(
+  s: Stack,
+  probes: {
+    store: ReturnType<typeof createTransferStore>;
+    watcher: ReturnType<typeof watchRouterTxs>;
+    bidProbe: BidProbe;
+  },
+): KilledRole[] {
+  const { store, watcher, bidProbe } = probes;
+  const nextRouterTx = (chainId: number) => (killedAtMs: number) =>
+    pollUntil(
+      `a router transaction on ${chainId}`,
+      () => watcher.seen.get(chainId)?.find((t) => t > killedAtMs),
+      UNIT_TIMEOUT_MS,
+    );
+  return [
+    {
+      label: `submitter ${SENDING_CHAIN_ID} (sending chain)`,
+      app: `submitter-${SENDING_CHAIN_ID}`,
+      targetMs: 5_000,
+      instance: 0,
+      nextUnit: nextRouterTx(SENDING_CHAIN_ID),
+    },
+    {
+      label: `submitter ${RECEIVING_CHAIN_ID} (receiving chain)`,
+      app: `submitter-${RECEIVING_CHAIN_ID}`,
+      targetMs: 5_000,
+      instance: 0,
+      nextUnit: nextRouterTx(RECEIVING_CHAIN_ID),
+    },
+    {
+      label: `poller ${SENDING_CHAIN_ID}`,
+      app: `poller-${SENDING_CHAIN_ID}`,
+      targetMs: 5_000,
+      instance: 0,
+      nextUnit: (killedAtMs) =>
+        pollUntil(
+          "a stored cursor",
+          async () => {
+            const at = (await store.getHead(SENDING_CHAIN_ID))?.updatedAtMs;
+            return at !== undefined && at > killedAtMs ? at : undefined;
+          },
+          UNIT_TIMEOUT_MS,
+        ),
+    },
+    {
+      label: "auction (1 instance)",
+      app: "auction",
+      targetMs: 3_000,
+      instance: 0,
+      nextUnit: (k) => bidProbe.nextBid(k),
+    },
+    {
+      label: "auction (2 instances)",
+      app: "auction",
+      targetMs: 1_000,
+      instance: 0,
+      instances: 2,
+      nextUnit: (k) => bidProbe.nextBid(k),
+    },
+    {
+      label: "admin",
+      app: "admin",
+      targetMs: 5_000,
+      instance: 0,
+      nextUnit: (killedAtMs) =>
+        pollUntil(
+          "an answered /ping",
+          async () => {
+            const ok = await fetch(`${s.adminUrl}/ping`, { signal: AbortSignal.timeout(1_000) }).then(
+              (r) => r.ok,
+              () => false,
+            );
+            const now = Date.now();
+            return ok && now > killedAtMs ? now : undefined;
+          },
+          UNIT_TIMEOUT_MS,
+        ),
+    },
+  ];
+}
+
+/** Scales the role's app under PM2 to `role.instances` when it runs fewer, and waits until they all serve. */
+async function scaleTo(s: Stack, role: KilledRole): Promise<void> {
+  if (!role.instances || role.instances <= (await appPids(s.paths, role.app)).length) {
+    return;
+  }
+  const scaled = await new Promise<number>((resolve) =>
+    execFile(
+      s.paths.pm2Bin,
+      ["scale", role.app, String(role.instances)],
+      { cwd: s.paths.root, env: pm2Env(s.paths) },
+      (err) => resolve(err ? 1 : 0),
+    ),
+  );
+  if (scaled !== 0) throw new Error(`pm2 scale ${role.app} ${role.instances} failed`);
+  await pollUntil(
+    `${role.instances} ${role.app} instances`,
+    async () => ((await appPids(s.paths, role.app)).filter(isAlive).length >= (role.instances ?? 1) ? true : undefined),
+    60_000,
+    200,
+  );
+  await waitForAuctionStatus({ messagingUrl: s.natsUrl, authUrl: s.authUrl }, 60_000);
+  await sleep(5_000); // the new instance warms its caches and subscribes
+}
+
+/** Each role's recovery figures against its target, then the swap durations without and under kills. */
+function printReport(
+  results: readonly RoleResult[],
+  swaps: ReturnType<typeof startSwaps>,
+  roles: readonly Role[],
+): void {
+  const baseline = swaps.records.filter((r) => r.phase === "baseline").map((r) => r.durationMs);
+  const killPhases = new Set(roles.map((r) => r.label));
+  const underKills = swaps.records.filter((r) => killPhases.has(r.phase)).map((r) => r.durationMs);
+  log("");
+  log(
+    `bench:recovery — kill → the role's next unit of work (${KILLS_PER_ROLE} SIGKILLs per role, PM2 restart_delay 250 ms)`,
+  );
+  log(`  ${"role".padEnd(34)}${"p50".padStart(10)}${"max".padStart(10)}${"target (max)".padStart(14)}  verdict`);
+  for (const r of results) {
+    const max = Math.max(...r.figures);
+    log(
+      `  ${r.label.padEnd(34)}${fmtMs(percentileOf(r.figures, 50)).padStart(10)}${fmtMs(max).padStart(10)}${`≤ ${fmtMs(r.targetMs)}`.padStart(14)}  ${max <= r.targetMs ? "met" : "MISSED"}`,
+    );
+  }
+  const p99Base = percentileOf(baseline, 99);
+  const p99Kills = percentileOf(underKills, 99);
+  log("");
+  log(`swap duration (${SWAP_WORKERS} users, 10 TEST 1337 → 1338, auction to claim)`);
+  log(`  without kills: ${baseline.length} swaps, p50 ${fmtMs(percentileOf(baseline, 50))}, p99 ${fmtMs(p99Base)}`);
+  log(
+    `  under kills:   ${underKills.length} swaps, p50 ${fmtMs(percentileOf(underKills, 50))}, p99 ${fmtMs(p99Kills)}  (target p99 ≤ 2 × ${fmtMs(p99Base)} = ${fmtMs(2 * p99Base)}: ${p99Kills <= 2 * p99Base ? "met" : "MISSED"})`,
+  );
+  for (const role of roles) {
+    const d = swaps.records.filter((r) => r.phase === role.label).map((r) => r.durationMs);
+    log(
+      `    while killing ${role.label.padEnd(34)}${String(d.length).padStart(4)} swaps, p50 ${fmtMs(percentileOf(d, 50))}, p99 ${fmtMs(percentileOf(d, 99))}, max ${fmtMs(Math.max(...d))}`,
+    );
+  }
+  log(
+    `  failed swaps: ${swaps.failures.length}${swaps.failures.length ? ` (first: ${swaps.failures[0].slice(0, 200)})` : ""}`,
+  );
 }
 
 if (require.main === module) {

@@ -70,3 +70,47 @@ export async function fundUser(chain: LocalChainHandle, user: Wallet, withToken:
     ]);
   }
 }
+
+/** The NXTP contracts and the test token on each of LOCAL_CHAIN_IDS, at its RPC URL, in parallel. */
+export async function deployLocalChains(
+  rpcUrls: ReadonlyMap<number, string>,
+  routerSigner: string,
+  progress: (line: string) => void = () => undefined,
+): Promise<Map<number, LocalChainHandle>> {
+  const deployed = await Promise.all(
+    LOCAL_CHAIN_IDS.map(async (id) => {
+      const chain = await deployChain(id, rpcUrls.get(id) as string, routerSigner);
+      progress(
+        `chain ${id}: TransactionManager ${chain.deployment.transactionManager}, TEST ${chain.deployment.token}`,
+      );
+      return chain;
+    }),
+  );
+  return new Map(deployed.map((c) => [c.chainId, c]));
+}
+
+/**
+ * Chain 1's prices and the router's gas there; on each swap chain the router's gas and liquidity, and the user's
+ * funds when a user is given (TEST on the sending chain). Chain by chain in parallel.
+ */
+export async function fundLocalChains(
+  chains: ReadonlyMap<number, LocalChainHandle>,
+  router: string,
+  p: { readonly user?: Wallet; readonly progress?: (line: string) => void } = {},
+): Promise<void> {
+  const chain = (id: number): LocalChainHandle => chains.get(id) as LocalChainHandle;
+  const progress = p.progress ?? (() => undefined);
+  await Promise.all([
+    (async () => {
+      await setMainnetPrices(chain(MAINNET_CHAIN_ID));
+      await fundSignerGas(chain(MAINNET_CHAIN_ID), router);
+      progress("chain 1: ConnextPriceOracle prices TEST at $1 and ETH at $3000; signer gas 10 ETH");
+    })(),
+    ...[SENDING_CHAIN_ID, RECEIVING_CHAIN_ID].map(async (id) => {
+      await fundSignerGas(chain(id), router);
+      await addRouterLiquidity(chain(id), router);
+      if (p.user) await fundUser(chain(id), p.user, id === SENDING_CHAIN_ID);
+      progress(`chain ${id}: signer gas 10 ETH, liquidity 100000 TEST + 100 ETH${p.user ? ", user funded" : ""}`);
+    }),
+  ]);
+}

@@ -5,6 +5,7 @@ import { connectMessaging } from "../../shared/messaging";
 import type { Messaging, MessagingResponse, MessagingTopic } from "../../shared/messaging/types";
 import { recoverBidSigner } from "../../shared/protocol/bid";
 import type { AuctionBid, TransactionData } from "../../shared/protocol/types";
+import type { LocalChainHandle } from "./chains";
 import { nxtpContractAt, readBigInt } from "./deploy-nxtp";
 import { findTransferEvents, fulfillAsUser, prepareWithBid, type UserChain } from "./swap-user";
 import { sleep } from "../../shared/timing";
@@ -17,6 +18,16 @@ import { sleep } from "../../shared/timing";
  */
 export interface DemoChain extends UserChain {
   readonly token: string;
+}
+
+/** A deployed local chain as the demo user sees it. */
+export function demoChainOf(chain: LocalChainHandle): DemoChain {
+  return {
+    chainId: chain.chainId,
+    provider: chain.provider,
+    transactionManager: chain.deployment.transactionManager,
+    token: chain.deployment.token,
+  };
 }
 
 export interface DemoSwapParams {

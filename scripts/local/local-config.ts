@@ -1,4 +1,5 @@
-import { ZeroAddress } from "ethers";
+import { Wallet, ZeroAddress } from "ethers";
+import { RECEIVING_CHAIN_ID, SENDING_CHAIN_ID, type LocalChainHandle } from "./chains";
 
 /**
  * The router config `npm run local` writes to .local/config.json (the operator's config.json is never
@@ -28,6 +29,36 @@ export interface LocalConfigParams {
 }
 
 export const LOCAL_REDIS_PREFIX = "local";
+
+/**
+ * The PM2 apps ecosystem.config.js starts for this config. Chain 1 is in no swap pool (gas pricing only), so it
+ * gets no submitter and no poller (docs/scaling.md).
+ */
+export const LOCAL_ROUTER_APPS: readonly string[] = [
+  "admin",
+  "auction",
+  ...[SENDING_CHAIN_ID, RECEIVING_CHAIN_ID].flatMap((id) => [`submitter-${id}`, `poller-${id}`]),
+];
+
+/** A deployed local chain as the config names it. */
+export function localChainOf(chain: LocalChainHandle): LocalChain {
+  return {
+    chainId: chain.chainId,
+    rpcUrl: chain.rpcUrl,
+    transactionManager: chain.deployment.transactionManager,
+    multicall: chain.deployment.multicall,
+    priceOracle: chain.deployment.priceOracle,
+    token: chain.deployment.token,
+  };
+}
+
+/** A new random signer for the router: its address (funded on the chains) and the mnemonic the config holds. */
+export function freshRouterSigner(): { readonly address: string; readonly mnemonic: string } {
+  const wallet = Wallet.createRandom();
+  const mnemonic = wallet.mnemonic?.phrase;
+  if (!mnemonic) throw new Error("a fresh wallet came without a mnemonic");
+  return { address: wallet.address, mnemonic };
+}
 
 export function localConfigJson(p: LocalConfigParams): Record<string, unknown> {
   const mainnetToken = p.mainnet.token;

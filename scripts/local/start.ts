@@ -8,18 +8,21 @@ import {
   MAINNET_CHAIN_ID,
   RECEIVING_CHAIN_ID,
   SENDING_CHAIN_ID,
-  addRouterLiquidity,
-  deployChain,
-  fundSignerGas,
-  fundUser,
-  setMainnetPrices,
+  deployLocalChains,
+  fundLocalChains,
   type LocalChainHandle,
 } from "./chains";
 import { tailFile } from "./detached";
-import { waitForAuctionStatus, runDemoSwap } from "./demo-swap";
+import { demoChainOf, runDemoSwap, waitForAuctionStatus } from "./demo-swap";
 import { StepFailedError } from "./errors";
 import { getFreePort } from "./free-port";
-import { localConfigJson, LOCAL_REDIS_PREFIX } from "./local-config";
+import {
+  freshRouterSigner,
+  localChainOf,
+  localConfigJson,
+  LOCAL_REDIS_PREFIX,
+  LOCAL_ROUTER_APPS,
+} from "./local-config";
 import { localPaths, type LocalPaths } from "./paths";
 import { pm2DaemonPid, runPm2, waitForApps } from "./pm2";
 import { anvilSpec, authSpec, natsSpec, redisSpec, startServer } from "./servers";
@@ -160,10 +163,7 @@ async function startServers({ paths, options, steps, keeper }: LocalRun) {
 
 /** The NXTP contracts on the three chains, prices on chain 1, the router's gas and liquidity, the demo user. */
 async function deployAndFund({ steps, keeper }: LocalRun, servers: Servers) {
-  const routerWallet = Wallet.createRandom();
-  const mnemonic = routerWallet.mnemonic?.phrase;
-  if (!mnemonic) throw new Error("a fresh wallet came without a mnemonic");
-  const router = routerWallet.address;
+  const { address: router, mnemonic } = freshRouterSigner();
   const user = new Wallet(Wallet.createRandom().privateKey);
   const anvilLogs = (): string[] =>
     keeper
@@ -173,39 +173,12 @@ async function deployAndFund({ steps, keeper }: LocalRun, servers: Servers) {
 
   const chains = await steps.run(
     "Deploying the NXTP contracts and a test token on chains 1, 1337 and 1338",
-    async (progress) => {
-      const deployed = await Promise.all(
-        LOCAL_CHAIN_IDS.map(async (id) => {
-          const chain = await deployChain(id, servers.rpcUrls.get(id) as string, router);
-          progress(
-            `chain ${id}: TransactionManager ${chain.deployment.transactionManager}, TEST ${chain.deployment.token}`,
-          );
-          return chain;
-        }),
-      );
-      return new Map(deployed.map((c) => [c.chainId, c]));
-    },
+    (progress) => deployLocalChains(servers.rpcUrls, router, progress),
     anvilLogs,
   );
-  const chain = (id: number): LocalChainHandle => chains.get(id) as LocalChainHandle;
-
   await steps.run(
     "Pricing TEST and ETH on chain 1, funding the router (gas, TEST and ETH liquidity) and the demo user",
-    async (progress) => {
-      await Promise.all([
-        (async () => {
-          await setMainnetPrices(chain(MAINNET_CHAIN_ID));
-          await fundSignerGas(chain(MAINNET_CHAIN_ID), router);
-          progress("chain 1: ConnextPriceOracle prices TEST at $1 and ETH at $3000; signer gas 10 ETH");
-        })(),
-        ...[SENDING_CHAIN_ID, RECEIVING_CHAIN_ID].map(async (id) => {
-          await fundSignerGas(chain(id), router);
-          await addRouterLiquidity(chain(id), router);
-          await fundUser(chain(id), user, id === SENDING_CHAIN_ID);
-          progress(`chain ${id}: signer gas 10 ETH, liquidity 100000 TEST + 100 ETH, user funded`);
-        }),
-      ]);
-    },
+    (progress) => fundLocalChains(chains, router, { user, progress }),
     anvilLogs,
   );
 
@@ -223,17 +196,6 @@ async function startRouter(
   const adminPort = await getFreePort();
   const adminToken = randomBytes(24).toString("hex");
   await steps.run("Writing the router config", async (progress) => {
-    const entry = (id: number) => {
-      const c = chain(id);
-      return {
-        chainId: id,
-        rpcUrl: c.rpcUrl,
-        transactionManager: c.deployment.transactionManager,
-        multicall: c.deployment.multicall,
-        priceOracle: c.deployment.priceOracle,
-        token: c.deployment.token,
-      };
-    };
     const raw = localConfigJson({
       mnemonic,
       adminToken,
@@ -241,8 +203,8 @@ async function startRouter(
       redisUrl: servers.redisUrl,
       messagingUrl: servers.natsUrl,
       authUrl: servers.authUrl,
-      mainnet: entry(MAINNET_CHAIN_ID),
-      swapChains: [entry(SENDING_CHAIN_ID), entry(RECEIVING_CHAIN_ID)],
+      mainnet: localChainOf(chain(MAINNET_CHAIN_ID)),
+      swapChains: [localChainOf(chain(SENDING_CHAIN_ID)), localChainOf(chain(RECEIVING_CHAIN_ID))],
     });
     // A reused redis may hold a previous run's keys (cursors of chains that no longer exist): one prefix per run.
     const withPrefix = options.redisUrl
@@ -254,12 +216,7 @@ async function startRouter(
     progress(`${rel(paths.configFile)} (network local, mode 600; holds the signer's mnemonic and the admin token)`);
   });
 
-  // Chain 1 is in no swap pool (gas pricing only), so ecosystem.config.js gives it no submitter and no poller.
-  const expectedApps = [
-    "admin",
-    "auction",
-    ...[SENDING_CHAIN_ID, RECEIVING_CHAIN_ID].flatMap((id) => [`submitter-${id}`, `poller-${id}`]),
-  ];
+  const expectedApps = LOCAL_ROUTER_APPS;
   await steps.run(
     `Starting the router under PM2 (PM2_HOME=${rel(paths.pm2Home)}): ${expectedApps.join(", ")}`,
     async (progress) => {
@@ -301,20 +258,14 @@ async function demoSwap(
   user: Wallet,
 ) {
   const chain = (id: number): LocalChainHandle => chains.get(id) as LocalChainHandle;
-  const userChain = (id: number) => ({
-    chainId: id,
-    provider: chain(id).provider,
-    transactionManager: chain(id).deployment.transactionManager,
-    token: chain(id).deployment.token,
-  });
   await steps.run(
     `Demo swap: 100 TEST from ${SENDING_CHAIN_ID} to ${RECEIVING_CHAIN_ID} for user ${user.address}`,
     async () => {
       await runDemoSwap({
         messagingUrl: servers.natsUrl,
         authUrl: servers.authUrl,
-        sending: userChain(SENDING_CHAIN_ID),
-        receiving: userChain(RECEIVING_CHAIN_ID),
+        sending: demoChainOf(chain(SENDING_CHAIN_ID)),
+        receiving: demoChainOf(chain(RECEIVING_CHAIN_ID)),
         user,
         router,
         amountWei: DEMO_AMOUNT_WEI,

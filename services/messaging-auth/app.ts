@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { verifyMessage } from "ethers";
 import { authMessage } from "../../shared/messaging/auth-message";
@@ -62,7 +62,66 @@ class HttpError extends Error {
 /** Starts listening; resolves once connections are accepted, rejects on EADDRINUSE and friends. */
 export async function createAuthServer(params: CreateAuthServerParams): Promise<AuthServer> {
   const logger = params.logger;
-  const tokenTtlMs = (params.tokenTtlSec ?? DEFAULT_TOKEN_TTL_SEC) * 1000;
+  const logins = createLogins((params.tokenTtlSec ?? DEFAULT_TOKEN_TTL_SEC) * 1000, logger);
+
+  const route = async (req: IncomingMessage): Promise<string> => {
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    if (req.method === "GET" && path.startsWith("/auth/")) {
+      const address = decodeURIComponent(path.slice("/auth/".length));
+      if (!ADDRESS.test(address)) {
+        throw new HttpError(400, "Invalid address");
+      }
+      return logins.issueNonce(address);
+    }
+    if (req.method === "POST" && path === "/auth") {
+      return logins.issueToken(await readJson(req));
+    }
+    throw new HttpError(404, "Not found");
+  };
+
+  const server = createServer((req, res) => {
+    route(req).then(
+      (text) => send(res, 200, text),
+      (err: unknown) => {
+        const status = err instanceof HttpError ? err.status : 500;
+        if (!(err instanceof HttpError)) {
+          logger?.error("auth request failed", {
+            at: "messaging-auth.request",
+            error: err instanceof Error ? err.message : String(err),
+          });
+        }
+        send(res, status, err instanceof Error ? err.message : "Internal error");
+      },
+    );
+  });
+  const port = await listen(server, params.host, params.port);
+  const url = `http://${params.host.includes(":") ? `[${params.host}]` : params.host}:${port}`;
+  logger?.info("messaging auth server listening", { at: "messaging-auth.listen", url });
+
+  return {
+    url,
+    port,
+    stats: logins.stats,
+    verifyToken: logins.verifyToken,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((err) => (err ? reject(err) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** The server's state: outstanding nonces per address and the tokens issued, both bounded in memory. */
+interface Logins {
+  /** GET /auth/<address>: a new nonce for the address to sign. */
+  issueNonce(address: string): string;
+  /** POST /auth {sig, signerAddress}: a token, if `sig` is the address's signature over one of its live nonces. */
+  issueToken(body: unknown): string;
+  verifyToken(token: string): string | undefined;
+  stats(): AuthServerStats;
+}
+
+function createLogins(tokenTtlMs: number, logger: Logger | undefined): Logins {
   const nonces = new Map<string, Pending[]>();
   const tokens = new Map<string, { address: string; expiresAtMs: number }>();
   const counts = { nonceRequests: 0, tokensIssued: 0, verificationFailures: 0 };
@@ -119,61 +178,26 @@ export async function createAuthServer(params: CreateAuthServerParams): Promise<
     );
   };
 
-  const route = async (req: IncomingMessage): Promise<string> => {
-    const path = (req.url ?? "/").split("?")[0] ?? "/";
-    if (req.method === "GET" && path.startsWith("/auth/")) {
-      const address = decodeURIComponent(path.slice("/auth/".length));
-      if (!ADDRESS.test(address)) {
-        throw new HttpError(400, "Invalid address");
-      }
-      return issueNonce(address);
-    }
-    if (req.method === "POST" && path === "/auth") {
-      return issueToken(await readJson(req));
-    }
-    throw new HttpError(404, "Not found");
-  };
-
-  const server = createServer((req, res) => {
-    route(req).then(
-      (text) => send(res, 200, text),
-      (err: unknown) => {
-        const status = err instanceof HttpError ? err.status : 500;
-        if (!(err instanceof HttpError)) {
-          logger?.error("auth request failed", {
-            at: "messaging-auth.request",
-            error: err instanceof Error ? err.message : String(err),
-          });
-        }
-        send(res, status, err instanceof Error ? err.message : "Internal error");
-      },
-    );
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen({ host: params.host, port: params.port }, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
-  const url = `http://${params.host.includes(":") ? `[${params.host}]` : params.host}:${port}`;
-  logger?.info("messaging auth server listening", { at: "messaging-auth.listen", url });
-
   return {
-    url,
-    port,
-    stats: () => ({ ...counts }),
+    issueNonce,
+    issueToken,
     verifyToken: (token) => {
       const entry = tokens.get(token);
       return entry && entry.expiresAtMs > Date.now() ? entry.address : undefined;
     },
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        server.close((err) => (err ? reject(err) : resolve()));
-        server.closeAllConnections();
-      }),
+    stats: () => ({ ...counts }),
   };
+}
+
+/** The port the server listens on, once it accepts connections. */
+function listen(server: Server, host: string, port: number): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen({ host, port }, () => {
+      server.off("error", reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
 }
 
 function recoverOrUndefined(nonce: string, sig: string): string | undefined {

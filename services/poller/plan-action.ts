@@ -1,5 +1,6 @@
 import type { RouterConfig } from "../../shared/config/types";
 import { checkSenderCancel, decideAction, type DerivedState } from "../../shared/protocol/decide";
+import { completionBlockOf } from "../../shared/protocol/completion-block";
 import type { TransferRecord } from "../../shared/protocol/types";
 import { verifySenderPrepare, type VerifyFailure } from "../../shared/protocol/verify-sender";
 import { TX_JOB, transferKey, type SenderPrepareData, type TxJobDataByName, type TxJobName } from "../../shared/queues";
@@ -214,12 +215,7 @@ function enqueue(state: DerivedState, job: JobPlan): Plan {
 }
 
 function completionConfirmed(receiver: TransferRecord | undefined, view: ReceivingView | undefined): boolean {
-  const block =
-    receiver?.status === "Fulfilled"
-      ? receiver.fulfillBlockNumber
-      : receiver?.status === "Cancelled"
-        ? receiver.cancelBlockNumber
-        : undefined;
+  const block = completionBlockOf(receiver);
   if (block === undefined || view?.head === undefined) {
     return false;
   }

@@ -120,63 +120,15 @@ export function createChainProvider(opts: ChainProviderOptions): ChainProvider {
   const refreshMs = opts.headRefreshMs ?? DEFAULT_HEAD_REFRESH_MS;
   const entries = buildEntries(opts, logger);
   const heads = createHeadTracker({ entries, chainId: opts.chainId, maxLag, logger });
-  let headsAtMs = 0;
-  let refreshing: Promise<void> | undefined;
-  let servedBy: string | undefined;
   let destroyed = false;
-
-  const refresh = (): Promise<void> => {
-    refreshing ??= heads.refresh().finally(() => {
-      headsAtMs = Date.now();
-      refreshing = undefined;
-    });
-    return refreshing;
-  };
-  const ensureHeads = async (): Promise<void> => {
-    if (destroyed || Date.now() - headsAtMs < refreshMs) {
-      return;
-    }
-    const running = refresh();
-    if (headsAtMs === 0) {
-      await Promise.race([running, sleep(HEAD_WAIT_MS)]);
-    }
-  };
+  const ensureHeads = createHeadRefresh(heads, refreshMs, () => destroyed);
+  let servedBy: string | undefined;
 
   const read = async <T>(fn: (provider: JsonRpcProvider) => Promise<T>, what = "read"): Promise<T> => {
     await ensureHeads();
-    const candidates = heads.readOrder();
-    let lastError: RouterError | undefined;
-    for (const [index, entry] of candidates.entries()) {
-      try {
-        const value = await fn(entry.provider);
-        servedBy = entry.label;
-        if (index > 0) {
-          routerMetrics().providerFailovers.inc({ chain: String(opts.chainId) });
-        }
-        return value;
-      } catch (err) {
-        const chainError = toChainError(err);
-        if (!(chainError instanceof RpcUnavailableError)) {
-          throw chainError;
-        }
-        routerMetrics().providerErrors.inc({ chain: String(opts.chainId), provider: entry.label });
-        heads.markUnavailable(entry, chainError, what);
-        lastError = chainError;
-      }
-    }
-    const lagging = heads.laggingLabels();
-    if (lagging.length > 0) {
-      throw new ProviderLaggingError(
-        `chain ${opts.chainId}: every in-sync provider failed (${what}); lagging: ${lagging.join(", ")}`,
-        {
-          chainId: opts.chainId,
-        },
-        { cause: lastError },
-      );
-    }
-    throw (
-      lastError ?? new RpcUnavailableError(`chain ${opts.chainId}: no provider to ${what}`, { chainId: opts.chainId })
-    );
+    const served = await readWithFailover(heads, opts.chainId, fn, what);
+    servedBy = served.label;
+    return served.value;
   };
 
   return {
@@ -209,6 +161,70 @@ export function createChainProvider(opts: ChainProviderOptions): ChainProvider {
       }
     },
   };
+}
+
+/**
+ * Makes sure the heads are at most `refreshMs` old before a call: one refresh at a time, in the background,
+ * except the very first, which a call waits for (at most HEAD_WAIT_MS).
+ */
+function createHeadRefresh(heads: HeadTracker, refreshMs: number, destroyed: () => boolean): () => Promise<void> {
+  let headsAtMs = 0;
+  let refreshing: Promise<void> | undefined;
+  const refresh = (): Promise<void> => {
+    refreshing ??= heads.refresh().finally(() => {
+      headsAtMs = Date.now();
+      refreshing = undefined;
+    });
+    return refreshing;
+  };
+  return async () => {
+    if (destroyed() || Date.now() - headsAtMs < refreshMs) {
+      return;
+    }
+    const running = refresh();
+    if (headsAtMs === 0) {
+      await Promise.race([running, sleep(HEAD_WAIT_MS)]);
+    }
+  };
+}
+
+/**
+ * `fn` on the in-sync providers in priority order, moving on only when one is unavailable (any other error is
+ * the call's answer). When all fail: ProviderLaggingError if some were skipped as lagging, else the last error.
+ */
+async function readWithFailover<T>(
+  heads: HeadTracker,
+  chainId: number,
+  fn: (provider: JsonRpcProvider) => Promise<T>,
+  what: string,
+): Promise<{ value: T; label: string }> {
+  let lastError: RouterError | undefined;
+  for (const [index, entry] of heads.readOrder().entries()) {
+    try {
+      const value = await fn(entry.provider);
+      if (index > 0) {
+        routerMetrics().providerFailovers.inc({ chain: String(chainId) });
+      }
+      return { value, label: entry.label };
+    } catch (err) {
+      const chainError = toChainError(err);
+      if (!(chainError instanceof RpcUnavailableError)) {
+        throw chainError;
+      }
+      routerMetrics().providerErrors.inc({ chain: String(chainId), provider: entry.label });
+      heads.markUnavailable(entry, chainError, what);
+      lastError = chainError;
+    }
+  }
+  const lagging = heads.laggingLabels();
+  if (lagging.length > 0) {
+    throw new ProviderLaggingError(
+      `chain ${chainId}: every in-sync provider failed (${what}); lagging: ${lagging.join(", ")}`,
+      { chainId },
+      { cause: lastError },
+    );
+  }
+  throw lastError ?? new RpcUnavailableError(`chain ${chainId}: no provider to ${what}`, { chainId });
 }
 
 type ReadMethod =
@@ -295,26 +311,9 @@ function createHeadTracker(params: { entries: Entry[]; chainId: number; maxLag: 
     entry.healthy = healthy;
   };
 
-  const checkChain = async (entry: Entry): Promise<void> => {
-    if (entry.chainChecked) {
-      return;
-    }
-    const answered = Number(BigInt(await entry.provider.send("eth_chainId", [])));
-    entry.chainChecked = true;
-    if (answered !== chainId) {
-      entry.wrongChain = true;
-      logger.error("provider serves another chain: never used", {
-        at: "chain.provider",
-        provider: entry.label,
-        expectedChainId: chainId,
-        answeredChainId: answered,
-      });
-    }
-  };
-
   const refreshOne = async (entry: Entry): Promise<void> => {
     try {
-      await checkChain(entry);
+      await checkChain(entry, chainId, logger);
       entry.head = await entry.provider.getBlockNumber();
       setHealthy(entry, true);
     } catch (err) {
@@ -322,33 +321,10 @@ function createHeadTracker(params: { entries: Entry[]; chainId: number; maxLag: 
     }
   };
 
-  const updateLag = (): void => {
-    const heads = usable()
-      .filter((e) => e.healthy && e.head !== undefined)
-      .map((e) => e.head as number);
-    const best = heads.length > 0 ? Math.max(...heads) : undefined;
-    for (const entry of usable()) {
-      const lagBlocks = best !== undefined && entry.head !== undefined ? best - entry.head : 0;
-      const lagging = entry.healthy && lagBlocks > maxLag;
-      if (lagging !== entry.lagging) {
-        const log = lagging ? logger.warn : logger.info;
-        log(lagging ? "provider lags behind, skipping it" : "provider caught up", {
-          at: "chain.provider",
-          provider: entry.label,
-          head: entry.head,
-          bestHead: best,
-          lagBlocks,
-          maxLagBlocks: maxLag,
-        });
-      }
-      entry.lagging = lagging;
-    }
-  };
-
   return {
     refresh: async () => {
       await Promise.all(usable().map(refreshOne));
-      updateLag();
+      updateLag(usable(), maxLag, logger);
     },
     readOrder: () => {
       const inSync = usable().filter((e) => e.healthy && !e.lagging);
@@ -364,6 +340,46 @@ function createHeadTracker(params: { entries: Entry[]; chainId: number; maxLag: 
         .filter((e) => e.lagging)
         .map((e) => e.label),
   };
+}
+
+/** Once per provider: one that answers another chain id is marked and never used (its reads would be wrong). */
+async function checkChain(entry: Entry, chainId: number, logger: Logger): Promise<void> {
+  if (entry.chainChecked) {
+    return;
+  }
+  const answered = Number(BigInt(await entry.provider.send("eth_chainId", [])));
+  entry.chainChecked = true;
+  if (answered !== chainId) {
+    entry.wrongChain = true;
+    logger.error("provider serves another chain: never used", {
+      at: "chain.provider",
+      provider: entry.label,
+      expectedChainId: chainId,
+      answeredChainId: answered,
+    });
+  }
+}
+
+/** Marks as lagging every healthy provider more than `maxLag` blocks behind the best healthy head; logs changes. */
+function updateLag(entries: readonly Entry[], maxLag: number, logger: Logger): void {
+  const heads = entries.filter((e) => e.healthy && e.head !== undefined).map((e) => e.head as number);
+  const best = heads.length > 0 ? Math.max(...heads) : undefined;
+  for (const entry of entries) {
+    const lagBlocks = best !== undefined && entry.head !== undefined ? best - entry.head : 0;
+    const lagging = entry.healthy && lagBlocks > maxLag;
+    if (lagging !== entry.lagging) {
+      const log = lagging ? logger.warn : logger.info;
+      log(lagging ? "provider lags behind, skipping it" : "provider caught up", {
+        at: "chain.provider",
+        provider: entry.label,
+        head: entry.head,
+        bestHead: best,
+        lagBlocks,
+        maxLagBlocks: maxLag,
+      });
+    }
+    entry.lagging = lagging;
+  }
 }
 
 /** Most telling first: a nonce or funds problem explains a failed broadcast better than a dead provider. */

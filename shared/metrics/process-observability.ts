@@ -4,7 +4,7 @@ import { errorMessage } from "../errors";
 import type { Logger } from "../logging/create-logger";
 import { redisOptions } from "../queues/connection";
 import { heartbeatKey } from "../queues/keys";
-import { HEARTBEAT_INTERVAL_MS, processIdOf, writeHeartbeat, type LeaseReport } from "./heartbeat";
+import { HEARTBEAT_INTERVAL_MS, processIdOf, writeHeartbeat, type Heartbeat, type LeaseReport } from "./heartbeat";
 import { metricsPortFor, type ProcessRole } from "./metrics-port";
 import { createReadiness, type Readiness, type ReadinessReport } from "./readiness";
 import { labelProcessMetrics, metricsRegistry } from "./router-metrics";
@@ -51,19 +51,11 @@ export interface StartObservabilityParams {
  * A port already taken is logged, not fatal: losing metrics must not take the router down.
  */
 export async function startObservability(params: StartObservabilityParams): Promise<RunningObservability> {
-  const { config, logger, role, chainId, instance } = params;
+  const { config, role, chainId, instance } = params;
   labelProcessMetrics({ role, chain: chainId, instance });
   const processId = processIdOf(role, chainId, instance);
   const startedAtMs = Date.now();
-  // Fail fast: a readiness probe or a scrape must not queue behind a reconnect.
-  const redis = new Redis({
-    ...redisOptions(config.redis),
-    maxRetriesPerRequest: 1,
-    enableOfflineQueue: false,
-    connectTimeout: 2_000,
-  });
-  // The service's own clients log Redis trouble already; /readyz reports it.
-  redis.on("error", () => undefined);
+  const redis = failFastRedis(config);
 
   const readiness = createReadiness();
   let isStarted = false;
@@ -74,65 +66,16 @@ export async function startObservability(params: StartObservabilityParams): Prom
   });
 
   const hooks: ScrapeHook[] = [];
-  const registry = metricsRegistry();
-  const runHooks = async (): Promise<void> => {
-    await Promise.all(hooks.map((hook) => withTimeout(hook(), SCRAPE_HOOK_TIMEOUT_MS).catch(() => undefined)));
-  };
-
-  let port: number | undefined;
-  let server: MetricsServer | undefined;
-  try {
-    port = metricsPortFor(config, role, chainId, instance);
-    server = await startMetricsServer({
-      contentType: registry.contentType,
-      render: async () => {
-        await runHooks();
-        return registry.metrics();
-      },
-      readiness,
-      host: config.metricsHost,
-      port,
-    });
-    logger.info("metrics server listening", {
-      at: "service.metrics",
-      host: config.metricsHost,
-      port: server.port,
-      processId,
-    });
-  } catch (err) {
-    logger.error("metrics server could not listen; running without /metrics /healthz /readyz", {
-      at: "service.metrics",
-      host: config.metricsHost,
-      port,
-      error: errorMessage(err),
-    });
-  }
-
-  let leaseReport: (() => LeaseReport) | undefined;
-  let last: ReadinessReport = { ready: false, checks: [] };
-  let readyWaiters: Array<() => void> = [];
-  const beat = async (): Promise<void> => {
-    last = await readiness.evaluate();
-    if (last.ready && readyWaiters.length > 0) {
-      readyWaiters.forEach((resolve) => resolve());
-      readyWaiters = [];
-    }
-    await writeHeartbeat(redis, config.redisPrefix, {
-      processId,
-      role,
-      chainId,
-      instance,
-      pid: process.pid,
-      metricsPort: server?.port,
-      startedAtMs,
-      atMs: Date.now(),
-      ready: last.ready,
-      lease: leaseReport?.(),
-    }).catch(() => undefined);
-  };
-  const timer = setInterval(() => void beat(), HEARTBEAT_INTERVAL_MS);
-  timer.unref();
-  let fastTimer: NodeJS.Timeout | undefined;
+  const server = await startMetricsServerOrLog(params, { processId, readiness, hooks });
+  const heartbeat = startHeartbeat(redis, config.redisPrefix, readiness, {
+    processId,
+    role,
+    chainId,
+    instance,
+    pid: process.pid,
+    metricsPort: server?.port,
+    startedAtMs,
+  });
 
   return {
     role,
@@ -144,12 +87,112 @@ export async function startObservability(params: StartObservabilityParams): Prom
     onScrape: (hook) => {
       hooks.push(hook);
     },
-    reportLease: (report) => {
-      leaseReport = report;
-    },
+    reportLease: heartbeat.reportLease,
     started: () => {
       isStarted = true;
-      void beat();
+      heartbeat.beat();
+    },
+    firstReady: heartbeat.firstReady,
+    stop: async () => {
+      heartbeat.stop();
+      await server?.close();
+      // A clean stop shows at once in /status (not alive) instead of after the heartbeat's TTL.
+      await withTimeout(redis.del(heartbeatKey(config.redisPrefix, processId)), 500).catch(() => undefined);
+      redis.disconnect();
+    },
+  };
+}
+
+/** Fail fast: a readiness probe or a scrape must not queue behind a reconnect. */
+function failFastRedis(config: RouterConfig): Redis {
+  const redis = new Redis({
+    ...redisOptions(config.redis),
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    connectTimeout: 2_000,
+  });
+  // The service's own clients log Redis trouble already; /readyz reports it.
+  redis.on("error", () => undefined);
+  return redis;
+}
+
+/** The process's metrics server, which runs the scrape hooks before each render; undefined if it cannot listen. */
+async function startMetricsServerOrLog(
+  params: StartObservabilityParams,
+  p: { processId: string; readiness: Readiness; hooks: readonly ScrapeHook[] },
+): Promise<MetricsServer | undefined> {
+  const { config, logger } = params;
+  const registry = metricsRegistry();
+  let port: number | undefined;
+  try {
+    port = metricsPortFor(config, params.role, params.chainId, params.instance);
+    const server = await startMetricsServer({
+      contentType: registry.contentType,
+      render: async () => {
+        await Promise.all(p.hooks.map((hook) => withTimeout(hook(), SCRAPE_HOOK_TIMEOUT_MS).catch(() => undefined)));
+        return registry.metrics();
+      },
+      readiness: p.readiness,
+      host: config.metricsHost,
+      port,
+    });
+    logger.info("metrics server listening", {
+      at: "service.metrics",
+      host: config.metricsHost,
+      port: server.port,
+      processId: p.processId,
+    });
+    return server;
+  } catch (err) {
+    logger.error("metrics server could not listen; running without /metrics /healthz /readyz", {
+      at: "service.metrics",
+      host: config.metricsHost,
+      port,
+      error: errorMessage(err),
+    });
+    return undefined;
+  }
+}
+
+interface RunningHeartbeat {
+  /** Evaluates readiness now and writes the heartbeat (never throws). */
+  beat(): void;
+  reportLease(report: () => LeaseReport): void;
+  firstReady(): Promise<void>;
+  stop(): void;
+}
+
+/** The heartbeat key, written every HEARTBEAT_INTERVAL_MS with the last readiness verdict and the lease role. */
+function startHeartbeat(
+  redis: Redis,
+  prefix: string,
+  readiness: Readiness,
+  identity: Omit<Heartbeat, "atMs" | "ready" | "lease">,
+): RunningHeartbeat {
+  let leaseReport: (() => LeaseReport) | undefined;
+  let last: ReadinessReport = { ready: false, checks: [] };
+  let readyWaiters: Array<() => void> = [];
+  const beat = async (): Promise<void> => {
+    last = await readiness.evaluate();
+    if (last.ready && readyWaiters.length > 0) {
+      readyWaiters.forEach((resolve) => resolve());
+      readyWaiters = [];
+    }
+    await writeHeartbeat(redis, prefix, {
+      ...identity,
+      atMs: Date.now(),
+      ready: last.ready,
+      lease: leaseReport?.(),
+    }).catch(() => undefined);
+  };
+  const timer = setInterval(() => void beat(), HEARTBEAT_INTERVAL_MS);
+  timer.unref();
+  let fastTimer: NodeJS.Timeout | undefined;
+
+  return {
+    beat: () => void beat(),
+    reportLease: (report) => {
+      leaseReport = report;
     },
     firstReady: () =>
       new Promise<void>((resolve) => {
@@ -169,15 +212,11 @@ export async function startObservability(params: StartObservabilityParams): Prom
         }, 1_000);
         fastTimer.unref();
       }),
-    stop: async () => {
+    stop: () => {
       clearInterval(timer);
       if (fastTimer) {
         clearInterval(fastTimer);
       }
-      await server?.close();
-      // A clean stop shows at once in /status (not alive) instead of after the heartbeat's TTL.
-      await withTimeout(redis.del(heartbeatKey(config.redisPrefix, processId)), 500).catch(() => undefined);
-      redis.disconnect();
     },
   };
 }

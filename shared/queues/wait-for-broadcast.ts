@@ -107,6 +107,46 @@ export async function waitForBroadcast(params: WaitForBroadcastParams): Promise<
   }
 }
 
+/** How a caller names the wait's two failures in its own error set (an HTTP status, a relay refusal code…). */
+export interface BroadcastWaitErrors {
+  readonly timedOut: (err: BroadcastWaitTimeoutError) => Error;
+  readonly failed: (err: TxJobFailedError) => Error;
+}
+
+/** waitForBroadcast, with its two failures thrown as the caller's errors; anything else (an enqueue failure) as it is. */
+export async function waitForBroadcastAs(
+  params: WaitForBroadcastParams,
+  errors: BroadcastWaitErrors,
+): Promise<BroadcastOutcome> {
+  try {
+    return await waitForBroadcast(params);
+  } catch (err) {
+    if (err instanceof BroadcastWaitTimeoutError) {
+      throw errors.timedOut(err);
+    }
+    if (err instanceof TxJobFailedError) {
+      throw errors.failed(err);
+    }
+    throw err;
+  }
+}
+
+/**
+ * One queue command of a producer, bounded: a producer connection waits while it has never connected. Any
+ * failure, the bound included, is thrown as the caller's error (`unavailable`).
+ */
+export async function boundedQueueCall<T>(
+  call: () => Promise<T>,
+  unavailable: (err: unknown) => Error,
+  timeoutMs = DEFAULT_QUEUE_CALL_TIMEOUT_MS,
+): Promise<T> {
+  try {
+    return await withTimeout(call(), timeoutMs);
+  } catch (err) {
+    throw unavailable(err);
+  }
+}
+
 /** Reads the job's stored state; Redis errors are ignored here because the deadline still bounds the wait. */
 async function pollJob(
   queue: Pick<Queue, "getJob">,

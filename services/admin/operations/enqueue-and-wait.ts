@@ -1,11 +1,9 @@
 import type { Queue, QueueEvents } from "bullmq";
 import { errorMessage } from "../../../shared/errors";
 import {
-  BroadcastWaitTimeoutError,
   DEFAULT_QUEUE_CALL_TIMEOUT_MS,
-  TxJobFailedError,
-  waitForBroadcast,
-  withTimeout,
+  boundedQueueCall,
+  waitForBroadcastAs,
   type BroadcastOutcome,
 } from "../../../shared/queues/wait-for-broadcast";
 import { BroadcastTimeoutError, QueueUnavailableError, TransactionFailedError } from "./errors";
@@ -32,29 +30,23 @@ export interface EnqueueAndWaitParams {
  * waits for confirmations. A failed job is a TransactionFailedError (502); no answer in time a
  * BroadcastTimeoutError (504).
  */
-export async function enqueueAndWaitForBroadcast(params: EnqueueAndWaitParams): Promise<BroadcastOutcome> {
-  try {
-    return await waitForBroadcast(params);
-  } catch (err) {
-    if (err instanceof BroadcastWaitTimeoutError) {
-      throw new BroadcastTimeoutError(err.message, { ...err.context }, { cause: err });
-    }
-    if (err instanceof TxJobFailedError) {
-      throw new TransactionFailedError(err.message, { ...err.context }, { cause: err });
-    }
-    throw err;
-  }
+export function enqueueAndWaitForBroadcast(params: EnqueueAndWaitParams): Promise<BroadcastOutcome> {
+  return waitForBroadcastAs(params, {
+    timedOut: (err) => new BroadcastTimeoutError(err.message, { ...err.context }, { cause: err }),
+    failed: (err) => new TransactionFailedError(err.message, { ...err.context }, { cause: err }),
+  });
 }
 
 /** A queue command, bounded; any failure is QueueUnavailableError (503). */
-export async function queueCall<T>(call: () => Promise<T>): Promise<T> {
-  try {
-    return await withTimeout(call(), QUEUE_CALL_TIMEOUT_MS);
-  } catch (err) {
-    throw new QueueUnavailableError(
-      `the transaction queue is unavailable (${errorMessage(err)}); nothing was confirmed, retry with the same X-Request-Id`,
-      {},
-      { cause: err },
-    );
-  }
+export function queueCall<T>(call: () => Promise<T>): Promise<T> {
+  return boundedQueueCall(
+    call,
+    (err) =>
+      new QueueUnavailableError(
+        `the transaction queue is unavailable (${errorMessage(err)}); nothing was confirmed, retry with the same X-Request-Id`,
+        {},
+        { cause: err },
+      ),
+    QUEUE_CALL_TIMEOUT_MS,
+  );
 }

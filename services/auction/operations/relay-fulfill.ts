@@ -6,12 +6,10 @@ import type { FulfillMetaTx } from "../../../shared/protocol/metatx-request";
 import { checkUserFulfillSignature } from "../../../shared/protocol/user-signatures";
 import { TX_JOB, txJobOptions, transferKey, txJobId, type RelayFulfillJobData } from "../../../shared/queues";
 import {
-  BroadcastWaitTimeoutError,
-  DEFAULT_QUEUE_CALL_TIMEOUT_MS,
-  TxJobFailedError,
-  waitForBroadcast,
-  withTimeout,
+  boundedQueueCall,
+  waitForBroadcastAs,
   type BroadcastOutcome,
+  type WaitForBroadcastParams,
 } from "../../../shared/queues/wait-for-broadcast";
 import type { AuctionContext } from "../context";
 import {
@@ -148,7 +146,7 @@ async function relayOnce(
   };
   const existing = await queueCall(() => queue.getJob(jobId));
   if (existing) {
-    const outcome = await waitFor(() => waitForBroadcast(waitParams), jobId);
+    const outcome = await waitFor(waitParams);
     return { transactionHash: outcome.transactionHash, chainId: request.chainId, jobId, existing: true };
   }
 
@@ -165,7 +163,7 @@ async function relayOnce(
   // A concurrent request for the same transfer adds under the same id: BullMQ keeps the first job.
   const enqueue = (): Promise<unknown> =>
     queueCall(() => queue.add(TX_JOB.relayFulfill, data, txJobOptions(TX_JOB.relayFulfill, jobId)));
-  const outcome = await waitFor(() => waitForBroadcast({ ...waitParams, enqueue }), jobId);
+  const outcome = await waitFor({ ...waitParams, enqueue });
   return {
     transactionHash: outcome.transactionHash,
     chainId: request.chainId,
@@ -189,19 +187,12 @@ function assertUserSignature(request: FulfillMetaTx): void {
 }
 
 /** The shared wait, with its outcomes as relay errors; a no-op job relayed nothing (the side was already completed). */
-async function waitFor(wait: () => Promise<BroadcastOutcome>, jobId: string): Promise<BroadcastOutcome> {
-  let outcome: BroadcastOutcome;
-  try {
-    outcome = await wait();
-  } catch (err) {
-    if (err instanceof BroadcastWaitTimeoutError) {
-      throw new RelayBroadcastTimeoutError(err.message, { jobId }, { cause: err });
-    }
-    if (err instanceof TxJobFailedError) {
-      throw new RelayFailedError(err.message, { jobId }, { cause: err });
-    }
-    throw err;
-  }
+async function waitFor(params: WaitForBroadcastParams): Promise<BroadcastOutcome> {
+  const { jobId } = params;
+  const outcome = await waitForBroadcastAs(params, {
+    timedOut: (err) => new RelayBroadcastTimeoutError(err.message, { jobId }, { cause: err }),
+    failed: (err) => new RelayFailedError(err.message, { jobId }, { cause: err }),
+  });
   if (outcome.noop) {
     throw new RelayFailedError("nothing was relayed: the receiving side was already fulfilled or cancelled on chain", {
       jobId,
@@ -210,10 +201,9 @@ async function waitFor(wait: () => Promise<BroadcastOutcome>, jobId: string): Pr
   return outcome;
 }
 
-async function queueCall<T>(call: () => Promise<T>): Promise<T> {
-  try {
-    return await withTimeout(call(), DEFAULT_QUEUE_CALL_TIMEOUT_MS);
-  } catch (err) {
-    throw new RelayQueueUnavailableError("the transaction queue did not answer in time", {}, { cause: err });
-  }
+function queueCall<T>(call: () => Promise<T>): Promise<T> {
+  return boundedQueueCall(
+    call,
+    (err) => new RelayQueueUnavailableError("the transaction queue did not answer in time", {}, { cause: err }),
+  );
 }

@@ -83,9 +83,55 @@ export const CURSOR_AHEAD_SLACK_BLOCKS = 5;
 export function createLogsSource(p: LogsSourceParams): TransferSource {
   const maxRange = p.maxRangeBlocks ?? DEFAULT_MAX_RANGE_BLOCKS;
   const cursors = createLogCursorStore(p.redis, pollerCursorKey(p.prefix, p.chainId), p.fence);
-  const filters = routerLogFilters(p.routerAddress);
-  const timestamps = createTimestampCache(p.provider);
   const tm = getAddress(p.transactionManagerAddress);
+  const resume = createCursorResume(p, cursors);
+  const fetchRange = createRangeFetch(p, tm);
+  const reportUndecodable = createUndecodableReporter(
+    p.logger,
+    createAlertOnce(p.redis, p.prefix, p.chainId),
+    p.chainId,
+  );
+  const builder = createBatchBuilder({ ...p, tm, timestamps: createTimestampCache(p.provider), reportUndecodable });
+
+  return {
+    name: "logs",
+    isUsable: async () => true,
+    sync: async ({ head, confirmedHead, signal, sink }) => {
+      let cursor = await resume(head);
+      while (cursor < confirmedHead) {
+        if (signal.aborted) {
+          throw new SyncAbortedError();
+        }
+        const from = cursor + 1;
+        const agreed = await agreedBlock(p.provider, {
+          from,
+          target: Math.min(from + maxRange - 1, confirmedHead),
+          logger: p.logger,
+        });
+        if (agreed === undefined) {
+          break; // no block the providers agree on yet; the next tick continues
+        }
+        const { coveredTo, hash, logs } = await fetchRange(from, agreed.block);
+        if (coveredTo < from || hash === undefined || (coveredTo === agreed.block && hash !== agreed.hash)) {
+          break; // every provider is behind, or the block changed under the read: the next tick reads it again
+        }
+        await sink(await builder(logs));
+        await p.beforeCursorSave?.(coveredTo);
+        await cursors.save({ block: coveredTo, hash });
+        cursor = coveredTo;
+      }
+      return { syncedBlock: Math.min(cursor, confirmedHead) };
+    },
+  };
+}
+
+type CursorStore = ReturnType<typeof createLogCursorStore>;
+
+/**
+ * Where reading resumes (the block before the next one to read): the stored cursor once it is verified against
+ * the chain, else a rewind (re-org) or a start (no cursor, or a chain reset).
+ */
+function createCursorResume(p: LogsSourceParams, cursors: CursorStore): (head: number) => Promise<number> {
   const lookback = p.initialLookbackBlocks ?? DEFAULT_INITIAL_LOOKBACK_BLOCKS;
 
   /** The block before the first one to read: the start block if it is on chain, else head − lookback. */
@@ -96,8 +142,20 @@ export function createLogsSource(p: LogsSourceParams): TransferSource {
   const checkpointAt = async (block: number): Promise<BlockCheckpoint> =>
     block < 0 ? { block } : { block, hash: (await p.provider.getBlock(block))?.hash ?? undefined };
 
-  /** Where reading resumes: the stored cursor once it is verified against the chain, else a rewind or a start. */
-  const resume = async (head: number): Promise<number> => {
+  const newestCheckpointOnChain = async (stored: StoredCursor): Promise<BlockCheckpoint | undefined> => {
+    for (const checkpoint of stored.checkpoints) {
+      if (
+        checkpoint.block < stored.block &&
+        checkpoint.hash !== undefined &&
+        (await checkpointAt(checkpoint.block)).hash === checkpoint.hash
+      ) {
+        return checkpoint;
+      }
+    }
+    return undefined;
+  };
+
+  return async (head) => {
     const stored = await cursors.load();
     if (stored === undefined) {
       const cursor = startCursor(head);
@@ -145,25 +203,18 @@ export function createLogsSource(p: LogsSourceParams): TransferSource {
     p.onRewind?.("reorg");
     return cursor;
   };
+}
 
-  const newestCheckpointOnChain = async (stored: StoredCursor): Promise<BlockCheckpoint | undefined> => {
-    for (const checkpoint of stored.checkpoints) {
-      if (
-        checkpoint.block < stored.block &&
-        checkpoint.hash !== undefined &&
-        (await checkpointAt(checkpoint.block)).hash === checkpoint.hash
-      ) {
-        return checkpoint;
-      }
-    }
-    return undefined;
-  };
-
-  /**
-   * One range, clamped to the answering provider's own head so a lagging node cannot make us skip blocks;
-   * the same provider then reports the hash of the range's last block, which must be the agreed one.
-   */
-  const fetchRange = (from: number, to: number): Promise<{ coveredTo: number; hash?: string; logs: Log[] }> =>
+/**
+ * One range's router logs, clamped to the answering provider's own head so a lagging node cannot make us skip
+ * blocks; the same provider then reports the hash of the range's last block, which must be the agreed one.
+ */
+function createRangeFetch(
+  p: LogsSourceParams,
+  tm: string,
+): (from: number, to: number) => Promise<{ coveredTo: number; hash?: string; logs: Log[] }> {
+  const filters = routerLogFilters(p.routerAddress);
+  return (from, to) =>
     p.provider.read(async (provider) => {
       const end = Math.min(to, await provider.getBlockNumber());
       if (end < from) {
@@ -177,44 +228,6 @@ export function createLogsSource(p: LogsSourceParams): TransferSource {
       const hash = (await provider.getBlock(end))?.hash ?? undefined;
       return { coveredTo: end, hash, logs: [...transfers, ...liquidity].filter((log) => !log.removed) };
     }, "getLogs");
-
-  const reportUndecodable = createUndecodableReporter(
-    p.logger,
-    createAlertOnce(p.redis, p.prefix, p.chainId),
-    p.chainId,
-  );
-  const builder = createBatchBuilder({ ...p, tm, timestamps, reportUndecodable });
-
-  return {
-    name: "logs",
-    isUsable: async () => true,
-    sync: async ({ head, confirmedHead, signal, sink }) => {
-      let cursor = await resume(head);
-      while (cursor < confirmedHead) {
-        if (signal.aborted) {
-          throw new SyncAbortedError();
-        }
-        const from = cursor + 1;
-        const agreed = await agreedBlock(p.provider, {
-          from,
-          target: Math.min(from + maxRange - 1, confirmedHead),
-          logger: p.logger,
-        });
-        if (agreed === undefined) {
-          break; // no block the providers agree on yet; the next tick continues
-        }
-        const { coveredTo, hash, logs } = await fetchRange(from, agreed.block);
-        if (coveredTo < from || hash === undefined || (coveredTo === agreed.block && hash !== agreed.hash)) {
-          break; // every provider is behind, or the block changed under the read: the next tick reads it again
-        }
-        await sink(await builder(logs));
-        await p.beforeCursorSave?.(coveredTo);
-        await cursors.save({ block: coveredTo, hash });
-        cursor = coveredTo;
-      }
-      return { syncedBlock: Math.min(cursor, confirmedHead) };
-    },
-  };
 }
 
 interface BatchBuilderParams extends LogsSourceParams {

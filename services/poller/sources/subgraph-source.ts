@@ -2,6 +2,7 @@ import type { ChainProvider } from "../../../shared/chain/chain-provider";
 import { errorMessage } from "../../../shared/errors";
 import type { Logger } from "../../../shared/logging/create-logger";
 import { redactUrl } from "../../../shared/logging/redact";
+import { completionBlockOf } from "../../../shared/protocol/completion-block";
 import type { TransferRecord } from "../../../shared/protocol/types";
 import { transferKey } from "../../../shared/queues";
 import {
@@ -180,13 +181,7 @@ async function confirmedRecord(
     return record.txData.preparedBlockNumber <= confirmedHead ? record : undefined;
   }
   const stored = await p.lookup(p.chainId, record.txData.transactionId, record.txData.user);
-  const storedBlock =
-    stored?.status === "Fulfilled"
-      ? stored.fulfillBlockNumber
-      : stored?.status === "Cancelled"
-        ? stored.cancelBlockNumber
-        : undefined;
-  let block = stored?.status === record.status ? storedBlock : undefined;
+  let block = stored?.status === record.status ? completionBlockOf(stored) : undefined;
   if (block === undefined) {
     const hash = record.status === "Fulfilled" ? record.fulfillTransactionHash : record.cancelTransactionHash;
     const receipt = await p.provider.getTransactionReceipt(hash);

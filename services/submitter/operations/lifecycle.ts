@@ -24,7 +24,7 @@ import {
   ReceiverNotPreparedError,
   SenderDataMismatchError,
 } from "./errors";
-import { GAS_LIMIT_HEADROOM_PERCENT } from "./remove-liquidity";
+import { estimatedCall } from "./estimated-call";
 import type { JobLiquidity } from "../liquidity-in-flight";
 
 /** What the lifecycle operations need from the submitter process; SubmitterContext satisfies it. */
@@ -127,8 +127,7 @@ export async function buildTransferCall<K extends RouterCallKind>(
     to = ctx.chain.transactionManagerAddress;
     data = contractInterface("TransactionManager").encodeFunctionData(kind, [tmArgs]);
   }
-  const estimate = await ctx.provider.estimateGas({ from: ctx.from, to, data, value: 0n });
-  return { to, data, value: "0", gasLimit: ((estimate * (100n + GAS_LIMIT_HEADROOM_PERCENT)) / 100n).toString() };
+  return estimatedCall(ctx, to, data);
 }
 
 /** The NXTP revert code (`P:015`) of a revert at estimation, if that is what `err` is. */

@@ -192,16 +192,8 @@ function verify(
 ): VerifySenderPrepareOk {
   const sender = data.sender;
   const result = verifySenderPrepare({
-    sender: {
-      status: "Prepared",
-      chainId: sender.chainId,
-      txData: sender.txData,
-      encryptedCallData: sender.encryptedCallData,
-      encodedBid: sender.encodedBid,
-      bidSignature: sender.bidSignature,
-      prepareTransactionHash: sender.prepareTransactionHash,
-      preparedTimestamp: senderPreparedAtSec,
-    },
+    // The job's sending side as a prepared record, with the timestamp this run read from the sending chain.
+    sender: { ...sender, status: "Prepared", preparedTimestamp: senderPreparedAtSec },
     routerSignerAddress: ctx.from,
     routerAddress: routerAddressOf(ctx),
     receivingTxManagerAddress: ctx.chain.transactionManagerAddress,

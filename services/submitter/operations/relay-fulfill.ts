@@ -5,9 +5,9 @@ import type { RelayFulfillJobData } from "../../../shared/queues";
 import type { TxCall, TxNoop } from "../send/tx-record";
 import { findPrepareReceiverInFlight } from "../../../shared/queues/in-flight";
 import { LifecycleError, ReceiverNotPreparedError } from "./errors";
+import { estimatedCall } from "./estimated-call";
 import { assertUserFulfillSignature } from "./fulfill-sender";
 import { noop, openPreparedSide, readSideState, revertCodeOf, type LifecycleContext } from "./lifecycle";
-import { GAS_LIMIT_HEADROOM_PERCENT } from "./remove-liquidity";
 
 /** The receiving side expired before the relay could be sent: the contract refuses the fulfill (#F:020). */
 export class RelayReceiverExpiredError extends LifecycleError {
@@ -59,13 +59,7 @@ export async function prepareRelayFulfill(ctx: LifecycleContext, data: RelayFulf
     }),
   ]);
   try {
-    const estimate = await ctx.provider.estimateGas({ from: ctx.from, to, data: callData, value: 0n });
-    return {
-      to,
-      data: callData,
-      value: "0",
-      gasLimit: ((estimate * (100n + GAS_LIMIT_HEADROOM_PERCENT)) / 100n).toString(),
-    };
+    return await estimatedCall(ctx, to, callData);
   } catch (err) {
     const code = revertCodeOf(err);
     if (code === "F:019") {

@@ -8,13 +8,8 @@ import type { RouterSigner } from "../../../shared/signer/router-signer";
 import type { JobLiquidity } from "../liquidity-in-flight";
 import type { TxCall } from "../send/tx-record";
 import { LiquidityInFlightError, LIQUIDITY_IN_FLIGHT_RETRY_MS } from "./errors";
+import { estimatedCall } from "./estimated-call";
 import { holdLiquidity } from "./hold-liquidity";
-
-/**
- * eth_estimateGas is exact for the state it ran against; the state can move (another transfer, a warm slot
- * turning cold) before the transaction is mined. Unused gas is not charged, an out-of-gas revert is.
- */
-export const GAS_LIMIT_HEADROOM_PERCENT = 20n;
 
 export interface OperationContext {
   readonly config: RouterConfig;
@@ -69,13 +64,7 @@ export async function prepareRemoveLiquidity(ctx: OperationContext, data: Remove
     });
   }
   await holdAmount(ctx, data);
-  const estimate = await ctx.provider.estimateGas({ from: ctx.from, to, data: callData, value: 0n });
-  return {
-    to,
-    data: callData,
-    value: "0",
-    gasLimit: ((estimate * (100n + GAS_LIMIT_HEADROOM_PERCENT)) / 100n).toString(),
-  };
+  return estimatedCall(ctx, to, callData);
 }
 
 /** Step 1; a balance below the amount itself is left to the estimate (#RL:008, as without holds). */
