@@ -17,9 +17,9 @@ export interface RequestClaim {
   /** Taken over from an owner that died after reserving: answer exactly this bid, reserve nothing. */
   readonly resend?: ReservedBid;
   /**
-   * Call right after publishing the answer: the request is marked done once the NATS server has confirmed the
-   * publish (a flush round trip shared by every publish of the tick), never before: a death before the mark makes
-   * a watcher re-send the same bid, a mark before the publish could lose it.
+   * Call right after publishing the answer, in the same synchronous turn: the notice that the request is settled
+   * then leaves in the same socket write as the answer, behind it, so the other instances learn of the answer
+   * exactly when the NATS server has it (a death before the write loses both, and a watcher answers instead).
    */
   published(): void;
   /**
@@ -54,14 +54,23 @@ export interface ClaimedDelivery {
 const TICK_MS = 100;
 /** Watches end after this; below CLAIM_KEEP_MS, and far beyond the SDK's 6 s wait. */
 const WATCH_MAX_AGE_MS = CLAIM_KEEP_MS / 2;
+/** The notice channel on which an instance tells the others (and itself) that a request is settled. */
+const SETTLED_CHANNEL = "auction-settled";
+/** A check waits this long for the NATS round trip that brings in the notices before it; else it waits a tick. */
+const NOTICE_FLUSH_TIMEOUT_MS = 1_000;
 
 /**
  * Serves `topic` twice: in the queue group, so NATS hands each request to one instance, which answers it under a
  * claim in Redis (request-claims.ts: created by its reservation step, or before a wait); and without it, so every
- * instance watches every request. Once a request's
- * owner has let its lease run out (it died, or stalls), or nobody claimed it at all (the instance NATS picked died
- * with the request unread), one watcher takes it over and answers. On the normal path a request costs its owner
- * one round trip more than before, the `d`; the watchers' checks and the owners' renewals are batched per tick.
+ * instance watches every request. Once a request's owner has let its lease run out (it died, or stalls), or nobody
+ * claimed it at all (the instance NATS picked died with the request unread), one watcher takes it over and answers.
+ *
+ * A settled request is announced on NATS (`SETTLED_CHANNEL`), not marked in Redis: the notice follows the answer on
+ * the owner's connection, in the same socket write, so a watcher that has the notice knows the server had the answer
+ * before it, and a watcher without it (after a flush of its own connection) knows the server never got it. A mark
+ * in Redis is a second server: whichever write goes first, a death between the two either repeats the bid or
+ * loses it. On the normal path the owner's only claim round trip is its reservation step; the watchers' checks
+ * (only of requests whose notice is late) and the owners' renewals are batched per tick.
  */
 export function serveClaimed(topic: MessagingTopic, p: ClaimedDeliveryParams): ClaimedDelivery {
   const leaseMs = p.leaseMs ?? CLAIM_LEASE_MS;
@@ -70,6 +79,9 @@ export function serveClaimed(topic: MessagingTopic, p: ClaimedDeliveryParams): C
   let sequence = 0;
   const nextToken = (): string => `${instance}.${(sequence++).toString(36)}`;
   const logRedisError = throttledErrorLog(p.logger, "auction claims: redis failed", { at: "auction.claim" });
+  const logNoticeError = throttledErrorLog(p.logger, "auction claims: settled notice not published", {
+    at: "auction.claim",
+  });
 
   interface Watch {
     readonly request: MessagingRequest;
@@ -82,19 +94,32 @@ export function serveClaimed(topic: MessagingTopic, p: ClaimedDeliveryParams): C
     renewAtMs: number;
   }
   // By request id: a request reaches its owner twice (queue group and watch), in either order.
-  let watched = new Map<string, Watch>();
+  const watched = new Map<string, Watch>();
+  // Notices of requests not (yet) watched here, by arrival: through a NATS cluster a notice can overtake its
+  // request (another server's route), and the request must then not be watched.
+  const settledUnseen = new Map<string, number>();
   // By token: a slow owner and the takeover its own watch made can both be in flight (the fence stops the old one).
   const owned = new Map<string, Owned>();
   const ownedIds = new Map<string, number>();
   const takeovers = new Set<Promise<void>>();
   let stopped = false;
-  let ticking = false;
+  let renewing = false;
+  let checking = false;
 
   const own = async (request: MessagingRequest, requestId: string, token: string, resend?: ReservedBid) => {
     owned.set(token, { requestId, token, renewAtMs: Date.now() + renewEveryMs });
     ownedIds.set(requestId, (ownedIds.get(requestId) ?? 0) + 1);
     watched.delete(requestId);
-    let confirmed: Promise<boolean> | undefined;
+    let announced = false;
+    const announce = (): void => {
+      if (announced) return;
+      announced = true;
+      try {
+        p.messaging.notify(SETTLED_CHANNEL, `${instance} ${requestId}`);
+      } catch (err) {
+        logNoticeError(err instanceof Error ? err : new Error(errorMessage(err)));
+      }
+    };
     const claim: RequestClaim = {
       key: p.claims.key(requestId),
       token,
@@ -102,15 +127,11 @@ export function serveClaimed(topic: MessagingTopic, p: ClaimedDeliveryParams): C
       keepMs: p.claims.keepMs,
       hold: () => p.claims.claim(requestId, token),
       ...(resend ? { resend } : {}),
-      published: () => {
-        confirmed = flushAfterPublish();
-      },
+      published: announce,
     };
     try {
-      // Settled: a refusal that stands, or an answer the server has confirmed (unconfirmed: the lease decides).
-      if ((await p.handler(request, claim)) && (confirmed === undefined || (await confirmed))) {
-        await p.claims.finish(requestId, token);
-      }
+      // A refusal that stands is announced here (answers were, with their publish); a lost claim is not.
+      if (await p.handler(request, claim)) announce();
     } catch (err) {
       logRedisError(err instanceof Error ? err : new Error(errorMessage(err)));
     } finally {
@@ -122,60 +143,83 @@ export function serveClaimed(topic: MessagingTopic, p: ClaimedDeliveryParams): C
   };
 
   const watch = (request: MessagingRequest, requestId = requestIdOf(request)): void => {
-    if (!stopped && !ownedIds.has(requestId) && !watched.has(requestId)) {
-      watched.set(requestId, { request, requestId, dueMs: request.receivedAtMs + leaseMs + TICK_MS / 2 });
-    }
+    if (stopped || ownedIds.has(requestId) || watched.has(requestId) || settledUnseen.delete(requestId)) return;
+    watched.set(requestId, { request, requestId, dueMs: request.receivedAtMs + leaseMs + TICK_MS / 2 });
   };
 
-  // The owner's normal path writes nothing before the reservation step, which creates the claim (fenced: a watcher
-  // that took the request over from a slow owner makes that step refuse). A wait claims first (RequestClaim.hold).
-  // One flush (PING/PONG) confirms every publish written before it: those of the current tick share it.
-  let nextFlush: Promise<boolean> | undefined;
-  const flushAfterPublish = (): Promise<boolean> =>
-    (nextFlush ??= new Promise<boolean>((resolve) =>
-      queueMicrotask(() => {
-        nextFlush = undefined;
-        p.messaging.flush().then(
-          () => resolve(true),
-          () => resolve(false),
-        );
-      }),
-    ));
+  const onSettled = (notice: string): void => {
+    const space = notice.indexOf(" ");
+    const requestId = notice.slice(space + 1);
+    // Its own notices only end its own watch, if any (it cannot have missed its own request).
+    if (watched.delete(requestId) || notice.slice(0, space) === instance || ownedIds.has(requestId)) return;
+    settledUnseen.set(requestId, Date.now());
+  };
 
   const onRequest = (request: MessagingRequest): Promise<void> => own(request, requestIdOf(request), nextToken());
 
-  const tick = async (): Promise<void> => {
-    if (ticking || stopped) return;
-    ticking = true;
+  const renewTick = async (nowMs: number): Promise<void> => {
+    const due = [...owned.values()].filter((o) => o.renewAtMs <= nowMs);
+    if (renewing || due.length === 0) return;
+    renewing = true;
+    for (const o of due) o.renewAtMs = nowMs + renewEveryMs;
+    // A lost lease needs no action here: the owner's reservation step is fenced on its token.
+    await p.claims
+      .renew(due)
+      .catch(logRedisError)
+      .finally(() => {
+        renewing = false;
+      });
+  };
+
+  // Every notice the server passed on before this instance's PING is handled before the PONG resolves the flush
+  // (nats.js runs subscription callbacks as it reads), so a watch still here after it has no answer on the server.
+  const noticesIn = async (): Promise<boolean> => {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), NOTICE_FLUSH_TIMEOUT_MS);
+    });
+    const flushed = p.messaging.flush().then(
+      () => true,
+      () => false,
+    );
     try {
-      const nowMs = Date.now();
-      const renewing = [...owned.values()].filter((o) => o.renewAtMs <= nowMs);
-      if (renewing.length > 0) {
-        for (const o of renewing) o.renewAtMs = nowMs + renewEveryMs;
-        // A lost lease needs no action here: the owner's reservation step is fenced on its token.
-        await p.claims.renew(renewing).catch(logRedisError);
-      }
-      const due: Watch[] = [];
-      const later = new Map<string, Watch>();
-      for (const w of watched.values()) {
-        // Well before its claim key expires (a missing key reads as "nobody claimed it"); no requester waits so long.
-        if (nowMs - w.request.receivedAtMs > WATCH_MAX_AGE_MS) continue;
-        if (w.dueMs <= nowMs) due.push(w);
-        else later.set(w.requestId, w);
-      }
-      watched = later;
+      return await Promise.race([flushed, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  const checkTick = async (nowMs: number): Promise<void> => {
+    for (const [requestId, atMs] of settledUnseen) {
+      if (nowMs - atMs <= WATCH_MAX_AGE_MS) break; // by arrival: the rest are younger
+      settledUnseen.delete(requestId);
+    }
+    let anyDue = false;
+    for (const w of watched.values()) {
+      // Well before its claim key expires (a missing key reads as "nobody claimed it"); no requester waits so long.
+      if (nowMs - w.request.receivedAtMs > WATCH_MAX_AGE_MS) watched.delete(w.requestId);
+      else if (w.dueMs <= nowMs) anyDue = true;
+    }
+    if (checking || !anyDue) return;
+    checking = true;
+    try {
+      if (!(await noticesIn())) return; // NATS is away: nobody could answer now anyway; the next tick tries again
+      const due = [...watched.values()].filter((w) => w.dueMs <= nowMs);
       if (due.length === 0) return;
+      for (const w of due) watched.delete(w.requestId);
       const tokens = due.map(() => nextToken());
       let results;
       try {
         results = await p.claims.check(due.map((w, i) => ({ requestId: w.requestId, token: tokens[i] })));
       } catch (err) {
         logRedisError(err instanceof Error ? err : new Error(errorMessage(err)));
-        for (const w of due) watched.set(w.requestId, w);
+        for (const w of due) if (!settledUnseen.delete(w.requestId)) watched.set(w.requestId, w);
         return;
       }
       results.forEach((result, i) => {
         const w = due[i];
+        // Its notice came during the check (an owner stalled, not dead): settled, even if just taken here.
+        if (settledUnseen.delete(w.requestId)) return;
         if (result.status === "held") {
           w.dueMs = nowMs + renewEveryMs;
           watched.set(w.requestId, w);
@@ -192,12 +236,19 @@ export function serveClaimed(topic: MessagingTopic, p: ClaimedDeliveryParams): C
         }
       });
     } finally {
-      ticking = false;
+      checking = false;
     }
   };
 
-  const timer = setInterval(() => void tick(), TICK_MS);
+  const timer = setInterval(() => {
+    if (stopped) return;
+    const nowMs = Date.now();
+    void renewTick(nowMs);
+    void checkTick(nowMs);
+  }, TICK_MS);
   timer.unref();
+  // Notices first: a watched request's notice is then never missed (it comes after the request).
+  p.messaging.onNotice(SETTLED_CHANNEL, onSettled);
   p.messaging.serve(topic, onRequest, { queueGroup: p.queueGroup });
   p.messaging.serve(topic, (request) => watch(request));
   return {

@@ -5,12 +5,15 @@ import { scriptRunner } from "../../shared/transfers/bid-reservations";
 /**
  * Which auction instance answers a request (docs/auction.md, "Instances and failures"). NATS hands each request
  * to one instance (queue group), which claims it here (in its reservation step, bid-reservations.ts, or before a
- * wait) and keeps it alive with a short lease while it works; every instance also watches every request. The key (`auctionClaimKey`) holds one of:
+ * wait) and keeps it alive with a short lease while it works; every instance also watches every request. The key
+ * (`auctionClaimKey`) holds one of:
  *   `c|<token>|<leaseUntilMs>`                                    claimed: the owner is working on it;
  *   `r|<token>|<leaseUntilMs>|<amountReceived>|<bidExpiry>|<gasFee>` reserved: the bid's promise is recorded (in
  *                                                                 the same Lua step, bid-reservations.ts), the
- *                                                                 owner signs and publishes;
- *   `d`                                                           answered, or refused for good.
+ *                                                                 owner signs and publishes.
+ * Anything else (`d`, written by earlier versions) reads as settled. That a request is settled (answered, or
+ * refused for good) travels on NATS instead, behind the answer itself (claimed-delivery.ts): a mark here could not
+ * be written in the same step as the publish, so it would either lose a request or repeat its bid.
  * A watcher whose check finds the lease run out (or no claim at all) takes the request over under a new token (the fencing
  * token: the reservation script refuses an owner whose token is no longer there), and either runs the auction
  * (state `c`) or re-sends the same bid (state `r`: signatures are deterministic, so it is byte-identical).
@@ -43,7 +46,7 @@ return 0
 `;
 
 /**
- * KEYS: claims. ARGV: leaseMs, keepMs, reservedLeaseMs, then one fresh token per claim. Per claim: 'done' (answered or refused),
+ * KEYS: claims. ARGV: leaseMs, keepMs, reservedLeaseMs, then one fresh token per claim. Per claim: 'done' (settled),
  * 'held' (the lease still runs), 'take' (taken over in state c under the fresh token; also when nobody claimed
  * it: the instance NATS handed it to died first) or 'resend|…' (taken over in state r: the bid's fields follow).
  */
@@ -92,23 +95,6 @@ end
 return out
 `;
 
-/**
- * KEYS: claim. ARGV: token, keepMs. Marks the request answered (or refused for good) while the token owns it, or
- * while nobody has claimed it (a refusal before the reservation step, the owner's normal path).
- */
-const FINISH_LUA = `
-local v = redis.call('GET', KEYS[1])
-if not v then
-  redis.call('SET', KEYS[1], 'd', 'PX', ARGV[2])
-  return 1
-end
-if string.match(v, '^[cr]|([^|]*)|') == ARGV[1] then
-  redis.call('SET', KEYS[1], 'd', 'KEEPTTL')
-  return 1
-end
-return 0
-`;
-
 /** The bid a dead owner had reserved: a taker answers exactly this, never a second one. */
 export interface ReservedBid {
   readonly amountReceived: string;
@@ -137,8 +123,6 @@ export interface RequestClaims {
   check(entries: ReadonlyArray<{ requestId: string; token: string }>): Promise<ClaimCheck[]>;
   /** Renews the leases of requests this instance is still working on; false where the claim was taken over. */
   renew(entries: ReadonlyArray<{ requestId: string; token: string }>): Promise<boolean[]>;
-  /** The request is answered or refused for good; false when the token no longer owned it. */
-  finish(requestId: string, token: string): Promise<boolean>;
 }
 
 export function createRequestClaims(
@@ -152,7 +136,6 @@ export function createRequestClaims(
   const claimScript = scriptRunner(redis, CLAIM_LUA);
   const checkScript = scriptRunner(redis, CHECK_LUA);
   const renewScript = scriptRunner(redis, RENEW_LUA);
-  const finishScript = scriptRunner(redis, FINISH_LUA);
   const key = (requestId: string): string => auctionClaimKey(prefix, requestId);
   return {
     leaseMs: Number(leaseMs),
@@ -174,7 +157,6 @@ export function createRequestClaims(
       )) as number[];
       return out.map((n) => n === 1);
     },
-    finish: async (requestId, token) => (await finishScript([key(requestId)], [token, keepMs])) === 1,
   };
 }
 

@@ -4,7 +4,14 @@ import type { Logger } from "../logging/create-logger";
 import { throttledErrorLog } from "../logging/throttled-error-log";
 import { DEFAULT_MAX_PAYLOAD_BYTES, encodeEnvelope, parseEnvelope } from "./envelope";
 import { InvalidEnvelopeError, InvalidSubjectError, MessagingPublishError } from "./errors";
-import { parseSubject, requestSubject, requestWildcard, responseSubject, responseWildcard } from "./subjects";
+import {
+  noticeSubject,
+  parseSubject,
+  requestSubject,
+  requestWildcard,
+  responseSubject,
+  responseWildcard,
+} from "./subjects";
 import type {
   Messaging,
   MessagingRequest,
@@ -34,6 +41,7 @@ export interface NatsMessagingParams {
 }
 
 type ErrorLog = (err: Error) => void;
+type MessageSide = "request" | "response";
 
 /**
  * `Messaging` over an established NATS connection: subjects, envelopes and logging; the connection and
@@ -45,216 +53,277 @@ export function createNatsMessaging(params: NatsMessagingParams): Messaging {
   const maxBytes = params.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
   const windowMs = params.dropLogWindowMs ?? DEFAULT_DROP_LOG_WINDOW_MS;
   const subscriptions: Subscription[] = [];
-  const inFlight = new Set<Promise<void>>();
+  const inFlight = createInFlight();
   let closing: Promise<void> | undefined;
 
-  const dropLog = (topic: MessagingTopic, side: "request" | "response"): ((err: unknown) => void) => {
-    const byReason = new Map<string, ErrorLog>();
-    return (err) => {
-      const reason =
-        err instanceof InvalidEnvelopeError
-          ? err.reason
-          : err instanceof InvalidSubjectError
-            ? "bad_subject"
-            : "unexpected";
-      let log = byReason.get(reason);
-      if (!log) {
-        log = throttledErrorLog(
-          logger,
-          "messaging: dropped a malformed message",
-          { at: "messaging.drop", topic, side, reason },
-          windowMs,
-        );
-        byReason.set(reason, log);
-      }
-      log(asError(err));
-    };
-  };
-
-  const subscribe = (
-    subject: string,
-    queue: string | undefined,
-    onMsg: (msg: Msg) => void,
-    topic: MessagingTopic,
-  ): void => {
+  /** `topic` names the subscription in its log lines: a messaging topic, or a notice channel. */
+  const subscribe = (subject: string, queue: string | undefined, topic: string, onMsg: (msg: Msg) => void): void => {
     if (closing) {
       throw new MessagingPublishError("messaging is closed", { subject });
     }
-    const subError = throttledErrorLog(
-      logger,
-      "messaging subscription error",
-      { at: "messaging.subscription", topic, subject },
-      windowMs,
-    );
-    const callback = (err: NatsError | null, msg: Msg): void => {
-      if (err) {
-        subError(err);
-        return;
-      }
-      onMsg(msg);
-    };
-    subscriptions.push(
-      queue === undefined ? nc.subscribe(subject, { callback }) : nc.subscribe(subject, { queue, callback }),
-    );
-    logger.info("messaging subscribed", { at: "messaging.subscribe", subject, queueGroup: queue ?? null });
+    subscriptions.push(subscribeLogged({ nc, logger, windowMs }, { subject, queue, topic }, onMsg));
   };
 
   // Publishing stays allowed while close() drains: handlers still in flight must be able to answer.
-  // Once the connection is closed, nats throws and the error below says so.
-  const publish = (subject: string, body: string): void => {
-    try {
-      nc.publish(subject, body);
-    } catch (err) {
-      throw new MessagingPublishError(`messaging publish failed: ${errorMessage(err)}`, { subject }, { cause: err });
-    }
-  };
-
-  const track = (pending: Promise<void>, onError: ErrorLog): void => {
-    const settled = pending.then(
-      () => {
-        inFlight.delete(settled);
-      },
-      (err: unknown) => {
-        inFlight.delete(settled);
-        onError(asError(err));
-      },
-    );
-    inFlight.add(settled);
-  };
+  const publish = (subject: string, body: string): void => publishOrThrow(nc, subject, body);
 
   const serve = (topic: MessagingTopic, handler: RequestHandler, options?: ServeOptions): void => {
-    const drop = dropLog(topic, "request");
-    const handlerError = throttledErrorLog(
-      logger,
-      "messaging request handler failed",
-      { at: "messaging.handler", topic },
-      windowMs,
-    );
-    subscribe(
-      requestWildcard(topic),
-      options?.queueGroup,
-      (msg) => {
-        const receivedAtMs = Date.now();
-        let request: MessagingRequest;
-        try {
-          const sizeBytes = msg.data.byteLength;
-          const envelope = parseEnvelope(msg.data, { maxBytes, requireInbox: true });
-          const { from } = parseSubject(msg.subject);
-          request = {
-            subject: msg.subject,
-            from,
-            topic,
-            responseInbox: envelope.responseInbox as string,
-            data: envelope.data,
-            receivedAtMs,
-            sizeBytes,
-            raw: msg.data,
-          };
-        } catch (err) {
-          drop(err);
-          return;
-        }
-        try {
-          const result = handler(request);
-          // A thenable check, not instanceof: promises from another realm (vm, jest) are promises too.
-          if (result !== undefined && typeof (result as Promise<void>).then === "function") {
-            track(Promise.resolve(result), handlerError);
-          }
-        } catch (err) {
-          handlerError(asError(err));
+    const handlerError = handlerErrorLog(logger, windowMs, topic, "request");
+    const onMsg = eachMessage({
+      parse: (msg) => requestOf(msg, topic, maxBytes),
+      drop: createDropLog(logger, windowMs, topic, "request"),
+      handlerError,
+      handle: (request) => {
+        const result = handler(request);
+        // A thenable check, not instanceof: promises from another realm (vm, jest) are promises too.
+        if (result !== undefined && typeof (result as Promise<void>).then === "function") {
+          inFlight.track(Promise.resolve(result), handlerError);
         }
       },
-      topic,
-    );
+    });
+    subscribe(requestWildcard(topic), options?.queueGroup, topic, onMsg);
   };
 
   const onResponse = (topic: MessagingTopic, handler: ResponseHandler): void => {
-    const drop = dropLog(topic, "response");
-    const handlerError = throttledErrorLog(
-      logger,
-      "messaging response handler failed",
-      { at: "messaging.handler", topic },
-      windowMs,
-    );
-    subscribe(
-      responseWildcard(address, topic),
-      undefined,
-      (msg) => {
-        const receivedAtMs = Date.now();
-        let response: MessagingResponse;
-        try {
-          const envelope = parseEnvelope(msg.data, { maxBytes, requireInbox: false });
-          const { from } = parseSubject(msg.subject);
-          response = {
-            subject: msg.subject,
-            responder: from,
-            topic,
-            responseInbox: envelope.responseInbox,
-            data: envelope.data,
-            error: envelope.error,
-            receivedAtMs,
-          };
-        } catch (err) {
-          drop(err);
-          return;
-        }
-        try {
-          handler(response);
-        } catch (err) {
-          handlerError(asError(err));
-        }
-      },
-      topic,
-    );
+    const onMsg = eachMessage({
+      parse: (msg) => responseOf(msg, topic, maxBytes),
+      drop: createDropLog(logger, windowMs, topic, "response"),
+      handlerError: handlerErrorLog(logger, windowMs, topic, "response"),
+      handle: handler,
+    });
+    subscribe(responseWildcard(address, topic), undefined, topic, onMsg);
   };
 
-  const drainAndClose = async (): Promise<void> => {
-    const drained = (async () => {
-      await Promise.allSettled(subscriptions.map((sub) => sub.drain()));
-      // Handlers still running may answer: the connection stays open until they are done.
-      await Promise.allSettled([...inFlight]);
-      await nc.drain();
-    })();
-    const outcome = await raceTimeout(drained, params.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS);
-    if (outcome !== "done") {
-      logger.warn("messaging drain did not finish; closing the connection", {
-        at: "messaging.close",
-        outcome,
-        inFlight: inFlight.size,
-      });
-    }
-    if (!nc.isClosed()) {
-      await nc.close();
-    }
-    logger.info("messaging closed", { at: "messaging.close" });
+  const onNotice = (channel: string, handler: (body: string) => void): void => {
+    const handlerError = throttledErrorLog(
+      logger,
+      "messaging notice handler failed",
+      { at: "messaging.handler", channel },
+      windowMs,
+    );
+    const onMsg = eachMessage({
+      parse: (msg) => msg.string(),
+      drop: (err) => handlerError(asError(err)),
+      handlerError,
+      handle: handler,
+    });
+    subscribe(noticeSubject(address, channel), undefined, channel, onMsg);
+  };
+
+  const respondWith = (request: MessagingRequest, data: unknown, error?: NxtpErrorJson): void => {
+    publish(
+      responseSubject(request.from, address, request.topic),
+      encodeEnvelope({ responseInbox: request.responseInbox, data, error }),
+    );
   };
 
   return {
     address,
     serve,
-    respond: (request: MessagingRequest, data: unknown) => {
-      publish(
-        responseSubject(request.from, address, request.topic),
-        encodeEnvelope({ responseInbox: request.responseInbox, data }),
-      );
-    },
-    respondError: (request: MessagingRequest, error: NxtpErrorJson) => {
-      publish(
-        responseSubject(request.from, address, request.topic),
-        encodeEnvelope({ responseInbox: request.responseInbox, data: null, error }),
-      );
-    },
+    respond: (request: MessagingRequest, data: unknown) => respondWith(request, data),
+    respondError: (request: MessagingRequest, error: NxtpErrorJson) => respondWith(request, null, error),
     request: (topic: MessagingTopic, data: unknown, responseInbox: string) => {
       publish(requestSubject(address, topic), encodeEnvelope({ responseInbox, data }));
     },
     onResponse,
+    notify: (channel: string, body: string) => publish(noticeSubject(address, channel), body),
+    onNotice,
     isConnected: () => !closing && !nc.isClosed() && params.isConnected(),
     flush: () => nc.flush(),
     close: () => {
-      closing ??= drainAndClose();
+      closing ??= drainAndClose({
+        nc,
+        subscriptions,
+        inFlight,
+        logger,
+        timeoutMs: params.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS,
+      });
       return closing;
     },
   };
+}
+
+/** Once the connection is closed, nats throws: a MessagingPublishError says so. */
+function publishOrThrow(nc: NatsConnection, subject: string, body: string): void {
+  try {
+    nc.publish(subject, body);
+  } catch (err) {
+    throw new MessagingPublishError(`messaging publish failed: ${errorMessage(err)}`, { subject }, { cause: err });
+  }
+}
+
+/** A callback subscription whose errors (slow consumer, permissions) are logged, throttled. */
+function subscribeLogged(
+  deps: { nc: NatsConnection; logger: Logger; windowMs: number },
+  p: { subject: string; queue: string | undefined; topic: string },
+  onMsg: (msg: Msg) => void,
+): Subscription {
+  const { nc, logger } = deps;
+  const { subject, queue, topic } = p;
+  const subError = throttledErrorLog(
+    logger,
+    "messaging subscription error",
+    { at: "messaging.subscription", topic, subject },
+    deps.windowMs,
+  );
+  const callback = (err: NatsError | null, msg: Msg): void => {
+    if (err) {
+      subError(err);
+      return;
+    }
+    onMsg(msg);
+  };
+  const sub = queue === undefined ? nc.subscribe(subject, { callback }) : nc.subscribe(subject, { queue, callback });
+  logger.info("messaging subscribed", { at: "messaging.subscribe", subject, queueGroup: queue ?? null });
+  return sub;
+}
+
+/** Each message: parsed (a malformed one is dropped, logged), then handed to the handler (a throw is logged). */
+function eachMessage<T>(p: {
+  parse: (msg: Msg) => T;
+  drop: (err: unknown) => void;
+  handle: (value: T) => void;
+  handlerError: ErrorLog;
+}): (msg: Msg) => void {
+  return (msg) => {
+    let value: T;
+    try {
+      value = p.parse(msg);
+    } catch (err) {
+      p.drop(err);
+      return;
+    }
+    try {
+      p.handle(value);
+    } catch (err) {
+      p.handlerError(asError(err));
+    }
+  };
+}
+
+/** A request as the handler gets it; throws InvalidEnvelopeError or InvalidSubjectError for a malformed one. */
+function requestOf(msg: Msg, topic: MessagingTopic, maxBytes: number): MessagingRequest {
+  const receivedAtMs = Date.now();
+  const envelope = parseEnvelope(msg.data, { maxBytes, requireInbox: true });
+  const { from } = parseSubject(msg.subject);
+  return {
+    subject: msg.subject,
+    from,
+    topic,
+    responseInbox: envelope.responseInbox as string,
+    data: envelope.data,
+    receivedAtMs,
+    sizeBytes: msg.data.byteLength,
+    raw: msg.data,
+  };
+}
+
+/** A response as the handler gets it; throws like requestOf. */
+function responseOf(msg: Msg, topic: MessagingTopic, maxBytes: number): MessagingResponse {
+  const receivedAtMs = Date.now();
+  const envelope = parseEnvelope(msg.data, { maxBytes, requireInbox: false });
+  const { from } = parseSubject(msg.subject);
+  return {
+    subject: msg.subject,
+    responder: from,
+    topic,
+    responseInbox: envelope.responseInbox,
+    data: envelope.data,
+    error: envelope.error,
+    receivedAtMs,
+  };
+}
+
+/** Malformed traffic on one topic and side: one throttled log line per reason, not one per message. */
+function createDropLog(
+  logger: Logger,
+  windowMs: number,
+  topic: MessagingTopic,
+  side: MessageSide,
+): (err: unknown) => void {
+  const byReason = new Map<string, ErrorLog>();
+  return (err) => {
+    const reason =
+      err instanceof InvalidEnvelopeError
+        ? err.reason
+        : err instanceof InvalidSubjectError
+          ? "bad_subject"
+          : "unexpected";
+    let log = byReason.get(reason);
+    if (!log) {
+      log = throttledErrorLog(
+        logger,
+        "messaging: dropped a malformed message",
+        { at: "messaging.drop", topic, side, reason },
+        windowMs,
+      );
+      byReason.set(reason, log);
+    }
+    log(asError(err));
+  };
+}
+
+/** A handler that throws or rejects: one throttled log line per window, per topic and side. */
+function handlerErrorLog(logger: Logger, windowMs: number, topic: MessagingTopic, side: MessageSide): ErrorLog {
+  return throttledErrorLog(logger, `messaging ${side} handler failed`, { at: "messaging.handler", topic }, windowMs);
+}
+
+/** The request handlers still running: close() waits for them, because they may still answer. */
+interface InFlight {
+  track(pending: Promise<void>, onError: ErrorLog): void;
+  settled(): Promise<unknown>;
+  readonly size: number;
+}
+
+function createInFlight(): InFlight {
+  const pendings = new Set<Promise<void>>();
+  return {
+    track: (pending, onError) => {
+      const settled = pending.then(
+        () => {
+          pendings.delete(settled);
+        },
+        (err: unknown) => {
+          pendings.delete(settled);
+          onError(asError(err));
+        },
+      );
+      pendings.add(settled);
+    },
+    settled: () => Promise.allSettled([...pendings]),
+    get size() {
+      return pendings.size;
+    },
+  };
+}
+
+/** Drains the subscriptions, waits for the handlers, drains the connection; closes it anyway after `timeoutMs`. */
+async function drainAndClose(p: {
+  nc: NatsConnection;
+  subscriptions: readonly Subscription[];
+  inFlight: InFlight;
+  logger: Logger;
+  timeoutMs: number;
+}): Promise<void> {
+  const { nc, inFlight, logger } = p;
+  const drained = (async () => {
+    await Promise.allSettled(p.subscriptions.map((sub) => sub.drain()));
+    // Handlers still running may answer: the connection stays open until they are done.
+    await inFlight.settled();
+    await nc.drain();
+  })();
+  const outcome = await raceTimeout(drained, p.timeoutMs);
+  if (outcome !== "done") {
+    logger.warn("messaging drain did not finish; closing the connection", {
+      at: "messaging.close",
+      outcome,
+      inFlight: inFlight.size,
+    });
+  }
+  if (!nc.isClosed()) {
+    await nc.close();
+  }
+  logger.info("messaging closed", { at: "messaging.close" });
 }
 
 function asError(err: unknown): Error {

@@ -78,6 +78,23 @@ export function responseSubject(to: string, from: string, topic: MessagingTopic)
   return `${assertAddress(to, "to")}.${assertAddress(from, "from")}.${topic}.response`;
 }
 
+/** A notice channel: lowercase letters, digits and dashes (one subject token). */
+const NOTICE_CHANNEL = /^[a-z][a-z0-9-]*$/;
+
+/**
+ * A router's notice to its own instances, `<me>.<me>.<channel>.notice`: token 1 is the publisher, as the auth
+ * server requires, and the fourth token keeps it off every request and response wildcard.
+ */
+export function noticeSubject(me: string, channel: string): string {
+  assertAddress(me, "me");
+  if (!NOTICE_CHANNEL.test(channel)) {
+    throw new InvalidSubjectError("notice channel must be lowercase letters, digits and dashes", {
+      channel: clip(channel),
+    });
+  }
+  return `${me}.${me}.${channel}.notice`;
+}
+
 /**
  * Splits a subject into its four tokens and refuses anything else: a wrong token count, an address that
  * is not checksummed hex, an unknown topic or kind. Throws InvalidSubjectError.

@@ -67,6 +67,14 @@ export interface Messaging {
   request(topic: MessagingTopic, data: unknown, responseInbox: string): void;
   /** Client side: subscribes to `<address>.*.<topic>.response`. */
   onResponse(topic: MessagingTopic, handler: ResponseHandler): void;
+  /**
+   * Publishes `body` to this router's own instances (`<address>.<address>.<channel>.notice`); every subscriber of
+   * the channel gets it, the publisher included. Same connection as the responses: a notice published right after
+   * a response reaches the server after it, in the same socket write when published in the same synchronous turn.
+   */
+  notify(channel: string, body: string): void;
+  /** Subscribes to this router's notices on `channel`; the handler runs as each arrives, in order. */
+  onNotice(channel: string, handler: (body: string) => void): void;
   /** Connected right now (false while reconnecting). */
   isConnected(): boolean;
   /** Round trip to the server; resolves when every message published before it has been processed by the server. */

@@ -2,6 +2,7 @@ import { Wallet } from "ethers";
 import {
   InvalidSubjectError,
   isChecksummedAddress,
+  noticeSubject,
   parseSubject,
   requestSubject,
   requestWildcard,
@@ -20,6 +21,13 @@ describe("messaging subjects (PROTOCOL §1.5)", () => {
     expect(responseSubject(user, router, "status")).toBe(`${user}.${router}.status.response`);
     expect(responseWildcard(user, "auction")).toBe(`${user}.*.auction.response`);
     expect(routerQueueGroup(router)).toBe(`router-${router}`);
+  });
+
+  it("builds a router's notice to its own instances, off every request and response wildcard", () => {
+    expect(noticeSubject(router, "auction-settled")).toBe(`${router}.${router}.auction-settled.notice`);
+    expect(() => parseSubject(noticeSubject(router, "auction-settled"))).toThrow(InvalidSubjectError);
+    expect(() => noticeSubject(router, "Auction.settled")).toThrow(InvalidSubjectError);
+    expect(() => noticeSubject(router.toLowerCase(), "auction-settled")).toThrow(InvalidSubjectError);
   });
 
   it("refuses to build a subject from a lowercase or malformed address", () => {
