@@ -1,6 +1,12 @@
 import { ZeroAddress } from "ethers";
 import { gasFeeInToken } from "../../shared/protocol/gas-fee";
-import { OPTIMISM_CHAIN_ID, gasLimitOf, gasLimitsFor, l1GasLimitOf } from "../../shared/protocol/gas-limits";
+import {
+  OPTIMISM_CHAIN_ID,
+  gasLimitOf,
+  gasLimitsFor,
+  l1GasLimitOf,
+  type GasLimits,
+} from "../../shared/protocol/gas-limits";
 import type { FeeEstimator, GasFeeParams } from "./context";
 import { assetKey, type PriceSources } from "./price-sources";
 
@@ -33,47 +39,101 @@ export interface FeeEstimatorParams {
   readonly nowMs: () => number;
 }
 
+/** Bounds the per-asset plans and memos: pool assets in practice, but a relay may name any asset. */
+const MAX_TARGETS = 1_024;
+
+/** What a fee in one (chain, asset) needs, resolved once: sources, cache keys, gas limits. */
+interface FeeTarget {
+  /** No oracle on the token's or the native price's chain: the fee is 0. */
+  readonly free: boolean;
+  readonly tokenKey: string;
+  readonly nativeKey: string;
+  readonly limits: GasLimits;
+  /** The last fee per `method:decimals` (no extra gas), valid while the cache holds the same entries. */
+  readonly memos: Map<string, FeeMemo>;
+}
+
+interface FeeMemo {
+  readonly token: Stamped;
+  readonly native: Stamped;
+  readonly gas: Stamped;
+  readonly l1Gas: Stamped | undefined;
+  readonly fee: bigint;
+}
+
 /**
  * PROTOCOL.md §2.4 from the caches: oracle prices (fee 0 when the chosen chain has no oracle), the chain's
  * gas price (fee cap), the built-in gas limits, and Optimism's L1 term priced with chain 1's gas price.
- * `undefined` when any value it needs is missing or too old.
+ * `undefined` when any value it needs is missing or too old. The refreshers replace a cache entry on each
+ * read, so a fee computed from the same entries is reused (two per bid, the same until the next refresh).
  */
 export function createFeeEstimator(p: FeeEstimatorParams): FeeEstimator {
   const { cache, sources } = p;
-  const fresh = (entry: Stamped | undefined, nowMs: number): bigint | undefined =>
-    entry !== undefined && nowMs - entry.atMs <= p.maxAgeMs ? entry.value : undefined;
+  const fresh = (entry: Stamped | undefined, nowMs: number): entry is Stamped =>
+    entry !== undefined && nowMs - entry.atMs <= p.maxAgeMs;
+
+  const targets = new Map<string, FeeTarget>();
+  const targetOf = (chainId: number, assetId: string): FeeTarget => {
+    const key = assetKey(chainId, assetId);
+    let target = targets.get(key);
+    if (target === undefined) {
+      const token = sources.asset(chainId, assetId);
+      const native = sources.native(chainId);
+      target = {
+        free: sources.oracle(token.chainId) === undefined || sources.oracle(native.chainId) === undefined,
+        tokenKey: assetKey(token.chainId, token.address),
+        nativeKey: assetKey(native.chainId, native.address),
+        limits: gasLimitsFor(chainId),
+        memos: new Map(),
+      };
+      if (targets.size >= MAX_TARGETS) targets.clear();
+      targets.set(key, target);
+    }
+    return target;
+  };
 
   const gasFeeInAsset = (params: GasFeeParams): bigint | undefined => {
-    const token = sources.asset(params.chainId, params.assetId);
-    const native = sources.native(params.chainId);
-    if (sources.oracle(token.chainId) === undefined || sources.oracle(native.chainId) === undefined) {
+    const target = targetOf(params.chainId, params.assetId);
+    if (target.free) {
       return 0n;
     }
     const nowMs = p.nowMs();
-    const tokenPrice = fresh(cache.prices.get(assetKey(token.chainId, token.address)), nowMs);
-    const nativePrice = fresh(cache.prices.get(assetKey(native.chainId, native.address)), nowMs);
-    const gasPrice = fresh(cache.gasPrices.get(params.chainId), nowMs);
-    if (tokenPrice === undefined || nativePrice === undefined || gasPrice === undefined) {
+    const token = cache.prices.get(target.tokenKey);
+    const native = cache.prices.get(target.nativeKey);
+    const gas = cache.gasPrices.get(params.chainId);
+    if (!fresh(token, nowMs) || !fresh(native, nowMs) || !fresh(gas, nowMs)) {
       return undefined;
     }
-    const limits = gasLimitsFor(params.chainId);
-    let l1: { gasPrice: bigint; gasLimit: bigint } | undefined;
+    let l1Gas: Stamped | undefined;
     if (params.chainId === OPTIMISM_CHAIN_ID) {
-      const l1GasPrice = fresh(cache.gasPrices.get(1), nowMs);
-      if (l1GasPrice === undefined) {
+      l1Gas = cache.gasPrices.get(1);
+      if (!fresh(l1Gas, nowMs)) {
         return undefined;
       }
-      l1 = { gasPrice: l1GasPrice, gasLimit: l1GasLimitOf(limits, params.method) };
     }
-    return gasFeeInToken({
-      gasPrice,
-      gasLimit: gasLimitOf(limits, params.method) + (params.extraGas ?? 0n),
-      gasPriceFactor: limits.gasPriceFactor,
-      nativePrice,
-      tokenPrice,
+    // A relay's call-data gas differs per request: only the auction's plain fees are memoised.
+    const memoKey =
+      params.extraGas === undefined || params.extraGas === 0n ? `${params.method}:${params.decimals}` : "";
+    const memo = memoKey === "" ? undefined : target.memos.get(memoKey);
+    if (memo?.token === token && memo.native === native && memo.gas === gas && memo.l1Gas === l1Gas) {
+      return memo.fee;
+    }
+    const fee = gasFeeInToken({
+      gasPrice: gas.value,
+      gasLimit: gasLimitOf(target.limits, params.method) + (params.extraGas ?? 0n),
+      gasPriceFactor: target.limits.gasPriceFactor,
+      nativePrice: native.value,
+      tokenPrice: token.value,
       decimals: params.decimals,
-      l1,
+      l1:
+        l1Gas === undefined
+          ? undefined
+          : { gasPrice: l1Gas.value, gasLimit: l1GasLimitOf(target.limits, params.method) },
     });
+    if (memoKey !== "") {
+      target.memos.set(memoKey, { token, native, gas, l1Gas, fee });
+    }
+    return fee;
   };
 
   return {

@@ -29,34 +29,69 @@ export interface CreateLoggerParams {
   defaultFields?: Record<string, unknown>;
 }
 
-/** JSON lines, one object per line, with secrets scrubbed in a format step so no call site can leak one. */
+/** Where winston's Stream transport reads the finished line from (triple-beam's MESSAGE). */
+const MESSAGE = Symbol.for("message");
+
+/**
+ * JSON lines, one object per line, with secrets scrubbed in the format step so no call site can leak one.
+ * Lean on purpose (the auction writes a line per request): lines below the level are dropped before winston
+ * sees them (winston formats every line and filters only in the transport), each line is built as one object
+ * (no per-call defaultMeta and child copies), and one format step stamps, scrubs and writes it with
+ * JSON.stringify, keys sorted as logform's json format wrote them.
+ */
 export function createLogger(params: CreateLoggerParams): Logger {
   const redactor = createRedactor(params.secrets ?? []);
-  const scrub = winston.format((info) => {
-    const cleaned = redactor.value({ ...info });
-    for (const key of Object.keys(info)) {
-      delete (info as Record<string, unknown>)[key];
-    }
-    Object.assign(info, cleaned);
+  const line = winston.format((info) => {
+    (info as Record<string, unknown>).timestamp = new Date().toISOString();
+    // String keys only: winston's own symbol keys (level, splat) stay on `info`, out of the line.
+    const cleaned = redactor.value(info as Record<string, unknown>, { sortKeys: true });
+    (info as unknown as Record<symbol, unknown>)[MESSAGE] = JSON.stringify(cleaned);
     return info;
   });
   const stream = params.stream ?? process.stdout;
   const transport = new winston.transports.Stream({ stream });
+  const silent = params.level === "silent";
+  const maxRank = params.level === "silent" ? -1 : LOG_LEVELS[params.level];
   const root = winston.createLogger({
     levels: LOG_LEVELS,
-    level: params.level === "silent" ? "info" : params.level,
-    silent: params.level === "silent",
-    defaultMeta: { service: params.service, pid: process.pid, ...params.defaultFields },
-    format: winston.format.combine(winston.format.timestamp(), scrub(), winston.format.json()),
+    level: silent ? "info" : params.level,
+    silent,
+    format: line(),
     transports: [transport],
     exitOnError: false,
   });
-  return wrap(root, transport);
+  const base = { service: params.service, pid: process.pid, ...params.defaultFields };
+  return wrap({ inner: root, transport, base, inherited: {}, maxRank });
 }
 
-function wrap(inner: winston.Logger, transport: winston.transport): Logger {
-  const log = (level: keyof typeof LOG_LEVELS) => (message: string, fields?: Record<string, unknown>) => {
-    inner.log(level, message, fields ?? {});
+interface WrapParams {
+  readonly inner: winston.Logger;
+  readonly transport: winston.transport;
+  /** Every line's fields (service, pid, defaultFields). */
+  readonly base: Record<string, unknown>;
+  /** Fields of child() calls, the innermost last; the base and a call's own fields win over them. */
+  readonly inherited: Record<string, unknown>;
+  /** The configured level's rank; -1 when silent. */
+  readonly maxRank: number;
+}
+
+function wrap(p: WrapParams): Logger {
+  const { inner, transport, base, inherited, maxRank } = p;
+  const log = (level: keyof typeof LOG_LEVELS) => {
+    const rank = LOG_LEVELS[level];
+    return (message: string, fields?: Record<string, unknown>) => {
+      if (rank > maxRank) {
+        return;
+      }
+      // As winston's child loggers and log(level, message, meta) built it: inherited < base < fields, then level
+      // and message (a `message` field appended to it; an Error's own stack and cause kept).
+      const info: Record<string, unknown> = Object.assign({}, inherited, base, fields);
+      info.level = level;
+      info.message = fields?.message ? `${message} ${String(fields.message)}` : message;
+      if (fields?.stack) info.stack = fields.stack;
+      if (fields?.cause) info.cause = fields.cause;
+      inner.log(info as winston.LogEntry);
+    };
   };
   return {
     fatal: log("fatal"),
@@ -65,7 +100,7 @@ function wrap(inner: winston.Logger, transport: winston.transport): Logger {
     info: log("info"),
     debug: log("debug"),
     trace: log("trace"),
-    child: (fields) => wrap(inner.child(fields), transport),
+    child: (fields) => wrap({ ...p, inherited: { ...inherited, ...fields } }),
     flush: () =>
       new Promise<void>((resolve) => {
         // A stream transport has nothing buffered of its own; waiting for the stream to drain is enough.

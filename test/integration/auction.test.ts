@@ -105,6 +105,13 @@ async function expectRefused(
 }
 
 describe("auction: bids", () => {
+  // Runs first: the start-up warm-up (handlers/auction.ts) prices and encodes synthetic bids of this very pool.
+  it("warms its hot path at start without reserving liquidity or logging an outcome", async () => {
+    expect(main.outcomes()).toEqual([]);
+    expect(await reservations.reservedTotal(RECEIVING, s.receivingToken)).toBe(0n);
+    expect(await reservations.reservedTotal(SENDING, s.sendingToken)).toBe(0n);
+  });
+
   it("answers the SDK's exact payload with a bid signed by the router signer, priced with chain 1's oracle", async () => {
     const payload = sdkPayload(s);
     const reservedBefore = await reservations.reservedTotal(RECEIVING, s.receivingToken);

@@ -79,6 +79,20 @@ describe("auction fee estimator (PROTOCOL.md §2.4 from the refreshers' cache)",
     expect(fees().gasFeeInAsset({ chainId: 10, assetId: USDC_10, decimals: 6, method: "prepare" })).toBeUndefined();
   });
 
+  it("reuses a fee only while the cache holds the same entries: a refresh, an age or an extra gas re-prices", () => {
+    const estimator = fees();
+    const prepare = { chainId: 10, assetId: USDC_10, decimals: 6, method: "prepare" } as const;
+    expect(estimator.gasFeeInAsset(prepare)).toBe(400n + 1_237_380n);
+    // The refreshers replace an entry on each read: a new L2 gas price (×2) changes the L2 term only.
+    cache.gasPrices.set(10, { value: (2n * GWEI) / 1000n, atMs: NOW });
+    expect(estimator.gasFeeInAsset(prepare)).toBe(800n + 1_237_380n);
+    expect(estimator.gasFeeInAsset({ ...prepare, method: "fulfill" })).toBe(680n + 837_900n);
+    // A relay's call-data gas is added to the L2 limit each time, never served from the plain fee.
+    expect(estimator.gasFeeInAsset({ ...prepare, extraGas: 100_000n })).toBe(1_200n + 1_237_380n);
+    nowMs = NOW + 120_001;
+    expect(estimator.gasFeeInAsset(prepare)).toBeUndefined();
+  });
+
   it("is 0 when the chosen chain has no oracle (1337: no oracle, no equivalents)", () => {
     expect(fees().gasFeeInAsset({ chainId: 1337, assetId: TOKEN_1337, decimals: 18, method: "prepare" })).toBe(0n);
   });

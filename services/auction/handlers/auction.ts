@@ -1,10 +1,11 @@
-import { getAddress } from "ethers";
+import { ZeroAddress, ZeroHash, getAddress } from "ethers";
 import { errorMessage } from "../../../shared/errors";
 import { routerMetrics } from "../../../shared/metrics/router-metrics";
+import { encodeEnvelope, parseEnvelope } from "../../../shared/messaging/envelope";
 import type { MessagingRequest } from "../../../shared/messaging/types";
-import { checkAuctionExpiry } from "../../../shared/protocol/auction-expiry";
+import { acceptedExpiryRange, checkAuctionExpiry } from "../../../shared/protocol/auction-expiry";
 import { auctionLogFields, parseAuctionPayload } from "../../../shared/protocol/auction-payload";
-import { quoteAuction } from "../../../shared/protocol/auction-quote";
+import { quoteAuction, type AuctionQuote } from "../../../shared/protocol/auction-quote";
 import { isColdRefusal, refusal, refusalLogLevel, type AuctionRefusal } from "../../../shared/protocol/auction-refusal";
 import { sleep } from "../../../shared/timing";
 import { encodeBidFast } from "../../../shared/protocol/bid-encoder";
@@ -37,9 +38,16 @@ export const DEFAULT_COLD_RETRY_WINDOW_MS = 4_000;
 /** Pause between those retries: a poller tick writes balances every second at the defaults. */
 const COLD_RETRY_PAUSE_MS = 200;
 
+/** Synthetic bids the handler prices and encodes when created (see warmUp): about 30 ms of CPU at start. */
+export const DEFAULT_WARM_UP_ROUNDS = 1_000;
+/** A well-formed signature for the warm-up's reply envelopes (never published). */
+const WARM_UP_SIGNATURE = `0x${"00".repeat(64)}1b`;
+
 export interface AuctionHandlerOptions {
   readonly balanceMaxAgeMs?: number;
   readonly coldRetryWindowMs?: number;
+  /** Synthetic bids priced and encoded when the handler is created; 0 skips the warm-up. */
+  readonly warmUpRounds?: number;
 }
 
 export interface AuctionHandlerDeps {
@@ -66,6 +74,15 @@ interface ChainFacts {
   readonly minGasWei: bigint;
 }
 
+/** A request that passed every pure step: what the reservation and the bid need. */
+interface Priced {
+  readonly payload: AuctionPayload;
+  readonly sending: ChainFacts;
+  readonly receiving: ChainFacts;
+  readonly quote: AuctionQuote;
+  readonly nowSec: number;
+}
+
 /**
  * `auction.request` (PROTOCOL.md §2.1, hardened): modes → payload → chains → pool → expiry window → decimals
  * → router fee and gas fee → one atomic Redis step (rate limit, balance and gas freshness, liquidity net of
@@ -90,7 +107,8 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
   const replication = deps.replication;
   const metrics = routerMetrics();
 
-  const run = async (request: MessagingRequest, nowMs: number, claim?: RequestClaim): Promise<Outcome> => {
+  /** The request's pure steps, modes to quote: a refusal, or what the bid needs. No I/O (the warm-up runs it). */
+  const price = (data: unknown, nowMs: number): Outcome | Priced => {
     if (ctx.config.cleanUpMode) {
       return refused(
         "RouterInCleanUpMode",
@@ -103,7 +121,7 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
         "diagnosticMode is on: no lifecycle runs, so the router takes no transfers",
       );
     }
-    const parsed = parseAuctionPayload(request.data);
+    const parsed = parseAuctionPayload(data);
     if (!parsed.ok) {
       return { result: "refused", refusal: parsed.refusal, fields: {} };
     }
@@ -139,7 +157,15 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
     if ("code" in quote) {
       return { result: "refused", refusal: quote, fields: {} };
     }
+    return { payload, sending, receiving, quote, nowSec };
+  };
 
+  const run = async (request: MessagingRequest, nowMs: number, claim?: RequestClaim): Promise<Outcome> => {
+    const priced = price(request.data, nowMs);
+    if ("result" in priced) {
+      return priced;
+    }
+    const { payload, sending, receiving, quote, nowSec } = priced;
     const bidExpiry = nowSec + BID_EXPIRY_SEC;
     const key = transferKey(payload.transactionId, payload.user);
     const commit = !payload.dryRun;
@@ -233,6 +259,46 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
       fields: { amountReceived: bid.amountReceived, gasFee: quote.gasFee.toString(), bidExpiry },
     };
   };
+
+  /**
+   * The pure steps of a bid (envelope, payload, pool, expiry, fees, quote, bid encoding and hash, reply envelope)
+   * on synthetic requests of the first swap pool, before the first real request: a fresh process otherwise runs
+   * its first few hundred bids in the interpreter while V8 compiles, at about twice the CPU and latency of a warm
+   * one (bench/auction.ts, BENCH_WARMUP). Nothing is reserved, signed, published, counted or logged.
+   */
+  const warmUp = (rounds: number): void => {
+    const sample = warmUpRequest(ctx.config);
+    if (sample === undefined) return;
+    const nowMs = ctx.nowMs();
+    const range = acceptedExpiryRange(Math.floor(nowMs / 1000));
+    sample.expiry = Math.floor((range.minExclusive + range.maxExclusive) / 2);
+    for (let i = 0; i < rounds; i += 1) {
+      sample.transactionId = `0x${i.toString(16).padStart(64, "0")}`;
+      const body = Buffer.from(JSON.stringify({ responseInbox: "_INBOX.warm-up", data: sample, version: "0.0.1" }));
+      const data = parseEnvelope(body, { requireInbox: true }).data;
+      auctionLogFields(data);
+      const priced = price(data, nowMs);
+      if ("result" in priced) return; // cold caches or an unpriceable pool: nothing further to warm
+      const bid = buildBid(priced.payload, {
+        router: ctx.routerAddress,
+        amountReceived: priced.quote.amountReceived.toString(),
+        sendingChainTxManagerAddress: priced.sending.txManager,
+        receivingChainTxManagerAddress: priced.receiving.txManager,
+        bidExpiry: priced.nowSec + BID_EXPIRY_SEC,
+      });
+      bidDigest(bid);
+      encodeEnvelope({
+        responseInbox: "_INBOX.warm-up",
+        data: { bid, bidSignature: WARM_UP_SIGNATURE, gasFeeInReceivingToken: priced.quote.gasFee.toString() },
+      });
+    }
+  };
+  try {
+    warmUp(deps.options?.warmUpRounds ?? DEFAULT_WARM_UP_ROUNDS);
+  } catch (err) {
+    // Only a speed-up: a configuration the synthetic request trips on must not stop the auction from starting.
+    ctx.logger.debug("auction warm-up stopped early", { at: "auction.warm-up", error: errorMessage(err) });
+  }
 
   const coldRetryWindowMs = deps.options?.coldRetryWindowMs ?? DEFAULT_COLD_RETRY_WINDOW_MS;
   /**
@@ -363,6 +429,33 @@ function refused(code: AuctionRefusal["code"], detail: string): Outcome {
 /** The 32 bytes the router signs (EIP-191) for a bid: keccak256 of its §2.7 encoding, hashed natively. */
 function bidDigest(bid: AuctionBid): Buffer {
   return keccak256Bytes(Buffer.from(encodeBidFast(bid).slice(2), "hex"));
+}
+
+/** An `auction.request` payload between the first swap pool's first two configured assets, or undefined. */
+function warmUpRequest(config: AuctionContext["config"]): Record<string, unknown> | undefined {
+  for (const pool of config.swapPools) {
+    const assets = pool.assets.filter((a) => config.chainConfig[String(a.chainId)] !== undefined);
+    if (assets.length >= 2) {
+      const user = `0x${"11".repeat(20)}`;
+      return {
+        user,
+        initiator: user,
+        sendingChainId: assets[0].chainId,
+        sendingAssetId: assets[0].assetId,
+        amount: "1000000000000000000000000",
+        receivingChainId: assets[1].chainId,
+        receivingAssetId: assets[1].assetId,
+        receivingAddress: user,
+        callTo: ZeroAddress,
+        callDataHash: ZeroHash,
+        encryptedCallData: "0x",
+        expiry: 0,
+        transactionId: ZeroHash,
+        dryRun: false,
+      };
+    }
+  }
+  return undefined;
 }
 
 interface RouterFields {
