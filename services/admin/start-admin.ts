@@ -1,10 +1,8 @@
-import { Redis } from "ioredis";
-import { createChainProvider, type ChainProvider } from "../../shared/chain/chain-provider";
+import type { ChainProvider } from "../../shared/chain/chain-provider";
 import { observeHeartbeats } from "../../shared/metrics/observe-chain";
 import type { ServiceContext } from "../../shared/process/run-service";
 import { createRouterBalanceReader } from "../../shared/chain/router-balances";
-import { throttledErrorLog } from "../../shared/logging/throttled-error-log";
-import { producerConnection } from "../../shared/queues";
+import { createProcessResources } from "../../shared/process/process-resources";
 import { createSigner } from "../../shared/signer/create-signer";
 import { createTransferStore } from "../../shared/transfers/transfer-store";
 import { createApp } from "./app";
@@ -26,18 +24,17 @@ export async function startAdmin({ config, logger, observe }: ServiceContext): P
   const signerAddress = await signer.getAddress();
   // The TransactionManager credits the Router contract in router-contract mode, else the signer itself.
   const routerAddress = config.routerContractAddress ?? signerAddress;
+  // Commands may wait for the first connect (a request can arrive before it): every use is bounded by a timeout
+  // in the operation, so Redis down is still a fast 503.
+  const resources = createProcessResources({ config, logger, service: "admin", redisKind: "request" });
+  // The admin's queues are producers that refuse at once while Redis is away, with their QueueEvents (chain-queues.ts).
   const queues = createChainQueues(config, logger);
+  resources.adopt("admin queues", queues.close);
   // Providers only connect on first use, so building one per chain up front costs nothing.
   const providers = new Map<number, ChainProvider>(
-    Object.values(config.chainConfig).map((chain) => [
-      chain.chainId,
-      createChainProvider({ chainId: chain.chainId, urls: chain.providers, logger }),
-    ]),
+    Object.values(config.chainConfig).map((chain) => [chain.chainId, resources.requireProvider(chain.chainId)]),
   );
-  // Unlike the queues' producer connection, commands may wait for the first connect (a request can arrive
-  // before it): every use is bounded by a timeout in the operation, so Redis down is still a fast 503.
-  const redis = new Redis({ ...producerConnection(config.redis), enableOfflineQueue: true });
-  redis.on("error", throttledErrorLog(logger, "redis error", { at: "admin.redis" }));
+  const redis = resources.redis();
   const transfers = createTransferStore(redis, config.redisPrefix);
   const operations: AdminOperations = {
     removeLiquidity: createRemoveLiquidityOperation({
@@ -56,16 +53,11 @@ export async function startAdmin({ config, logger, observe }: ServiceContext): P
       queueFor: queues.queueFor,
       queueEventsFor: queues.queueEventsFor,
       redis,
-      readProvider: (chainId) => providerOf(providers, chainId),
+      readProvider: resources.requireProvider,
       findTransfer: (chainId, transactionId, user) => transfers.get(chainId, transactionId, user),
       broadcastTimeoutMs: DEFAULT_BROADCAST_TIMEOUT_MS,
       logger,
     }),
-  };
-  const closeAll = async (): Promise<void> => {
-    await queues.close();
-    redis.disconnect();
-    providers.forEach((provider) => provider.destroy());
   };
   if (observe) {
     observeHeartbeats(observe, config);
@@ -79,7 +71,7 @@ export async function startAdmin({ config, logger, observe }: ServiceContext): P
     dashboardQueues: Object.values(config.chainConfig).map((chain) => queues.queueFor(chain.chainId)),
   });
   const server = await listen(app, config.host, config.port).catch(async (err: unknown) => {
-    await closeAll();
+    await resources.close();
     throw err;
   });
   logger.info("admin API listening", { at: "admin.listen", host: config.host, port: config.port, signerAddress });
@@ -93,16 +85,7 @@ export async function startAdmin({ config, logger, observe }: ServiceContext): P
   return {
     stop: async () => {
       await closeServer(server);
-      await closeAll();
+      await resources.close();
     },
   };
-}
-
-function providerOf(providers: ReadonlyMap<number, ChainProvider>, chainId: number): ChainProvider {
-  const provider = providers.get(chainId);
-  if (!provider) {
-    // The route checks chainConfig first, so reaching this is a wiring bug, not a client error.
-    throw new Error(`no provider for chain ${chainId}`);
-  }
-  return provider;
 }

@@ -1,40 +1,40 @@
-import { Queue } from "bullmq";
 import { getAddress } from "ethers";
-import { Redis } from "ioredis";
-import { createChainProvider, type ChainProvider } from "../../shared/chain/chain-provider";
 import type { RouterConfig } from "../../shared/config/types";
 import type { Logger } from "../../shared/logging/create-logger";
-import { throttledErrorLog } from "../../shared/logging/throttled-error-log";
 import { connectMessaging } from "../../shared/messaging";
 import type { Messaging } from "../../shared/messaging/types";
-import { redisOptions, txQueueName } from "../../shared/queues";
+import { createProcessResources, type ProcessResources } from "../../shared/process/process-resources";
 import { replicationGuard } from "../../shared/queues/replication";
 import { createSigner } from "../../shared/signer/create-signer";
 import type { RouterSigner } from "../../shared/signer/router-signer";
+import { createBalanceStore } from "../../shared/transfers/balance-store";
 import { createBidReservations } from "../../shared/transfers/bid-reservations";
 import { createTransferStore } from "../../shared/transfers/transfer-store";
-import type { AuctionContext } from "./context";
-import { createFeeCache, createFeeEstimator } from "./fee-cache";
-import { serveClaimed } from "./claimed-delivery";
-import { createRequestClaims } from "./request-claims";
-import { createAuctionHandler, DEFAULT_BALANCE_MAX_AGE_MS, type AuctionHandlerOptions } from "./handlers/auction";
+import { stopOnce } from "../../shared/process/stop-once";
+import { settlesWithin } from "../../shared/timing";
 import { createBidReadiness } from "./bid-readiness";
-import { createBalanceStore } from "../../shared/transfers/balance-store";
+import { serveClaimed, type ClaimedDelivery } from "./claimed-delivery";
+import type { AuctionContext } from "./context";
+import { createFeeCache, createFeeEstimator, type FeeCache } from "./fee-cache";
+import { createAuctionHandler, DEFAULT_BALANCE_MAX_AGE_MS, type AuctionHandlerOptions } from "./handlers/auction";
 import { createMetaTxHandler } from "./handlers/metatx";
 import { createStatusHandler } from "./handlers/status";
 import { createPriceSources } from "./price-sources";
-import { refreshChainOnce, refreshPlans, runRefresher, type RefresherDeps } from "./refreshers";
-import { settlesWithin } from "../../shared/timing";
+import { refreshChainOnce, refreshPlans, runRefresher, type ChainRefreshPlan } from "./refreshers";
+import { createRequestClaims } from "./request-claims";
 
-/** Oracle prices and gas prices are re-read this often (one sequential loop per chain). */
-export const DEFAULT_REFRESH_INTERVAL_MS = 15_000;
-/** A price or gas price older than this is cold: several missed refreshes mean the chain's RPC is down. */
-export const DEFAULT_PRICE_MAX_AGE_MS = 120_000;
-/** Start-up waits at most this long for the first refresh before serving (requests needing a cold value are refused). */
-export const DEFAULT_WARMUP_TIMEOUT_MS = 15_000;
-/** Below run-service's 8 s shutdown bound. */
+/** How often prices and gas prices are re-read, how old they may be, and how long start-up waits for the first. */
+const REFRESH_DEFAULTS = {
+  /** One sequential loop per chain. */
+  intervalMs: 15_000,
+  /** Several missed refreshes: the chain's RPC is down, so the value is cold. */
+  priceMaxAgeMs: 120_000,
+  /** Requests needing a value still cold after this are refused. */
+  warmupTimeoutMs: 15_000,
+};
+/** Below run-service's 8 s shutdown bound, with the resources' close after it. */
 const DRAIN_TIMEOUT_MS = 4_000;
-const RESOURCE_CLOSE_TIMEOUT_MS = 1_000;
+const REFRESHERS_STOP_TIMEOUT_MS = 1_000;
 
 export interface AuctionOptions extends AuctionHandlerOptions {
   readonly refreshIntervalMs?: number;
@@ -76,9 +76,8 @@ export interface RunningAuction {
  * instance, so one whose instance dies mid-request is taken over (claimed-delivery.ts).
  */
 export async function startAuction(params: StartAuctionParams): Promise<RunningAuction> {
-  const { config } = params;
+  const { config, logger } = params;
   const options = params.options ?? {};
-  const logger = params.logger;
   const nowMs = options.nowMs ?? Date.now;
   const signer = options.signer ?? createSigner({ mnemonic: config.mnemonic, remoteSignerUrl: config.remoteSignerUrl });
   const signerAddress = getAddress(await signer.getAddress());
@@ -86,97 +85,33 @@ export async function startAuction(params: StartAuctionParams): Promise<RunningA
   const queueGroup = `auction-${signerAddress}`;
 
   // Fail fast rather than queue: an auction waiting on Redis is an auction the client has given up on.
-  const redis = new Redis({ ...redisOptions(config.redis), maxRetriesPerRequest: 1, connectTimeout: 5_000 });
-  const logRedisError = throttledErrorLog(logger, "redis error", { at: "auction.redis" });
-  redis.on("error", logRedisError);
-  // With redis.minReplicas, reservations get their own connection: the replica wait after each reservation blocks
-  // the connection it runs on, and must not hold up balances, transfer records or relay queues meanwhile.
-  const reservationsRedis =
-    (config.redisReplication?.minReplicas ?? 0) > 0
-      ? new Redis({ ...redisOptions(config.redis), maxRetriesPerRequest: 1, connectTimeout: 5_000 })
-      : redis;
-  if (reservationsRedis !== redis) {
-    reservationsRedis.on("error", logRedisError);
-  }
-  const queues = new Map<number, Queue>();
-  for (const chain of Object.values(config.chainConfig)) {
-    const queue = new Queue(txQueueName(chain.chainId), { connection: redis, prefix: config.redisPrefix });
-    queue.on("error", logRedisError);
-    queues.set(chain.chainId, queue);
-  }
-
+  const resources = createProcessResources({
+    config,
+    logger,
+    service: "auction",
+    redisKind: "request",
+    txQueueConnection: "shared",
+  });
   const sources = createPriceSources(config);
   const cache = createFeeCache();
   const plans = refreshPlans(config, sources);
-  const providers = new Map<number, ChainProvider>();
-  for (const plan of plans) {
-    const chain = config.chainConfig[String(plan.chainId)];
-    providers.set(plan.chainId, createChainProvider({ chainId: plan.chainId, urls: chain.providers, logger }));
-  }
-  const failureLogs = new Map<string, (err: Error) => void>();
-  const depsOf = (chainId: number): RefresherDeps => ({
-    config,
-    provider: providers.get(chainId) as ChainProvider,
-    cache,
-    logger,
-    nowMs,
-    failureLogs,
-  });
-  const abort = new AbortController();
-  let messaging: Messaging | undefined;
-
-  const closeResources = async (): Promise<void> => {
-    abort.abort();
-    await Promise.all([...queues.values()].map((q) => settlesWithin(q.close(), RESOURCE_CLOSE_TIMEOUT_MS)));
-    if (
-      !(await settlesWithin(
-        redis.quit().catch(() => undefined),
-        RESOURCE_CLOSE_TIMEOUT_MS,
-      ))
-    ) {
-      redis.disconnect();
-    }
-    if (
-      reservationsRedis !== redis &&
-      !(await settlesWithin(
-        reservationsRedis.quit().catch(() => undefined),
-        RESOURCE_CLOSE_TIMEOUT_MS,
-      ))
-    ) {
-      reservationsRedis.disconnect();
-    }
-    for (const provider of providers.values()) {
-      provider.destroy();
-    }
-  };
-
-  let loops: Promise<void>[] = [];
+  const refreshAbort = new AbortController();
+  let refreshers: Promise<void>[] = [];
+  let messaging: Messaging;
   try {
-    const warm = Promise.all(plans.map((plan) => refreshChainOnce(plan, depsOf(plan.chainId), abort.signal)));
-    if (!(await settlesWithin(warm, options.warmupTimeoutMs ?? DEFAULT_WARMUP_TIMEOUT_MS))) {
-      logger.warn("auction caches not warm yet; serving anyway (requests needing a cold value are refused)", {
-        at: "auction.start",
-      });
-    }
-    loops = plans.map((plan) =>
-      runRefresher(plan, depsOf(plan.chainId), options.refreshIntervalMs ?? DEFAULT_REFRESH_INTERVAL_MS, abort.signal),
+    refreshers = await startRefreshers(
+      { plans, resources, cache, config, logger, nowMs, options },
+      refreshAbort.signal,
     );
-    messaging =
-      options.messaging ??
-      (await connectMessaging({
-        servers: config.messagingUrl,
-        authUrl: config.authUrl,
-        signer,
-        logger,
-        name: `auction-${signerAddress}-${process.pid}`,
-        onUnexpectedClose: (err) => options.onFatal?.(err ?? new Error("messaging connection closed")),
-      }));
+    messaging = options.messaging ?? (await connectAuctionMessaging(config, signer, signerAddress, logger, options));
   } catch (err) {
-    await closeResources();
-    await Promise.all(loops);
+    refreshAbort.abort();
+    await resources.close();
+    await Promise.all(refreshers);
     throw err;
   }
 
+  const redis = resources.redis();
   const ctx: AuctionContext = {
     config,
     logger,
@@ -186,41 +121,20 @@ export async function startAuction(params: StartAuctionParams): Promise<RunningA
     redis,
     messaging,
     transfers: createTransferStore(redis, config.redisPrefix),
-    fees: createFeeEstimator({ cache, sources, maxAgeMs: options.priceMaxAgeMs ?? DEFAULT_PRICE_MAX_AGE_MS, nowMs }),
-    txQueue: (chainId) => queues.get(chainId),
-    chainProvider: (chainId) => {
-      const chain = config.chainConfig[String(chainId)];
-      if (!chain || abort.signal.aborted) {
-        return undefined;
-      }
-      let provider = providers.get(chainId);
-      if (!provider) {
-        // A relay chain without prices to refresh: its provider is made on first use, closed with the others.
-        provider = createChainProvider({ chainId, urls: chain.providers, logger });
-        providers.set(chainId, provider);
-      }
-      return provider;
-    },
+    fees: createFeeEstimator({
+      cache,
+      sources,
+      maxAgeMs: options.priceMaxAgeMs ?? REFRESH_DEFAULTS.priceMaxAgeMs,
+      nowMs,
+    }),
+    txQueue: resources.txQueue,
+    // A relay chain without prices to refresh gets its provider on first use; none once closing.
+    chainProvider: resources.provider,
     nowMs,
   };
-  const reservations = createBidReservations(reservationsRedis, config.redisPrefix);
-  const replication = replicationGuard(reservationsRedis, config.redisPrefix, config.redisReplication);
-  // The queue group picks each auction request's owner, which claims it in Redis; every instance also watches every
-  // request and takes over one whose owner dies mid-request (docs/auction.md, "Instances and failures").
-  const auctions = serveClaimed("auction", {
-    messaging,
-    queueGroup,
-    claims: createRequestClaims(redis, config.redisPrefix),
-    logger,
-    handler: createAuctionHandler(ctx, { reservations, replication, options }),
-  });
   // Relays retried in-process give up (and answer) once stop() begins, so the drain does not wait on them.
   const relayAbort = new AbortController();
-  messaging.serve("metatx", createMetaTxHandler(ctx, { signal: relayAbort.signal }), { queueGroup });
-  messaging.serve("status", createStatusHandler(ctx), { queueGroup });
-  // A round trip to the server: once it answers, it has registered the subscriptions, so a request published
-  // by anyone after start() resolves (and PM2 hears "ready") reaches this instance's queue group.
-  await messaging.flush();
+  const auctions = await serveRequests(ctx, resources, queueGroup, relayAbort.signal, options);
   logger.info("auction started", {
     at: "auction.start",
     signerAddress,
@@ -233,33 +147,137 @@ export async function startAuction(params: StartAuctionParams): Promise<RunningA
   });
 
   const connected = messaging;
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
-    stopping ??= (async () => {
-      relayAbort.abort();
-      await settlesWithin(auctions.stop(), DRAIN_TIMEOUT_MS);
-      // Unsubscribe and let in-flight auctions answer before their Redis connection goes away.
-      if (!(await settlesWithin(connected.close(), DRAIN_TIMEOUT_MS))) {
-        logger.warn("messaging did not drain in time; closing anyway", { at: "auction.stop" });
-      }
-      await closeResources();
-      await settlesWithin(Promise.all(loops), RESOURCE_CLOSE_TIMEOUT_MS);
-    })();
-    return stopping;
-  };
-  const biddingReady = createBidReadiness({
-    config,
-    fees: ctx.fees,
-    balances: createBalanceStore(redis, config.redisPrefix),
-    balanceMaxAgeMs: options.balanceMaxAgeMs ?? DEFAULT_BALANCE_MAX_AGE_MS,
-    nowMs,
-  });
+  const stop = createStop({ auctions, messaging, relayAbort, refreshAbort, refreshers, resources, logger });
   return {
     signerAddress,
     routerAddress,
     queueGroup,
     messagingConnected: () => connected.isConnected(),
-    biddingReady,
+    biddingReady: createBidReadiness({
+      config,
+      fees: ctx.fees,
+      balances: createBalanceStore(redis, config.redisPrefix),
+      balanceMaxAgeMs: options.balanceMaxAgeMs ?? DEFAULT_BALANCE_MAX_AGE_MS,
+      nowMs,
+    }),
     stop,
   };
+}
+
+/** The process's NATS connection, logged in at the auth server with the signer (§1.3). */
+function connectAuctionMessaging(
+  config: RouterConfig,
+  signer: RouterSigner,
+  signerAddress: string,
+  logger: Logger,
+  options: AuctionOptions,
+): Promise<Messaging> {
+  return connectMessaging({
+    servers: config.messagingUrl,
+    authUrl: config.authUrl,
+    signer,
+    logger,
+    name: `auction-${signerAddress}-${process.pid}`,
+    onUnexpectedClose: (err) => options.onFatal?.(err ?? new Error("messaging connection closed")),
+  });
+}
+
+/**
+ * Idempotent, in order: relays give up, in-flight auctions finish (drain), messaging unsubscribes and lets the
+ * last answers out, then the refreshers stop and the resources close (queues, Redis, providers).
+ */
+function createStop(p: {
+  auctions: ClaimedDelivery;
+  messaging: Messaging;
+  relayAbort: AbortController;
+  refreshAbort: AbortController;
+  refreshers: Promise<void>[];
+  resources: ProcessResources;
+  logger: Logger;
+}): () => Promise<void> {
+  return stopOnce(async () => {
+    p.relayAbort.abort();
+    await settlesWithin(p.auctions.stop(), DRAIN_TIMEOUT_MS);
+    // Unsubscribe and let in-flight auctions answer before their Redis connection goes away.
+    if (!(await settlesWithin(p.messaging.close(), DRAIN_TIMEOUT_MS))) {
+      p.logger.warn("messaging did not drain in time; closing anyway", { at: "auction.stop" });
+    }
+    p.refreshAbort.abort();
+    await p.resources.close();
+    await settlesWithin(Promise.all(p.refreshers), REFRESHERS_STOP_TIMEOUT_MS);
+  });
+}
+
+interface RefreshersParams {
+  readonly plans: readonly ChainRefreshPlan[];
+  readonly resources: ProcessResources;
+  readonly cache: FeeCache;
+  readonly config: RouterConfig;
+  readonly logger: Logger;
+  readonly nowMs: () => number;
+  readonly options: AuctionOptions;
+}
+
+/**
+ * Warms every planned chain's caches (waiting at most the warm-up bound), then keeps refreshing them in the
+ * background; the returned loops end once `signal` aborts.
+ */
+async function startRefreshers(p: RefreshersParams, signal: AbortSignal): Promise<Promise<void>[]> {
+  // One throttled log per failing value, shared by every chain's passes.
+  const failureLogs = new Map<string, (err: Error) => void>();
+  const chains = p.plans.map((plan) => ({
+    plan,
+    deps: {
+      config: p.config,
+      provider: p.resources.requireProvider(plan.chainId),
+      cache: p.cache,
+      logger: p.logger,
+      nowMs: p.nowMs,
+      failureLogs,
+    },
+  }));
+  const warm = Promise.all(chains.map(({ plan, deps }) => refreshChainOnce(plan, deps, signal)));
+  if (!(await settlesWithin(warm, p.options.warmupTimeoutMs ?? REFRESH_DEFAULTS.warmupTimeoutMs))) {
+    p.logger.warn("auction caches not warm yet; serving anyway (requests needing a cold value are refused)", {
+      at: "auction.start",
+    });
+  }
+  const intervalMs = p.options.refreshIntervalMs ?? REFRESH_DEFAULTS.intervalMs;
+  return chains.map(({ plan, deps }) => runRefresher(plan, deps, intervalMs, signal));
+}
+
+/**
+ * Subscribes the three request topics in the instance's queue group and resolves once the server has them, so a
+ * request published by anyone after start() resolves (and PM2 hears "ready") reaches this instance's group.
+ */
+async function serveRequests(
+  ctx: AuctionContext,
+  resources: ProcessResources,
+  queueGroup: string,
+  relaySignal: AbortSignal,
+  options: AuctionOptions,
+): Promise<ClaimedDelivery> {
+  const { config, messaging } = ctx;
+  // With redis.minReplicas, reservations get their own connection: the replica wait after each reservation blocks
+  // the connection it runs on, and must not hold up balances, transfer records or relay queues meanwhile.
+  const reservationsRedis =
+    (config.redisReplication?.minReplicas ?? 0) > 0 ? resources.redis("reservations") : resources.redis();
+  // The queue group picks each auction request's owner, which claims it in Redis; every instance also watches every
+  // request and takes over one whose owner dies mid-request (docs/auction.md, "Instances and failures").
+  const auctions = serveClaimed("auction", {
+    messaging,
+    queueGroup,
+    claims: createRequestClaims(ctx.redis, config.redisPrefix),
+    logger: ctx.logger,
+    handler: createAuctionHandler(ctx, {
+      reservations: createBidReservations(reservationsRedis, config.redisPrefix),
+      replication: replicationGuard(reservationsRedis, config.redisPrefix, config.redisReplication),
+      options,
+    }),
+  });
+  messaging.serve("metatx", createMetaTxHandler(ctx, { signal: relaySignal }), { queueGroup });
+  messaging.serve("status", createStatusHandler(ctx), { queueGroup });
+  // A round trip to the server: once it answers, it has registered the subscriptions.
+  await messaging.flush();
+  return auctions;
 }

@@ -1,42 +1,52 @@
-import { Queue } from "bullmq";
 import { getAddress } from "ethers";
-import { Redis } from "ioredis";
-import { createChainProvider, type ChainProvider, type ChainProviderOptions } from "../../shared/chain/chain-provider";
+import type { ChainProvider } from "../../shared/chain/chain-provider";
 import { createRouterBalanceReader } from "../../shared/chain/router-balances";
 import type { ChainConfig, RouterConfig } from "../../shared/config/types";
 import type { Logger } from "../../shared/logging/create-logger";
 import { DEFAULT_TOLERANCE_PERCENT } from "../../shared/protocol/amounts";
-import { pollerLeaseKey, pollerLeaseTermKey, txQueueName, workerConnection } from "../../shared/queues";
-import { createLease, newLeaseOwnerId, type FenceSource } from "../../shared/queues/lease";
+import {
+  createProcessResources,
+  type ProcessResources,
+  type ProviderTuning,
+} from "../../shared/process/process-resources";
+import { pollerLeaseKey, pollerLeaseTermKey } from "../../shared/queues";
+import { createLease, newLeaseOwnerId, type FenceSource, type Lease } from "../../shared/queues/lease";
 import { createSigner } from "../../shared/signer/create-signer";
 import { createBalanceStore } from "../../shared/transfers/balance-store";
 import { createBidReservations } from "../../shared/transfers/bid-reservations";
 import { createTransferStore, type TransferStore } from "../../shared/transfers/transfer-store";
 import { createAlertOnce } from "./alert-once";
 import { poolAssetsOf } from "./balances";
-import type { PollerContext, TxQueue } from "./context";
+import type { PollerContext } from "./context";
 import { chainConfigFor } from "../../shared/process/process-env";
-import { throttledErrorLog } from "../../shared/logging/throttled-error-log";
 import { runPollLoop } from "./loop";
-import { DEFAULT_POLLER_LEASE_TTL_MS, createPollerLeaseKeeper, type PollerRole } from "./poller-lease";
+import {
+  DEFAULT_POLLER_LEASE_TTL_MS,
+  createPollerLeaseKeeper,
+  type PollerLeaseKeeper,
+  type PollerRole,
+} from "./poller-lease";
 import { createSourceSelector } from "./source-selector";
 import { DEFAULT_MAX_RANGE_BLOCKS, createLogsSource } from "./sources/logs-source";
 import { DEFAULT_RECONCILE_INTERVAL_MS, DEFAULT_RECONCILE_SEARCH_BLOCKS, createReconcileSchedule } from "./reconcile";
 import { createSubgraphClient } from "./sources/subgraph-client";
 import { createSubgraphSource, type WatchedTransfers } from "./sources/subgraph-source";
 import type { TickResult } from "./tick";
+import { stopOnce } from "../../shared/process/stop-once";
 import { settlesWithin } from "../../shared/timing";
 
-export const DEFAULT_POLL_INTERVAL_MS = 1_000;
-export const DEFAULT_MAX_IDLE_MS = 10_000;
-export const DEFAULT_BALANCE_EVERY_TICKS = 10;
-/** Well inside the auction's 60 s balance freshness bound, so a live poller's balances never count as stale. */
-export const DEFAULT_BALANCE_MAX_INTERVAL_MS = 15_000;
-/** Several block times on any chain, and far above the poll interval: a live poller re-stamps its head every poll. */
-export const DEFAULT_RECEIVING_STALE_MS = 60_000;
-/** Below run-service's 8 s shutdown bound, which is below PM2's kill_timeout. */
-export const DEFAULT_CLOSE_TIMEOUT_MS = 5_000;
-const RESOURCE_CLOSE_TIMEOUT_MS = 1_000;
+/** What a poller runs with where PollerOptions leaves a setting out. */
+const POLLER_DEFAULTS = {
+  intervalMs: 1_000,
+  maxIdleMs: 10_000,
+  balanceEveryTicks: 10,
+  /** Well inside the auction's 60 s balance freshness bound, so a live poller's balances never count as stale. */
+  balanceMaxIntervalMs: 15_000,
+  /** Several block times on any chain, and far above the poll interval: a live poller re-stamps its head every poll. */
+  receivingStaleMs: 60_000,
+  /** For the loop to stop; below run-service's 8 s shutdown bound, with the resources' close after it. */
+  closeTimeoutMs: 5_000,
+};
 
 export interface PollerOptions {
   readonly intervalMs?: number;
@@ -52,7 +62,7 @@ export interface PollerOptions {
   readonly subgraphTimeoutMs?: number;
   /** The signer's address; read from the config's signer (mnemonic or remote) by default. */
   readonly signerAddress?: string;
-  readonly providerOptions?: Pick<ChainProviderOptions, "maxLagBlocks" | "headRefreshMs" | "requestTimeoutMs">;
+  readonly providerOptions?: ProviderTuning;
   readonly closeTimeoutMs?: number;
   /** Every open record is reconciled against the contract this often (besides the first tick and rewinds). */
   readonly reconcileIntervalMs?: number;
@@ -99,15 +109,7 @@ export async function startPoller(params: StartPollerParams): Promise<RunningPol
   const logger = params.logger.child({ chainId });
   const options = params.options ?? {};
   if (config.diagnosticMode) {
-    logger.warn("diagnostic mode: poller idle", { at: "poller.start" });
-    // No connection holds the event loop in this mode; this timer keeps the process up until stop().
-    const keepAlive = setInterval(() => undefined, 2 ** 30);
-    return {
-      chainId,
-      role: () => "standby",
-      leaseTerm: () => undefined,
-      stop: async () => clearInterval(keepAlive),
-    };
+    return idlePoller(chainId, logger);
   }
 
   const signerAddress = getAddress(
@@ -115,108 +117,50 @@ export async function startPoller(params: StartPollerParams): Promise<RunningPol
       (await createSigner({ mnemonic: config.mnemonic, remoteSignerUrl: config.remoteSignerUrl }).getAddress()),
   );
   const routerAddress = getAddress(config.routerContractAddress ?? signerAddress);
-  const provider = createChainProvider({ chainId, urls: chain.providers, logger, ...options.providerOptions });
-  // Other chains' providers, for the reconcile's reads of the other side of a transfer; built on first use.
-  const providers = new Map<number, ChainProvider>([[chainId, provider]]);
-  const providerFor = (id: number): ChainProvider => {
-    let found = providers.get(id);
-    if (found === undefined) {
-      found = createChainProvider({
-        chainId: id,
-        urls: chainConfigFor(config, id).providers,
-        logger,
-        ...options.providerOptions,
-      });
-      providers.set(id, found);
-    }
-    return found;
-  };
-  const redis = new Redis(workerConnection(config.redis));
-  const logRedisError = throttledErrorLog(logger, "redis error", { at: "poller.redis" });
-  redis.on("error", logRedisError);
-  const queues = createQueues(config, redis, logRedisError);
+  // Other chains' providers serve the reconcile's reads of the other side of a transfer; the queues, every chain's
+  // jobs this poller decides. All share one Redis connection.
+  const resources = createProcessResources({
+    config,
+    logger,
+    service: "poller",
+    redisKind: "worker",
+    txQueueConnection: "shared",
+    providerOptions: options.providerOptions,
+  });
+  const provider = resources.requireProvider(chainId);
   const leaseTtlMs = options.leaseTtlMs ?? DEFAULT_POLLER_LEASE_TTL_MS;
   const lease = createLease({
-    redis,
+    redis: resources.redis(),
     key: pollerLeaseKey(config.redisPrefix, chainId),
     termKey: pollerLeaseTermKey(config.redisPrefix, chainId),
     ownerId: newLeaseOwnerId(),
     ttlMs: leaseTtlMs,
   });
-  const closeResources = async (): Promise<void> => {
-    await Promise.all([...queues.values()].map((q) => settlesWithin(q.close(), RESOURCE_CLOSE_TIMEOUT_MS)));
-    if (
-      !(await settlesWithin(
-        redis.quit().catch(() => undefined),
-        RESOURCE_CLOSE_TIMEOUT_MS,
-      ))
-    ) {
-      redis.disconnect();
-    }
-    for (const built of providers.values()) {
-      built.destroy();
-    }
-  };
-
   const ctx = buildContext({
     config,
     chainId,
     chain,
     logger,
-    provider,
-    providerFor,
-    redis,
-    queues,
+    resources,
     signerAddress,
     routerAddress,
     options,
     fence: lease.current,
   });
-  // One loop per lease term: the loop's first iteration runs at once (no initial delay), so a restarted poller or
-  // a standby that takes over resumes from the stored cursor within one poll of holding the lease.
-  const keeper = createPollerLeaseKeeper({
-    lease,
-    logger,
-    intervalMs: Math.max(1, Math.floor(leaseTtlMs / 4)),
-    runTerm: (_fence, signal, firstTick) => {
-      // Another poller may have stored and decided since this process last ticked: check everything again.
-      ctx.reconcile.requestAll();
-      return runPollLoop(
-        ctx,
-        {
-          intervalMs: options.intervalMs ?? DEFAULT_POLL_INTERVAL_MS,
-          maxIdleMs: options.maxIdleMs ?? DEFAULT_MAX_IDLE_MS,
-          onTick: (result) => {
-            firstTick();
-            options.onTick?.(result);
-          },
-        },
-        signal,
-      );
-    },
-  });
+  const intervalMs = options.intervalMs ?? POLLER_DEFAULTS.intervalMs;
+  const keeper = createPollKeeper(ctx, lease, { ...options, intervalMs, leaseTtlMs });
   logger.info("poller started", {
     at: "poller.start",
     routerAddress,
     signerAddress,
     confirmations: chain.confirmations,
     subgraphs: chain.subgraph.length,
-    intervalMs: options.intervalMs ?? DEFAULT_POLL_INTERVAL_MS,
+    intervalMs,
     ownerId: lease.ownerId,
     leaseTtlMs,
   });
 
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
-    stopping ??= (async () => {
-      if (!(await settlesWithin(keeper.stop(), options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS))) {
-        // An RPC or Redis call is stuck; dropping the connections below makes it reject and the loop end.
-        logger.warn("poll loop did not stop in time; closing connections under it", { at: "poller.stop" });
-      }
-      await closeResources();
-    })();
-    return stopping;
-  };
+  const stop = createStop(keeper, resources, logger, options.closeTimeoutMs ?? POLLER_DEFAULTS.closeTimeoutMs);
   // Ready (runService then tells PM2) at the first lease decision: as the active poller once the cursor is loaded
   // and verified and a first tick stored what it read and decided every open record (while the chain or Redis is
   // unreachable the loop retries and start waits); as a standby once the lease is seen held by another poller.
@@ -241,15 +185,67 @@ export async function startPoller(params: StartPollerParams): Promise<RunningPol
   };
 }
 
+/**
+ * One loop per lease term: the loop's first iteration runs at once (no initial delay), so a restarted poller or
+ * a standby that takes over resumes from the stored cursor within one poll of holding the lease.
+ */
+function createPollKeeper(
+  ctx: PollerContext,
+  lease: Lease,
+  options: PollerOptions & { readonly intervalMs: number; readonly leaseTtlMs: number },
+): PollerLeaseKeeper {
+  return createPollerLeaseKeeper({
+    lease,
+    logger: ctx.logger,
+    intervalMs: Math.max(1, Math.floor(options.leaseTtlMs / 4)),
+    runTerm: (_fence, signal, firstTick) => {
+      // Another poller may have stored and decided since this process last ticked: check everything again.
+      ctx.reconcile.requestAll();
+      const onTick = (result: TickResult): void => {
+        firstTick();
+        options.onTick?.(result);
+      };
+      const maxIdleMs = options.maxIdleMs ?? POLLER_DEFAULTS.maxIdleMs;
+      return runPollLoop(ctx, { intervalMs: options.intervalMs, maxIdleMs, onTick }, signal);
+    },
+  });
+}
+
+/** Idempotent: the loop stops at its next safe point (within a bound) and drops the lease, then the resources close. */
+function createStop(
+  keeper: PollerLeaseKeeper,
+  resources: ProcessResources,
+  logger: Logger,
+  closeTimeoutMs: number,
+): () => Promise<void> {
+  return stopOnce(async () => {
+    if (!(await settlesWithin(keeper.stop(), closeTimeoutMs))) {
+      // An RPC or Redis call is stuck; dropping the connections below makes it reject and the loop end.
+      logger.warn("poll loop did not stop in time; closing connections under it", { at: "poller.stop" });
+    }
+    await resources.close();
+  });
+}
+
+/** diagnosticMode: nothing runs (no loop, no lifecycle jobs); the process idles until stopped. */
+function idlePoller(chainId: number, logger: Logger): RunningPoller {
+  logger.warn("diagnostic mode: poller idle", { at: "poller.start" });
+  // No connection holds the event loop in this mode; this timer keeps the process up until stop().
+  const keepAlive = setInterval(() => undefined, 2 ** 30);
+  return {
+    chainId,
+    role: () => "standby",
+    leaseTerm: () => undefined,
+    stop: async () => clearInterval(keepAlive),
+  };
+}
+
 interface BuildContextParams {
   readonly config: RouterConfig;
   readonly chainId: number;
   readonly chain: ChainConfig;
   readonly logger: Logger;
-  readonly provider: ChainProvider;
-  readonly providerFor: (chainId: number) => ChainProvider;
-  readonly redis: Redis;
-  readonly queues: ReadonlyMap<number, TxQueue>;
+  readonly resources: ProcessResources;
   readonly signerAddress: string;
   readonly routerAddress: string;
   readonly options: PollerOptions;
@@ -258,7 +254,9 @@ interface BuildContextParams {
 }
 
 function buildContext(p: BuildContextParams): PollerContext {
-  const { config, chainId, chain, logger, provider, redis, options } = p;
+  const { config, chainId, chain, logger, resources, options } = p;
+  const provider = resources.requireProvider(chainId);
+  const redis = resources.redis();
   const store = createTransferStore(redis, config.redisPrefix, { fence: p.fence });
   const lookup = store.get;
   const reconcile = createReconcileSchedule(options.reconcileIntervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS);
@@ -301,13 +299,7 @@ function buildContext(p: BuildContextParams): PollerContext {
     store,
     balances: createBalanceStore(redis, config.redisPrefix, p.fence),
     fence: p.fence,
-    queueFor: (id) => {
-      const queue = p.queues.get(id);
-      if (!queue) {
-        throw new RangeError(`no transaction queue for chain ${id}: not in chainConfig`);
-      }
-      return queue;
-    },
+    queueFor: resources.requireTxQueue,
     alertOnce: createAlertOnce(redis, config.redisPrefix, chainId),
     sources: createSourceSelector({ logs, subgraph, logger }),
     routerAddress: p.routerAddress,
@@ -320,11 +312,11 @@ function buildContext(p: BuildContextParams): PollerContext {
       logger,
     }),
     poolAssets: poolAssetsOf(config, chainId),
-    balanceEveryTicks: Math.max(1, options.balanceEveryTicks ?? DEFAULT_BALANCE_EVERY_TICKS),
-    balanceMaxIntervalMs: options.balanceMaxIntervalMs ?? DEFAULT_BALANCE_MAX_INTERVAL_MS,
+    balanceEveryTicks: Math.max(1, options.balanceEveryTicks ?? POLLER_DEFAULTS.balanceEveryTicks),
+    balanceMaxIntervalMs: options.balanceMaxIntervalMs ?? POLLER_DEFAULTS.balanceMaxIntervalMs,
     reservations: createBidReservations(redis, config.redisPrefix),
-    receivingStaleMs: options.receivingStaleMs ?? DEFAULT_RECEIVING_STALE_MS,
-    providerFor: p.providerFor,
+    receivingStaleMs: options.receivingStaleMs ?? POLLER_DEFAULTS.receivingStaleMs,
+    providerFor: resources.requireProvider,
     reconcile,
     maxRangeBlocks: options.maxRangeBlocks ?? DEFAULT_MAX_RANGE_BLOCKS,
     reconcileSearchBlocks: options.reconcileSearchBlocks ?? DEFAULT_RECONCILE_SEARCH_BLOCKS,
@@ -344,16 +336,4 @@ async function watchedTransfers(
     .flat()
     .filter((r) => r.txData.sendingChainId === r.chainId && r.txData.receivingChainId === chainId);
   return { open, incoming };
-}
-
-/** One producer Queue per configured chain over the poller's single Redis connection. */
-function createQueues(config: RouterConfig, redis: Redis, onError: (err: Error) => void): Map<number, TxQueue> {
-  const queues = new Map<number, TxQueue>();
-  for (const chain of Object.values(config.chainConfig)) {
-    const queue: TxQueue = new Queue(txQueueName(chain.chainId), { connection: redis, prefix: config.redisPrefix });
-    // The queues share the client, so they re-emit its errors: one throttled log serves all of them.
-    queue.on("error", onError);
-    queues.set(chain.chainId, queue);
-  }
-  return queues;
 }

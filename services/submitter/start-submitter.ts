@@ -1,33 +1,34 @@
-import { Queue, Worker } from "bullmq";
+import { Worker, type Queue } from "bullmq";
 import { getAddress } from "ethers";
-import { Redis } from "ioredis";
-import { createChainProvider, type ChainProvider, type ChainProviderOptions } from "../../shared/chain/chain-provider";
+import type { Redis } from "ioredis";
+import type { ChainProvider } from "../../shared/chain/chain-provider";
 import { cachedGasPrice, getGasPrice } from "../../shared/chain/gas-price";
-import type { RouterConfig } from "../../shared/config/types";
+import type { ChainConfig, RouterConfig } from "../../shared/config/types";
 import { errorMessage } from "../../shared/errors";
 import type { Logger } from "../../shared/logging/create-logger";
+import { throttledErrorLog } from "../../shared/logging/throttled-error-log";
+import { chainConfigFor } from "../../shared/process/process-env";
+import { createProcessResources, type ProviderTuning } from "../../shared/process/process-resources";
 import { txQueueName, workerConnection, type TxJobData, type TxJobResult } from "../../shared/queues";
-import { replicationGuard } from "../../shared/queues/replication";
+import { newLeaseOwnerId, type Fence } from "../../shared/queues/lease";
+import { replicationGuard, type ReplicationGuard } from "../../shared/queues/replication";
 import { createSigner } from "../../shared/signer/create-signer";
 import type { RouterSigner } from "../../shared/signer/router-signer";
-import { createChainHandles } from "./chain-handles";
-import { createLiquidityHolds, type LiquidityHolds } from "./liquidity-in-flight";
+import { stopOnce } from "../../shared/process/stop-once";
+import { settlesWithin } from "../../shared/timing";
 import type { SubmitterContext } from "./context";
-import { createTxProcessor } from "./processor";
-import { chainConfigFor } from "../../shared/process/process-env";
-import { throttledErrorLog } from "../../shared/logging/throttled-error-log";
-import { createNonceStore } from "./send/nonce-store";
-import { reconcileNonce } from "./send/reconcile-nonce";
-import { SenderLeaseLostError, type SenderTermStuckError } from "./send/errors";
-import { createSendSlot } from "./send/send-slot";
-import { createTxRecordStore } from "./send/tx-record";
-import type { SendHooks } from "./send/send-context";
-import { createLeaseKeeper, type SenderRole } from "./lease/lease-keeper";
+import { createLeaseKeeper, type LeaseKeeper, type SenderRole } from "./lease/lease-keeper";
 import { startNonceGapTracker, type NonceGapTracker } from "./lease/nonce-gap-tracker";
 import { releaseOrphanedJobs } from "./lease/release-orphaned-jobs";
-import { newLeaseOwnerId } from "../../shared/queues/lease";
-import { createSenderLease } from "./lease/sender-lease";
-import { settlesWithin } from "../../shared/timing";
+import { createSenderLease, type SenderLease } from "./lease/sender-lease";
+import { createLiquidityHolds, type LiquidityHolds } from "./liquidity-in-flight";
+import { createTxProcessor } from "./processor";
+import { SenderLeaseLostError, type SenderTermStuckError } from "./send/errors";
+import { createNonceStore } from "./send/nonce-store";
+import { reconcileNonce } from "./send/reconcile-nonce";
+import type { SendHooks } from "./send/send-context";
+import { createSendSlot } from "./send/send-slot";
+import { createTxRecordStore } from "./send/tx-record";
 
 /**
  * The sender lease (lease/sender-lease.ts) decides which instance sends; BullMQ's lock only guards against a
@@ -61,10 +62,10 @@ export const DEFAULT_MAX_STALLED_COUNT = 10;
  * calling the processor, whatever its transaction did); the processor applies DEFAULT_MAX_STALLED_COUNT.
  */
 const BULLMQ_MAX_STALLED_COUNT = Number.MAX_SAFE_INTEGER;
-/** Below run-service's 8 s shutdown bound, which is below PM2's kill_timeout. */
+/** The worker's close: below run-service's 8 s shutdown bound, with the lease release and resources after it. */
 export const DEFAULT_CLOSE_TIMEOUT_MS = 5_000;
-
-const RESOURCE_CLOSE_TIMEOUT_MS = 1_000;
+/** Dropping the lease is one Redis call; a Redis that does not answer must not eat the shutdown budget. */
+const LEASE_RELEASE_TIMEOUT_MS = 1_000;
 
 export interface SubmitterOptions {
   /** Receipt polling; default min(1 s, confirmationTimeoutMs / 10). Tests against anvil go lower. */
@@ -90,7 +91,7 @@ export interface SubmitterOptions {
   readonly onStuck?: (err: SenderTermStuckError) => void;
   /** The config's signer (mnemonic or remote) by default. */
   readonly signer?: RouterSigner;
-  readonly providerOptions?: Pick<ChainProviderOptions, "maxLagBlocks" | "headRefreshMs" | "requestTimeoutMs">;
+  readonly providerOptions?: ProviderTuning;
 }
 
 export interface StartSubmitterParams {
@@ -127,20 +128,22 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
   const logger = params.logger.child({ chainId });
   const signer = options.signer ?? createSigner({ mnemonic: config.mnemonic, remoteSignerUrl: config.remoteSignerUrl });
   const from = getAddress(await signer.getAddress());
-  const provider = createChainProvider({ chainId, urls: chain.providers, logger, ...options.providerOptions });
-  const redis = new Redis(workerConnection(config.redis));
-  redis.on("error", throttledErrorLog(logger, "redis error", { at: "submitter.redis" }));
+  // Each queue on its own connection: the replica waits below block `main`, and must not hold up an enqueue.
+  const resources = createProcessResources({
+    config,
+    logger,
+    service: "submitter",
+    redisKind: "worker",
+    txQueueConnection: "own",
+    providerOptions: options.providerOptions,
+  });
+  const provider = resources.requireProvider(chainId);
+  const queue = resources.requireTxQueue(chainId);
+  const redis = resources.redis();
   // Replica waits (redis.minReplicas) block the connection they run on for up to the ack timeout: the sender lease
   // then gets its own connection, so a slow replica never delays a renewal (and never loses the lease by itself).
   const replication = replicationGuard(redis, config.redisPrefix, config.redisReplication);
-  const leaseRedis = replication ? new Redis(workerConnection(config.redis)) : redis;
-  if (leaseRedis !== redis) {
-    leaseRedis.on("error", throttledErrorLog(logger, "redis error", { at: "submitter.redis" }));
-  }
-  const leaseReplication = replicationGuard(leaseRedis, config.redisPrefix, config.redisReplication);
-  const queueName = txQueueName(chainId);
-  const queue = new Queue(queueName, { connection: workerConnection(config.redis), prefix: config.redisPrefix });
-  queue.on("error", throttledErrorLog(logger, "queue error", { at: "submitter.queue" }));
+  const leaseRedis = replication ? resources.redis("lease") : redis;
   const ownerId = newLeaseOwnerId();
   const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
   const leaseTtlMs = options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS;
@@ -152,143 +155,149 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
     ownerId,
     ttlMs: leaseTtlMs,
   });
-  const records = createTxRecordStore({ redis, prefix: config.redisPrefix, chainId, fence: lease.current });
-  const liquidityHolds = createLiquidityHolds({
-    redis,
-    prefix: config.redisPrefix,
-    chainId,
-    signerAddress: from,
-    fence: lease.current,
-  });
-  const nonces = createNonceStore({
-    redis,
-    prefix: config.redisPrefix,
-    chainId,
-    signerAddress: from,
-    provider,
-    fence: lease.current,
-  });
-  const handles = createChainHandles({
-    config,
-    chainId,
-    ownProvider: provider,
-    ownQueue: queue,
-    logger,
-    providerOptions: options.providerOptions,
-  });
-  // Bounded: with Redis unreachable, QUIT and Queue.close() wait for a reconnect that may never come.
-  const closeResources = async (): Promise<void> => {
-    await settlesWithin(
-      handles.close().catch(() => undefined),
-      RESOURCE_CLOSE_TIMEOUT_MS,
-    );
-    if (
-      !(await settlesWithin(
-        queue.close().catch(() => undefined),
-        RESOURCE_CLOSE_TIMEOUT_MS,
-      ))
-    ) {
-      await queue.disconnect().catch(() => undefined);
-    }
-    if (
-      !(await settlesWithin(
-        redis.quit().catch(() => undefined),
-        RESOURCE_CLOSE_TIMEOUT_MS,
-      ))
-    ) {
-      redis.disconnect();
-    }
-    if (
-      leaseRedis !== redis &&
-      !(await settlesWithin(
-        leaseRedis.quit().catch(() => undefined),
-        RESOURCE_CLOSE_TIMEOUT_MS,
-      ))
-    ) {
-      leaseRedis.disconnect();
-    }
-    provider.destroy();
-  };
-
   try {
     await queue.setGlobalConcurrency(concurrency);
   } catch (err) {
-    await closeResources();
+    await resources.close();
     throw err;
   }
 
+  const stores = sendStores({ config, chain, chainId, from, provider, signer, redis, lease, logger, options });
   const ctx: SubmitterContext = {
+    ...stores,
+    // The current sender term's signal, read when a job starts (the processor copies the context per job).
+    get signal() {
+      return keeper.signal();
+    },
+    readProvider: resources.provider,
+    txQueue: resources.txQueue,
+    replication,
+    // Outside a job (the nonce-gap filler): the writes of the moment; the processor sets a job's own per run.
+    replicated: replication ? () => replication.ensure(replication.mark()) : undefined,
+  };
+  const worker = createTxWorker(ctx, concurrency, options);
+  const { keeper, stopGapTracker } = createSenderKeeper({
+    ctx,
+    lease,
+    queue,
+    worker,
+    holds: stores.liquidityHolds,
+    leaseReplication: replicationGuard(leaseRedis, config.redisPrefix, config.redisReplication),
+    leaseTtlMs,
+    options,
+  });
+  logger.info("submitter started", {
+    at: "submitter.start",
+    queue: queue.name,
+    signerAddress: from,
+    ownerId,
+    leaseTtlMs,
+    pollIntervalMs: ctx.pollIntervalMs,
+  });
+  try {
+    await keeper.start();
+  } catch (err) {
+    await worker.close().catch(() => undefined);
+    await resources.close();
+    throw err;
+  }
+
+  const stop = createStop({
+    worker,
+    keeper,
+    onHalt: stopGapTracker,
+    closeResources: resources.close,
+    logger,
+    closeTimeoutMs: options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS,
+  });
+  return { worker, signerAddress: from, provider, ownerId, role: keeper.role, isReady: keeper.isReady, stop };
+}
+
+/** The chain's send state in Redis (records, nonces, liquidity holds), each write fenced by the sender lease. */
+function sendStores(p: {
+  config: RouterConfig;
+  chain: ChainConfig;
+  chainId: number;
+  from: string;
+  provider: ChainProvider;
+  signer: RouterSigner;
+  redis: Redis;
+  lease: SenderLease;
+  logger: Logger;
+  options: SubmitterOptions;
+}): Omit<SubmitterContext, "signal" | "readProvider" | "txQueue" | "replication" | "replicated"> & {
+  liquidityHolds: LiquidityHolds;
+} {
+  const { config, chain, chainId, from, provider, redis, logger, options } = p;
+  const prefix = config.redisPrefix;
+  const fence = p.lease.current;
+  return {
     config,
     chain,
     chainId,
     from,
     provider,
-    signer,
-    records,
-    nonces,
+    signer: p.signer,
+    records: createTxRecordStore({ redis, prefix, chainId, fence }),
+    nonces: createNonceStore({ redis, prefix, chainId, signerAddress: from, provider, fence }),
     gasPrice: cachedGasPrice(
       () => getGasPrice(chain, { provider, logger }),
       options.gasPriceMaxAgeMs ?? DEFAULT_GAS_PRICE_MAX_AGE_MS,
     ),
     logger,
     pollIntervalMs: options.pollIntervalMs ?? Math.min(1000, Math.floor(chain.confirmationTimeoutMs / 10)),
-    // The current sender term's signal, read when a job starts (the processor copies the context per job).
-    get signal() {
-      return keeper.signal();
-    },
-    lease,
+    lease: p.lease,
     sendSlot: createSendSlot(),
-    liquidityHolds,
+    liquidityHolds: createLiquidityHolds({ redis, prefix, chainId, signerAddress: from, fence }),
     maxStalledCount: options.maxStalledCount ?? DEFAULT_MAX_STALLED_COUNT,
     hooks: options.hooks,
-    readProvider: handles.readProvider,
-    txQueue: handles.txQueue,
     redis,
-    replication,
-    // Outside a job (the nonce-gap filler): the writes of the moment; the processor sets a job's own per run.
-    replicated: replication ? () => replication.ensure(replication.mark()) : undefined,
   };
-  const worker = new Worker<TxJobData, TxJobResult, string>(queueName, createTxProcessor(ctx), {
+}
+
+/** The chain's BullMQ worker: it runs only while this process holds the sender lease (the keeper resumes it). */
+function createTxWorker(
+  ctx: SubmitterContext,
+  concurrency: number,
+  options: SubmitterOptions,
+): Worker<TxJobData, TxJobResult, string> {
+  const { config, logger } = ctx;
+  const worker = new Worker<TxJobData, TxJobResult, string>(txQueueName(ctx.chainId), createTxProcessor(ctx), {
     connection: workerConnection(config.redis),
     prefix: config.redisPrefix,
     concurrency,
-    // Runs only while this process holds the sender lease (the keeper resumes and pauses it).
     autorun: false,
     lockDuration: options.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS,
     stalledInterval: options.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS,
     maxStalledCount: BULLMQ_MAX_STALLED_COUNT,
   });
   attachWorkerListeners(worker, logger);
-  const gapBoundMs = options.nonceGapBoundMs ?? chain.confirmationTimeoutMs;
+  return worker;
+}
+
+/**
+ * The sender lease's keeper: a term begins (beginSenderTerm, then the nonce-gap tracker) once this process holds
+ * the lease, and ends (tracker stopped, worker paused) when it loses or drops it.
+ */
+function createSenderKeeper(p: {
+  ctx: SubmitterContext;
+  lease: SenderLease;
+  queue: Queue;
+  worker: Worker<TxJobData, TxJobResult, string>;
+  holds: LiquidityHolds;
+  leaseReplication: ReplicationGuard | undefined;
+  leaseTtlMs: number;
+  options: SubmitterOptions;
+}): { keeper: LeaseKeeper; stopGapTracker(): void } {
+  const { ctx, worker, options } = p;
+  const gapBoundMs = options.nonceGapBoundMs ?? ctx.chain.confirmationTimeoutMs;
   let gapTracker: NonceGapTracker | undefined;
   const keeper = createLeaseKeeper({
-    lease,
-    logger,
-    intervalMs: Math.max(50, Math.floor(leaseTtlMs / 4)),
+    lease: p.lease,
+    logger: ctx.logger,
+    intervalMs: Math.max(50, Math.floor(p.leaseTtlMs / 4)),
     onBegin: async (fence, signal) => {
-      // The term's acquisition is on the replicas before this process acts on it (a failover that forgot it
-      // could hand the lease to a second sender); not acknowledged in time: the keeper drops the term and retries.
-      await leaseReplication?.ensure(leaseReplication.mark());
-      await reconcileNonce({ nonces, records, queue, logger }).catch((err: unknown) => {
-        // Allocation still takes max(stored, chain pending), so a skipped reconcile can leave a gap, never a reuse.
-        logger.error("nonce reconcile failed; continuing", { at: "submitter.nonce", error: errorMessage(err) });
-      });
-      // Never sign at a nonce any record already holds a transaction at (a previous holder's job may resume it).
-      nonces.setFloor((await records.maxIndexedNonce(from)) + 1);
-      const released = await releaseOrphanedJobs(redis, queue, fence);
-      if (released < 0) {
-        throw new SenderLeaseLostError("the sender lease changed hands while this term began", {
-          leaseTerm: fence.term,
-        });
-      }
-      if (released > 0) {
-        logger.warn("took over the previous sender's active jobs: they resume from their records", {
-          at: "submitter.lease",
-          jobs: released,
-        });
-      }
-      await reconcileHolds(liquidityHolds, provider, from, logger);
-      await worker.resume();
+      await beginSenderTerm({ ...p, fence });
       gapTracker = startNonceGapTracker(ctx, {
         boundMs: gapBoundMs,
         intervalMs: Math.min(1000, Math.max(50, Math.floor(gapBoundMs / 4))),
@@ -301,31 +310,47 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
     },
     onStuck: (err) => options.onStuck?.(err),
   });
-  logger.info("submitter started", {
-    at: "submitter.start",
-    queue: queueName,
-    signerAddress: from,
-    ownerId,
-    leaseTtlMs,
-    pollIntervalMs: ctx.pollIntervalMs,
-  });
-  try {
-    await keeper.start();
-  } catch (err) {
-    await worker.close().catch(() => undefined);
-    await closeResources();
-    throw err;
-  }
+  return { keeper, stopGapTracker: () => gapTracker?.stop() };
+}
 
-  const stop = createStop({
-    worker,
-    keeper,
-    onHalt: () => gapTracker?.stop(),
-    closeResources,
-    logger,
-    closeTimeoutMs: options.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS,
+/**
+ * A new sender term takes back, in order, what the previous holder may have left: the term is on the replicas,
+ * the nonce sequence is reconciled and floored above every stored transaction, the previous holder's active jobs
+ * are released, the liquidity holds are reconciled; only then does the worker run.
+ */
+async function beginSenderTerm(p: {
+  ctx: SubmitterContext;
+  queue: Queue;
+  worker: Worker<TxJobData, TxJobResult, string>;
+  holds: LiquidityHolds;
+  fence: Fence;
+  leaseReplication: ReplicationGuard | undefined;
+}): Promise<void> {
+  const { ctx, queue, fence } = p;
+  const { nonces, records, logger, from, redis } = ctx;
+  // The term's acquisition is on the replicas before this process acts on it (a failover that forgot it
+  // could hand the lease to a second sender); not acknowledged in time: the keeper drops the term and retries.
+  await p.leaseReplication?.ensure(p.leaseReplication.mark());
+  await reconcileNonce({ nonces, records, queue, logger }).catch((err: unknown) => {
+    // Allocation still takes max(stored, chain pending), so a skipped reconcile can leave a gap, never a reuse.
+    logger.error("nonce reconcile failed; continuing", { at: "submitter.nonce", error: errorMessage(err) });
   });
-  return { worker, signerAddress: from, provider, ownerId, role: keeper.role, isReady: keeper.isReady, stop };
+  // Never sign at a nonce any record already holds a transaction at (a previous holder's job may resume it).
+  nonces.setFloor((await records.maxIndexedNonce(from)) + 1);
+  const released = await releaseOrphanedJobs(redis, queue, fence);
+  if (released < 0) {
+    throw new SenderLeaseLostError("the sender lease changed hands while this term began", {
+      leaseTerm: fence.term,
+    });
+  }
+  if (released > 0) {
+    logger.warn("took over the previous sender's active jobs: they resume from their records", {
+      at: "submitter.lease",
+      jobs: released,
+    });
+  }
+  await reconcileHolds(p.holds, ctx.provider, from, logger);
+  await p.worker.resume();
 }
 
 /**
@@ -353,35 +378,34 @@ async function reconcileHolds(
   }
 }
 
-/** Idempotent: the active job hands itself back (abort), the worker closes within a bound, the lease is dropped, then the rest. */
+/**
+ * Idempotent: the active job hands itself back (abort), the worker closes within a bound, the lease is dropped,
+ * then the resources (queues, Redis, providers) close within theirs.
+ */
 function createStop(p: {
   worker: Worker<TxJobData, TxJobResult, string>;
-  keeper: { halt(): void; release(): Promise<void> };
+  keeper: Pick<LeaseKeeper, "halt" | "release">;
   onHalt: () => void;
   closeResources: () => Promise<void>;
   logger: Logger;
   closeTimeoutMs: number;
 }): () => Promise<void> {
-  let stopping: Promise<void> | undefined;
-  return () => {
-    stopping ??= (async () => {
-      p.keeper.halt();
-      p.onHalt();
-      if (!(await settlesWithin(p.worker.close(), p.closeTimeoutMs))) {
-        // close(true) is a no-op once close() has started (BullMQ 6.7 returns the pending promise); dropping
-        // the connections instead lets the stuck job's lock lapse so a standby takes it over.
-        p.logger.warn("worker did not close in time; disconnecting", { at: "submitter.stop" });
-        await p.worker.disconnect().catch(() => undefined);
-      }
-      // After the worker: the handed-back job is picked up by the standby that takes the dropped lease.
-      await settlesWithin(
-        p.keeper.release().catch(() => undefined),
-        RESOURCE_CLOSE_TIMEOUT_MS,
-      );
-      await p.closeResources();
-    })();
-    return stopping;
-  };
+  return stopOnce(async () => {
+    p.keeper.halt();
+    p.onHalt();
+    if (!(await settlesWithin(p.worker.close(), p.closeTimeoutMs))) {
+      // close(true) is a no-op once close() has started (BullMQ 6.7 returns the pending promise); dropping
+      // the connections instead lets the stuck job's lock lapse so a standby takes it over.
+      p.logger.warn("worker did not close in time; disconnecting", { at: "submitter.stop" });
+      await p.worker.disconnect().catch(() => undefined);
+    }
+    // After the worker: the handed-back job is picked up by the standby that takes the dropped lease.
+    await settlesWithin(
+      p.keeper.release().catch(() => undefined),
+      LEASE_RELEASE_TIMEOUT_MS,
+    );
+    await p.closeResources();
+  });
 }
 
 function attachWorkerListeners(worker: Worker<TxJobData, TxJobResult, string>, logger: Logger): void {
