@@ -16,6 +16,7 @@ import { AMOUNT, CHAIN1, LIQUIDITY, RECEIVING, SENDING, type E2eStack } from "..
 import { DIST, supervise, type Supervised } from "../fault/router-procs";
 import { uniquePrefix, waitFor } from "../integration/submitter-fixture";
 import { SUBNET, bedPrefix, createBed, destroyBed, type Host } from "./netns";
+import { PM2_START_TIMEOUT_MS, pm2Host, type Pm2Host } from "./pm2-host";
 
 /**
  * The multi-host bed (issue 15 item 5): six namespaces on one bridge.
@@ -27,7 +28,9 @@ import { SUBNET, bedPrefix, createBed, destroyBed, type Host } from "./netns";
  *   t  the test's door: forward.js, through which the test process (in the machine's own namespace) reaches
  *      the chains, a NATS server and the auth service; it runs nothing of the router's.
  * Submitters and pollers of both hosts compete for the chain's send lease and poller lease: either host may hold
- * them; the other stands by.
+ * them; the other stands by. The router's processes run either directly (`router: "direct"`: one supervised
+ * `node dist/services/<role>/main.js` per process) or as an operator deploys them (`router: "pm2"`: each host
+ * runs `pm2 start ecosystem.config.js` with its ROUTER_ROLES, test/multihost/pm2-host.ts).
  * Each server runs on its host's address at its standard port; every process of the router reads one config
  * file naming the hosts' addresses, with Redis through the three sentinels.
  */
@@ -55,13 +58,17 @@ export interface Bed {
   readonly s: E2eStack;
   readonly redisPrefix: string;
   readonly configFile: string;
-  /** Router processes by name: `<role>-<chain>@<host>` or `<role>@<host>`. */
+  /** Router processes by name: `<role>-<chain>@<host>` or `<role>@<host>` (direct mode; empty under PM2). */
   readonly procs: ReadonlyMap<string, Supervised>;
+  /** The router hosts' PM2 (a, b) under `router: "pm2"`; empty in direct mode. */
+  readonly pm2: ReadonlyMap<string, Pm2Host>;
   proc(name: string): Supervised;
   /** Infrastructure processes by name (redis-primary, redis-replica, sentinel@a, nats@a, anvil-1337 …). */
   readonly servers: ReadonlyMap<string, ManagedProcess>;
   /** NATS (on host b) and the auth service, reachable from the test process. */
   readonly natsUrl: string;
+  /** All three NATS servers (a, b, d) through the door, comma-separated: a client of these survives any one's loss. */
+  readonly natsUrls: string;
   readonly authUrl: string;
   /** A local port forwarded to `host:port` of the bed. */
   door(host: Host, port: number): Promise<number>;
@@ -71,17 +78,28 @@ export interface Bed {
   stop(): Promise<void>;
 }
 
+/** ROUTER_ROLES of each router host under PM2 (issue 15 item 5: a is the active host, b the standby). */
+export const PM2_ROLES = { a: "admin,auction,submitter,poller", b: "auction,submitter,poller" } as const;
+
+export interface BedOptions {
+  /** How the router's processes run: directly, supervised by the test, or under PM2 per host. */
+  readonly router?: "direct" | "pm2";
+}
+
 /** Creates the namespaces and starts everything; on any failure tears down what came up and rethrows. */
-export async function startBed(): Promise<Bed> {
+export async function startBed(options: BedOptions = {}): Promise<Bed> {
   const prefix = bedPrefix();
   destroyBed(prefix);
   const dir = mkdtempSync(join(tmpdir(), "multihost-"));
   const servers = new Map<string, ManagedProcess>();
   const procs = new Map<string, Supervised>();
+  const pm2 = new Map<string, Pm2Host>();
   const doors: Server[] = [];
   const clients: Redis[] = [];
   const providers: Array<{ destroy(): void }> = [];
   const stop = async (): Promise<void> => {
+    // PM2's daemons first, so that none respawns an app while the namespaces' processes are killed.
+    for (const h of pm2.values()) h.killDaemon();
     await Promise.allSettled([...procs.values()].map((p) => p.stop()));
     await Promise.allSettled([...servers.values()].map((p) => p.stop()));
     for (const c of clients) c.disconnect();
@@ -272,6 +290,7 @@ export async function startBed(): Promise<Bed> {
 
     // 4. NATS: a cluster of three (a, b, d), every server routed to every other.
     const natsHosts = [a, b, d];
+    const natsDoors: number[] = [];
     const routes = natsHosts.map((h) => `nats://${h.addr}:6222`).join(",");
     for (const h of natsHosts) {
       const proc = inNs(`nats@${h.name}`, h, natsServerBinary(), [
@@ -289,6 +308,7 @@ export async function startBed(): Promise<Bed> {
         "8222",
       ]);
       const port = await door(h, NATS_PORT);
+      natsDoors.push(port);
       await waitForReady(proc, (ms) => natsAnswers(port, ms));
     }
     const monitors = await Promise.all(natsHosts.map((h) => door(h, 8222)));
@@ -337,7 +357,8 @@ export async function startBed(): Promise<Bed> {
       chainConfig: {
         [String(CHAIN1)]: entry(chain1),
         [String(SENDING)]: entry(sending),
-        [String(RECEIVING)]: entry(receiving),
+        // The router relays the user's fulfill on 1338 (the real SDK's relayed mode).
+        [String(RECEIVING)]: entry(receiving, { allowRelay: true }),
       },
     };
     const configFile = join(dir, "config.json");
@@ -363,38 +384,8 @@ export async function startBed(): Promise<Bed> {
     ]);
     const authPort = await door(a, AUTH_PORT);
     await waitForReady(auth, async () => (await fetch(`http://127.0.0.1:${authPort}/auth/${router}`)).ok, 15_000);
-    const heads = await Promise.all(
-      [SENDING, RECEIVING].map(async (id) => (await chain(id).provider.getBlockNumber()) + 1),
-    );
-    // a's pollers and submitters first, holding their chains' leases before b's start: a is the active host and
-    // b the standby, as in production where the standbys join a running router.
-    for (const [i, id] of [SENDING, RECEIVING].entries()) {
-      run(`poller-${id}`, a, "poller", { CHAIN_ID: String(id), POLLER_START_BLOCK: String(heads[i]) });
-      run(`submitter-${id}`, a, "submitter", { CHAIN_ID: String(id) });
-    }
-    run("auction", a, "auction", {});
-    run("admin", a, "admin", {});
-    await waitFor(
-      "a's pollers and submitters to hold their leases",
-      async () =>
-        [SENDING, RECEIVING].every(
-          (id) =>
-            procs.get(`poller-${id}@a`)?.output().includes("poller lease acquired") &&
-            procs.get(`submitter-${id}@a`)?.output().includes("sender lease acquired"),
-        )
-          ? true
-          : undefined,
-      30_000,
-    );
-    for (const [i, id] of [SENDING, RECEIVING].entries()) {
-      run(`poller-${id}`, b, "poller", {
-        CHAIN_ID: String(id),
-        POLLER_START_BLOCK: String(heads[i]),
-        NODE_APP_INSTANCE: "1",
-      });
-      run(`submitter-${id}`, b, "submitter", { CHAIN_ID: String(id), NODE_APP_INSTANCE: "1" });
-    }
-    run("auction", b, "auction", { NODE_APP_INSTANCE: "1" });
+    if (options.router === "pm2") await startPm2Router({ a, b, dir, configFile, pm2 });
+    else await startDirectRouter({ a, b, chain, run, procs });
 
     const s: E2eStack = {
       stack: stackOf(chains),
@@ -414,8 +405,14 @@ export async function startBed(): Promise<Bed> {
       const logDir = join(tmpdir(), `multihost-logs-${redisPrefix}`);
       mkdirSync(logDir, { recursive: true });
       for (const p of procs.values()) writeFileSync(join(logDir, `${p.name}.log`), p.output());
+      for (const ph of pm2.values()) {
+        for (const app of pm2AppsOf(ph.roles)) writeFileSync(join(logDir, `${app}@${ph.host.name}.log`), ph.logs(app));
+      }
       return [
         ...[...procs.values()].map((p) => `--- ${p.name} (restarts ${p.restarts()}) ---\n${p.output().slice(-chars)}`),
+        ...[...pm2.values()].flatMap((ph) =>
+          pm2AppsOf(ph.roles).map((app) => `--- ${app}@${ph.host.name} (PM2) ---\n${ph.logs(app).slice(-chars)}`),
+        ),
         ...[...servers.values()].map((p) => `--- ${p.name} ---\n${p.outputTail().slice(-chars)}`),
         `(whole router outputs in ${logDir})`,
       ].join("\n");
@@ -428,6 +425,7 @@ export async function startBed(): Promise<Bed> {
       redisPrefix,
       configFile,
       procs,
+      pm2,
       proc: (name) =>
         procs.get(name) ??
         (() => {
@@ -435,6 +433,7 @@ export async function startBed(): Promise<Bed> {
         })(),
       servers,
       natsUrl: `nats://127.0.0.1:${await door(b, NATS_PORT)}`,
+      natsUrls: natsDoors.map((port) => `nats://127.0.0.1:${port}`).join(","),
       authUrl: `http://127.0.0.1:${authPort}`,
       door,
       primaryAddr,
@@ -446,10 +445,116 @@ export async function startBed(): Promise<Bed> {
     const message = err instanceof Error ? err.message : String(err);
     const tails = [...procs.values()]
       .map((p) => `--- ${p.name} ---\n${p.output().slice(-2000)}`)
+      .concat(
+        [...pm2.values()].flatMap((ph) =>
+          pm2AppsOf(ph.roles).map((app) => `--- ${app}@${ph.host.name} (PM2) ---\n${ph.logs(app).slice(-2000)}`),
+        ),
+      )
       .concat([...servers.values()].map((p) => `--- ${p.name} ---\n${p.outputTail().slice(-2000)}`))
       .join("\n");
     await stop();
     throw new Error(`${message}\n${tails}`, { cause: err });
+  }
+}
+
+type RunDirect = (name: string, h: Host, role: string, env: Record<string, string>) => Supervised;
+
+/** a's pollers and submitters hold every pool chain's leases: a is the active host, b joins as the standby. */
+const holdsLeases = (output: (role: string, chainId: number) => string): boolean =>
+  [SENDING, RECEIVING].every(
+    (id) =>
+      output("poller", id).includes("poller lease acquired") &&
+      output("submitter", id).includes("sender lease acquired"),
+  );
+
+/** Direct mode: one supervised process per role and chain on a, then the same on b (instance 1). */
+async function startDirectRouter(p: {
+  a: Host;
+  b: Host;
+  chain: (id: number) => StackChain;
+  run: RunDirect;
+  procs: ReadonlyMap<string, Supervised>;
+}): Promise<void> {
+  const { a, b, run, procs } = p;
+  const heads = await Promise.all(
+    [SENDING, RECEIVING].map(async (id) => (await p.chain(id).provider.getBlockNumber()) + 1),
+  );
+  // a's first, holding their chains' leases before b's start, as in production where the standbys join a
+  // running router.
+  for (const [i, id] of [SENDING, RECEIVING].entries()) {
+    run(`poller-${id}`, a, "poller", { CHAIN_ID: String(id), POLLER_START_BLOCK: String(heads[i]) });
+    run(`submitter-${id}`, a, "submitter", { CHAIN_ID: String(id) });
+  }
+  run("auction", a, "auction", {});
+  run("admin", a, "admin", {});
+  await waitFor(
+    "a's pollers and submitters to hold their leases",
+    async () => (holdsLeases((role, id) => procs.get(`${role}-${id}@a`)?.output() ?? "") ? true : undefined),
+    30_000,
+  );
+  for (const [i, id] of [SENDING, RECEIVING].entries()) {
+    run(`poller-${id}`, b, "poller", {
+      CHAIN_ID: String(id),
+      POLLER_START_BLOCK: String(heads[i]),
+      NODE_APP_INSTANCE: "1",
+    });
+    run(`submitter-${id}`, b, "submitter", { CHAIN_ID: String(id), NODE_APP_INSTANCE: "1" });
+  }
+  run("auction", b, "auction", { NODE_APP_INSTANCE: "1" });
+}
+
+/** The apps `pm2 start ecosystem.config.js` runs for `roles` on the bed's config (chain 1 is in no pool). */
+export function pm2AppsOf(roles: string): string[] {
+  const items = roles.split(",");
+  return [
+    ...(items.includes("admin") ? ["admin"] : []),
+    ...(items.includes("auction") ? ["auction"] : []),
+    ...[SENDING, RECEIVING].flatMap((id) =>
+      ["submitter", "poller"].filter((r) => items.includes(r)).map((r) => `${r}-${id}`),
+    ),
+  ].sort();
+}
+
+/**
+ * PM2 mode: `pm2 start ecosystem.config.js` on a with PM2_ROLES.a, once a holds the leases the same on b with
+ * PM2_ROLES.b; resolves when every app of both hosts is online (wait_ready: it sent "ready").
+ * One auction instance per host: the two hosts are the auction's two instances.
+ */
+async function startPm2Router(p: {
+  a: Host;
+  b: Host;
+  dir: string;
+  configFile: string;
+  pm2: Map<string, Pm2Host>;
+}): Promise<void> {
+  const env = { AUCTION_INSTANCES: "1", SUBMITTER_STANDBYS: "0", POLLER_STANDBYS: "0" };
+  const start = async (h: Host, roles: string): Promise<Pm2Host> => {
+    const ph = pm2Host({ host: h, roles, dir: p.dir, configFile: p.configFile, env });
+    p.pm2.set(h.name, ph);
+    const started = await ph.pm2(["start", "ecosystem.config.js"], PM2_START_TIMEOUT_MS);
+    if (started.status !== 0) throw new Error(`pm2 start on ${h.name} failed:\n${started.output.slice(-3_000)}`);
+    return ph;
+  };
+  const pa = await start(p.a, PM2_ROLES.a);
+  await waitFor(
+    "a's pollers and submitters (PM2) to hold their leases",
+    async () => (holdsLeases((role, id) => pa.output(`${role}-${id}`)) ? true : undefined),
+    30_000,
+  );
+  const pb = await start(p.b, PM2_ROLES.b);
+  for (const [ph, roles] of [
+    [pa, PM2_ROLES.a],
+    [pb, PM2_ROLES.b],
+  ] as const) {
+    const apps = pm2AppsOf(roles);
+    await waitFor(
+      `every PM2 app of ${ph.host.name} online (${apps.join(", ")})`,
+      async () => {
+        const online = (await ph.jlist()).filter((x) => x.pm2_env.status === "online").map((x) => x.name);
+        return apps.every((name) => online.includes(name)) ? true : undefined;
+      },
+      45_000,
+    );
   }
 }
 
