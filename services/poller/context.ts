@@ -10,7 +10,7 @@ import type { BalanceStore } from "../../shared/transfers/balance-store";
 import type { BidReservations } from "../../shared/transfers/bid-reservations";
 import type { TransferStore } from "../../shared/transfers/transfer-store";
 import type { AlertOnce } from "./alert-once";
-import type { ReconcileSchedule } from "./reconcile";
+import type { ReconcileSchedule } from "./reconcile-schedule";
 import type { SourceSelector } from "./source-selector";
 
 export type TxQueue = Queue<TxJobData, TxJobResult, string>;
