@@ -1,6 +1,6 @@
 import { keccak256 } from "ethers";
 import Joi from "joi";
-import type { TransactionData } from "./types";
+import { TX_DATA_ADDRESS_FIELDS, type TransactionData } from "./types";
 import { sameHex } from "./values";
 import {
   ADDRESS_SCHEMA,
@@ -137,15 +137,7 @@ export function validateMetaTxRequest(data: unknown): MetaTxValidation {
 }
 
 const TX_DATA_FIELDS = [
-  "receivingChainTxManagerAddress",
-  "user",
-  "router",
-  "initiator",
-  "sendingAssetId",
-  "receivingAssetId",
-  "sendingChainFallback",
-  "callTo",
-  "receivingAddress",
+  ...TX_DATA_ADDRESS_FIELDS,
   "sendingChainId",
   "receivingChainId",
   "callDataHash",

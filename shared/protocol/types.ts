@@ -74,6 +74,19 @@ export interface VariantTransactionData {
 /** TransactionData as the subgraph and the contract events carry it (§1.7). */
 export interface TransactionData extends InvariantTransactionData, VariantTransactionData {}
 
+/** The address fields of a TransactionData, in the contract's order. */
+export const TX_DATA_ADDRESS_FIELDS = [
+  "receivingChainTxManagerAddress",
+  "user",
+  "router",
+  "initiator",
+  "sendingAssetId",
+  "receivingAssetId",
+  "sendingChainFallback",
+  "callTo",
+  "receivingAddress",
+] as const satisfies ReadonlyArray<keyof TransactionData>;
+
 /** A swap pool as configured (router-spec §2.3); structurally the config's `SwapPool`. */
 export interface SwapPoolLike {
   readonly assets: ReadonlyArray<{ readonly assetId: string; readonly chainId: number }>;

@@ -3,7 +3,14 @@ import { invariantOf } from "./digests";
 import { isBidExpired, isReceiverExpiryValid, receiverExpiryFor } from "./expiry";
 import { receiverAmountFor } from "./amounts";
 import { isSwapSupported } from "./pools";
-import { AuctionBid, InvariantTransactionData, SwapPoolLike, TransactionData, TransferRecord } from "./types";
+import {
+  AuctionBid,
+  InvariantTransactionData,
+  SwapPoolLike,
+  TransactionData,
+  TransferRecord,
+  TX_DATA_ADDRESS_FIELDS,
+} from "./types";
 import { abiAddress, isAddress, isBytes32, isHexBytes, sameHex } from "./values";
 
 /** The bid fields compared one by one with the sending-side data (weak point 1 of the original). */
@@ -254,18 +261,7 @@ function refuse(reason: VerifyFailure, cancellable: boolean, detail: string): Ve
 
 /** The first malformed field of the sending-side TransactionData, or null. */
 function txDataProblem(txData: TransactionData): string | null {
-  const addresses = [
-    "receivingChainTxManagerAddress",
-    "user",
-    "router",
-    "initiator",
-    "sendingAssetId",
-    "receivingAssetId",
-    "sendingChainFallback",
-    "callTo",
-    "receivingAddress",
-  ] as const;
-  for (const field of addresses) {
+  for (const field of TX_DATA_ADDRESS_FIELDS) {
     if (!isAddress(txData[field])) {
       return field;
     }
