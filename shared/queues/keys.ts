@@ -146,15 +146,15 @@ export function heartbeatsKey(prefix: string): string {
 }
 
 /**
- * The sender lease of one (chain, signer): `<token>|<ownerId>` with a short TTL, renewed by its holder's
- * heartbeat. Only the holder assigns nonces and broadcasts; every write of a send record or of the nonce
+ * The sender lease of one (chain, signer): `<term>|<ownerId>` (shared/queues/lease.ts) with a short TTL, renewed
+ * by its holder's heartbeat. Only the holder assigns nonces and broadcasts; every write of a send record or of the nonce
  * store checks this value atomically (a fencing token), so a paused old holder that wakes up writes nothing.
  */
 export function senderLeaseKey(prefix: string, chainId: number, signerAddress: string): string {
   return routerKey(prefix, "sender-lease", chainId, signerAddress);
 }
 
-/** The lease's fencing-token counter: never expires, so a token is never handed out twice. */
+/** The lease's term counter (the fencing token): never expires, so a term is never handed out twice. */
 export function senderLeaseTokenKey(prefix: string, chainId: number, signerAddress: string): string {
   return routerKey(prefix, "sender-lease-token", chainId, signerAddress);
 }
