@@ -1,6 +1,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { Queue } from "bullmq";
 import { ContractFactory, MaxUint256, Wallet, parseEther } from "ethers";
 import { Redis } from "ioredis";
@@ -14,7 +14,7 @@ import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
 import type { RouterSigner } from "../../shared/signer/router-signer";
 import { createTransferStore, type ChainHead } from "../../shared/transfers/transfer-store";
 import { anvilWallet } from "../harness/anvil";
-import { spawnManaged, waitForReady, type ManagedProcess } from "../harness/child-process";
+import { spawnRouterProcess, waitForReady, type ManagedProcess } from "../harness/child-process";
 import { fundRouterLiquidity, mintToken, nxtpContractAt, sendTx } from "../harness/deploy";
 import { getFreePort } from "../harness/free-port";
 import { startStack, type Stack, type StackChain } from "../harness/stack";
@@ -37,7 +37,6 @@ export const ADMIN_TOKEN = "e2e-admin-token-0123456789abcdef";
 // (sdk.test.ts, pm2-sdk.test.ts) run every process at its shipped defaults.
 const POLLER_OPTIONS: PollerOptions = { intervalMs: 50, providerOptions: { headRefreshMs: 100 } };
 const SUBMITTER_OPTIONS: SubmitterOptions = { pollIntervalMs: 50, providerOptions: { headRefreshMs: 100 } };
-const DIST = resolve(__dirname, "../../dist/services");
 
 export interface E2eStack {
   readonly stack: Stack;
@@ -206,23 +205,7 @@ export async function startRouter(s: E2eStack, p: RouterParams = {}): Promise<Ro
   const children: ManagedProcess[] = [];
   const submitters: RunningSubmitter[] = [];
   const spawn = (name: string, main: string, env: readonly string[]): ManagedProcess =>
-    spawnManaged({
-      name,
-      command: "/usr/bin/env",
-      // The shell's secret overrides must not leak into the children; `env` execs node, so the pid is node's.
-      args: [
-        "-u",
-        "ROUTER_ADMIN_TOKEN",
-        "-u",
-        "ROUTER_MNEMONIC",
-        "-u",
-        "REDIS_URL",
-        `ROUTER_CONFIG_FILE=${configFile}`,
-        ...env,
-        process.execPath,
-        join(DIST, main),
-      ],
-    });
+    spawnRouterProcess({ name, main, configFile, env });
 
   const router: Router = {
     config,

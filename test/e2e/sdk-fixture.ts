@@ -6,7 +6,7 @@ import { Redis } from "ioredis";
 import { connect } from "nats";
 import { createTransferStore } from "../../shared/transfers/transfer-store";
 import { anvilWallet } from "../harness/anvil";
-import { spawnManaged, waitForReady, type ManagedProcess } from "../harness/child-process";
+import { ROUTER_DIST, spawnRouterProcess, waitForReady, type ManagedProcess } from "../harness/child-process";
 import { fundRouterLiquidity, mintToken, nxtpContractAt, readBigInt, sendTx } from "../harness/deploy";
 import { startStack, type Stack, type StackChain } from "../harness/stack";
 import { startSubgraphServer, type SubgraphServer } from "../harness/subgraph-server";
@@ -29,7 +29,6 @@ export const USER_TOKENS = parseEther("100");
 /** USD × 1e18 per whole token, for native and TEST on 1337 and 1338. */
 export const ORACLE_PRICE = parseEther("1");
 const ROOT = resolve(__dirname, "../..");
-const DIST = join(ROOT, "dist/services");
 export const SDK_MODULES = join(ROOT, "test/sdk/node_modules/@connext/nxtp-sdk/package.json");
 
 export interface SdkStack {
@@ -60,7 +59,7 @@ export function assertPrerequisites(mains: readonly string[]): void {
     throw new Error("test/sdk/node_modules is missing: run scripts/install-sdk-test-deps.sh (npm test does it)");
   }
   for (const main of mains) {
-    if (!existsSync(join(DIST, main))) {
+    if (!existsSync(join(ROUTER_DIST, main))) {
       throw new Error(`dist/services/${main} is missing: run npm run build first (npm test does it)`);
     }
   }
@@ -168,23 +167,7 @@ export async function startSdkStack(options: SdkStackOptions = {}): Promise<SdkS
     redis = new Redis(stack.redis.url);
     const store = createTransferStore(redis, prefix);
     const spawn = (name: string, main: string, env: readonly string[] = []): ManagedProcess => {
-      const proc = spawnManaged({
-        name,
-        command: "/usr/bin/env",
-        // The shell's secret overrides must not leak into the children; `env` execs node, so the pid is node's.
-        args: [
-          "-u",
-          "ROUTER_ADMIN_TOKEN",
-          "-u",
-          "ROUTER_MNEMONIC",
-          "-u",
-          "REDIS_URL",
-          `ROUTER_CONFIG_FILE=${configFile}`,
-          ...env,
-          process.execPath,
-          join(DIST, main),
-        ],
-      });
+      const proc = spawnRouterProcess({ name, main, configFile, env });
       processes.set(name, proc);
       return proc;
     };

@@ -1,24 +1,13 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { SendHookPoint } from "../../services/submitter/send/send-context";
 import { nonceKey } from "../../shared/queues";
-import {
-  CHAIN_ID,
-  startSubmitterStack,
-  submitterConfig,
-  txQueueClient,
-  uniquePrefix,
-  type SubmitterStack,
-  type TxQueueClient,
-} from "../integration/submitter-fixture";
+import { CHAIN_ID } from "../integration/submitter-fixture";
 import {
   HOOK_ENTRY,
   assertDistBuilt,
   isMessage,
-  killAll,
   spawnSubmitterChild,
-  type SubmitterChild,
+  submitterCase,
+  useSubmitterSuite,
 } from "./fault-fixture";
 
 /**
@@ -42,52 +31,28 @@ const CASES: readonly Case[] = [
 ];
 
 describe("submitter crash points (child processes)", () => {
-  let s: SubmitterStack;
-  let client: TxQueueClient | undefined;
-  let dir: string;
-  const children: SubmitterChild[] = [];
-
-  beforeAll(async () => {
-    assertDistBuilt();
-    s = await startSubmitterStack();
-    dir = mkdtempSync(join(tmpdir(), "submitter-crash-points-"));
-  });
-
-  afterEach(async () => {
-    await killAll(children.splice(0));
-    await client?.close();
-    client = undefined;
-    await s.chain.anvil.setAutomine(true);
-  });
-
-  afterAll(async () => {
-    await s?.stack.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  beforeAll(assertDistBuilt);
+  const s = useSubmitterSuite("submitter-crash-points");
 
   it.each(CASES)(
     "SIGKILL at $point: the restart completes the job, one transaction mined, no nonce gap",
     async ({ point, holdMining }) => {
-      const prefix = uniquePrefix();
-      const { raw } = submitterConfig(s, prefix, { confirmationTimeoutMs: holdMining ? 1000 : 60_000 });
-      const configFile = join(dir, `${prefix}.json`);
-      writeFileSync(configFile, JSON.stringify(raw));
-      const q = await txQueueClient(s.redisUrl, prefix);
-      client = q;
+      const { prefix, configFile, q } = await submitterCase(s, { confirmationTimeoutMs: holdMining ? 1000 : 60_000 });
       const nonceBefore = await s.chain.provider.getTransactionCount(s.signer, "latest");
       if (holdMining) {
         await s.chain.anvil.setAutomine(false);
       }
 
-      const crashing = spawnSubmitterChild({
-        name: `crash-at-${point}`,
-        configFile,
-        chainId: CHAIN_ID,
-        instance: 0,
-        entry: HOOK_ENTRY,
-        env: { FAULT_CRASH_AT: point },
-      });
-      children.push(crashing);
+      const crashing = s.stopAfterTest(
+        spawnSubmitterChild({
+          name: `crash-at-${point}`,
+          configFile,
+          chainId: CHAIN_ID,
+          instance: 0,
+          entry: HOOK_ENTRY,
+          env: { FAULT_CRASH_AT: point },
+        }),
+      );
       const job = await q.addRemoveLiquidity({
         assetId: s.chain.deployment.token,
         amount: "9",
@@ -100,13 +65,9 @@ describe("submitter crash points (child processes)", () => {
         expect.objectContaining({ message: "fault hook: SIGKILL", point, jobId: id }),
       );
 
-      const restarted = spawnSubmitterChild({
-        name: `restart-after-${point}`,
-        configFile,
-        chainId: CHAIN_ID,
-        instance: 0,
-      });
-      children.push(restarted);
+      const restarted = s.stopAfterTest(
+        spawnSubmitterChild({ name: `restart-after-${point}`, configFile, chainId: CHAIN_ID, instance: 0 }),
+      );
       if (holdMining) {
         await restarted.waitForLine(
           "the restart to resume the job",
@@ -137,22 +98,18 @@ describe("submitter crash points (child processes)", () => {
   );
 
   it("SIGKILL with 20 jobs in flight: every job completes once, on 20 consecutive nonces, no gap", async () => {
-    const prefix = uniquePrefix();
-    const { raw } = submitterConfig(s, prefix);
-    const configFile = join(dir, `${prefix}.json`);
-    writeFileSync(configFile, JSON.stringify(raw));
-    const q = await txQueueClient(s.redisUrl, prefix);
-    client = q;
+    const { configFile, q } = await submitterCase(s);
     const nonceBefore = await s.chain.provider.getTransactionCount(s.signer, "latest");
-    const crashing = spawnSubmitterChild({
-      name: "crash-mid-batch",
-      configFile,
-      chainId: CHAIN_ID,
-      instance: 0,
-      entry: HOOK_ENTRY,
-      env: { FAULT_CRASH_AT: "after-persist", FAULT_CRASH_SKIP: "7" },
-    });
-    children.push(crashing);
+    const crashing = s.stopAfterTest(
+      spawnSubmitterChild({
+        name: "crash-mid-batch",
+        configFile,
+        chainId: CHAIN_ID,
+        instance: 0,
+        entry: HOOK_ENTRY,
+        env: { FAULT_CRASH_AT: "after-persist", FAULT_CRASH_SKIP: "7" },
+      }),
+    );
     await crashing.waitForLine("the first process to start", isMessage("submitter ready"));
     const jobs = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
@@ -166,8 +123,7 @@ describe("submitter crash points (child processes)", () => {
     await crashing.exited;
     expect(crashing.child.signalCode).toBe("SIGKILL");
 
-    const restarted = spawnSubmitterChild({ name: "restart-mid-batch", configFile, chainId: CHAIN_ID, instance: 0 });
-    children.push(restarted);
+    s.stopAfterTest(spawnSubmitterChild({ name: "restart-mid-batch", configFile, chainId: CHAIN_ID, instance: 0 }));
     const results = await Promise.all(jobs.map((j) => j.waitUntilFinished(q.events, 20_000)));
 
     const nonces = await Promise.all(

@@ -1,6 +1,16 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
-import { resolve } from "node:path";
+import { existsSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { useStack, type Suite } from "../harness/stack";
+import {
+  startSubmitterStack,
+  submitterConfig,
+  txQueueClient,
+  uniquePrefix,
+  type ConfigParams,
+  type SubmitterStack,
+  type TxQueueClient,
+} from "../integration/submitter-fixture";
 
 /**
  * Submitter child processes for the fault tests: `node <entry>` with the router config file and the chain in
@@ -24,6 +34,8 @@ export interface SubmitterChild {
   ): Promise<Record<string, unknown>>;
   readonly exited: Promise<void>;
   alive(): boolean;
+  /** SIGKILL (after a SIGCONT, in case it is stopped), then its exit; at once when it already exited. */
+  stop(): Promise<void>;
 }
 
 export function assertDistBuilt(): void {
@@ -58,6 +70,7 @@ export function spawnSubmitterChild(p: {
   child.stdout?.on("data", (c: Buffer) => (out += c.toString()));
   child.stderr?.on("data", (c: Buffer) => (out += c.toString()));
   const exited = new Promise<void>((done) => child.once("exit", () => done()));
+  const alive = (): boolean => child.exitCode === null && child.signalCode === null;
   const lines = (): Array<Record<string, unknown>> =>
     out.split("\n").flatMap((l) => {
       try {
@@ -72,7 +85,14 @@ export function spawnSubmitterChild(p: {
     output: () => out,
     lines,
     exited,
-    alive: () => child.exitCode === null && child.signalCode === null,
+    alive,
+    stop: async () => {
+      if (alive()) {
+        child.kill("SIGCONT");
+        child.kill("SIGKILL");
+      }
+      await exited;
+    },
     waitForLine: async (what, match, timeoutMs = 20_000, fromLine = 0) => {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
@@ -87,14 +107,36 @@ export function spawnSubmitterChild(p: {
   };
 }
 
-export async function killAll(children: readonly SubmitterChild[]): Promise<void> {
-  for (const c of children) {
-    if (c.alive()) {
-      c.child.kill("SIGCONT");
-      c.child.kill("SIGKILL");
-      await c.exited;
-    }
-  }
+export type SubmitterSuite = Suite<SubmitterStack>;
+
+/** The submitter child tests' suite: one chain's stack; automine is back on after each test. */
+export function useSubmitterSuite(name: string): SubmitterSuite {
+  return useStack<SubmitterStack>({
+    name,
+    start: startSubmitterStack,
+    stop: (s) => s.stack.stop(),
+    eachTest: (s, suite) => {
+      suite.afterTest(() => s.chain.anvil.setAutomine(true));
+      return {};
+    },
+  });
+}
+
+export interface SubmitterCase {
+  readonly prefix: string;
+  /** The router config file the children read. */
+  readonly configFile: string;
+  readonly q: TxQueueClient;
+}
+
+/** A test's own Redis prefix: its config file in the suite's scratch directory and its queue client, closed after it. */
+export async function submitterCase(s: SubmitterSuite, params: ConfigParams = {}): Promise<SubmitterCase> {
+  const prefix = uniquePrefix();
+  const configFile = join(s.scratchDir, `${prefix}.json`);
+  writeFileSync(configFile, JSON.stringify(submitterConfig(s, prefix, params).raw));
+  const q = await txQueueClient(s.redisUrl, prefix);
+  s.afterTest(() => q.close());
+  return { prefix, configFile, q };
 }
 
 export const isMessage =

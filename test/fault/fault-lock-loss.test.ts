@@ -1,10 +1,8 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { sleep } from "../../shared/timing";
 import { Queue } from "bullmq";
 import { txQueueName } from "../../shared/queues";
-import { RECEIVING, SENDING, startE2eStack, stopE2eStack, type E2eStack } from "../e2e/e2e-fixture";
+import { RECEIVING, SENDING, startE2eStack, stopE2eStack } from "../e2e/e2e-fixture";
+import { useStack } from "../harness/stack";
 import { waitFor } from "../integration/submitter-fixture";
 import { assertDistBuilt, startRouterProcs, type RouterProcs, type Supervised } from "./router-procs";
 import { auditRouterTxs, describeAudit, fundUsers, runPool, runSwap } from "./swap-audit";
@@ -20,21 +18,8 @@ const SWAPS = 9;
 const FROZEN_MS = 4_000;
 
 describe("fault: BullMQ lock loss with two submitters alive", () => {
-  let s: E2eStack | undefined;
-  let r: RouterProcs | undefined;
-  let dir: string;
-
-  beforeAll(async () => {
-    assertDistBuilt();
-    s = await startE2eStack();
-    dir = mkdtempSync(join(tmpdir(), "fault-lock-"));
-  }, 120_000);
-
-  afterAll(async () => {
-    await r?.stop();
-    await stopE2eStack(s);
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  beforeAll(assertDistBuilt);
+  const s = useStack({ name: "fault-lock", start: startE2eStack, stop: stopE2eStack });
 
   /** The submitter of the chain whose latest "submitter ready" line says it is the sender. */
   const senderOf = (procs: RouterProcs, chainId: number): Supervised | undefined =>
@@ -59,12 +44,9 @@ describe("fault: BullMQ lock loss with two submitters alive", () => {
   };
 
   it("the sender SIGSTOPped past its lock, the standby takes over; resumed, it sends nothing", async () => {
-    if (!s) throw new Error("no stack");
-    const e = s;
-    const users = await fundUsers(e, USERS, SWAPS / USERS);
-    const fromBlocks = [await e.sending.provider.getBlockNumber(), await e.receiving.provider.getBlockNumber()];
-    r = await startRouterProcs(e, dir, { standbys: 1 });
-    const procs = r;
+    const users = await fundUsers(s, USERS, SWAPS / USERS);
+    const fromBlocks = [await s.sending.provider.getBlockNumber(), await s.receiving.provider.getBlockNumber()];
+    const procs = s.stopAfterTest(await startRouterProcs(s, s.scratchDir, { standbys: 1 }));
     const fail =
       (what: string) =>
       (err: unknown): never => {
@@ -102,8 +84,8 @@ describe("fault: BullMQ lock loss with two submitters alive", () => {
       15_000,
     ).catch(fail("resumed process silent"));
     const audits = [
-      await auditRouterTxs(e.sending, e.router, fromBlocks[0] + 1),
-      await auditRouterTxs(e.receiving, e.router, fromBlocks[1] + 1),
+      await auditRouterTxs(s.sending, s.router, fromBlocks[0] + 1),
+      await auditRouterTxs(s.receiving, s.router, fromBlocks[1] + 1),
     ];
     const afterResume = sender.output().slice(beforeResume);
     process.stdout.write(

@@ -1,7 +1,5 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { RECEIVING, SENDING, startE2eStack, stopE2eStack, type E2eStack } from "../e2e/e2e-fixture";
+import { useStack } from "../harness/stack";
 import { startRpcProxy, type RpcProxy } from "./rpc-proxy";
 import { assertDistBuilt, startRouterProcs, type RouterProcs } from "./router-procs";
 import { auditRouterTxs, describeAudit, fundUsers, runSwap } from "./swap-audit";
@@ -15,34 +13,15 @@ import { auditRouterTxs, describeAudit, fundUsers, runSwap } from "./swap-audit"
 const STEP_TIMEOUT_MS = 30_000;
 
 describe("fault: providers", () => {
-  let s: E2eStack | undefined;
-  let r: RouterProcs | undefined;
-  let dir: string;
-  const openProxies: RpcProxy[] = [];
-
-  beforeAll(async () => {
-    assertDistBuilt();
-    s = await startE2eStack();
-    dir = mkdtempSync(join(tmpdir(), "fault-providers-"));
-  }, 120_000);
-
-  afterEach(async () => {
-    await r?.stop();
-    r = undefined;
-    for (const proxy of openProxies.splice(0)) await proxy.down().catch(() => undefined);
-  });
-
-  afterAll(async () => {
-    await stopE2eStack(s);
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  beforeAll(assertDistBuilt);
+  const s = useStack({ name: "fault-providers", start: startE2eStack, stop: stopE2eStack });
 
   const withProxies = async (
     e: E2eStack,
   ): Promise<{ proxies: Map<number, RpcProxy>; overrides: Record<number, Record<string, unknown>> }> => {
     const proxies = new Map<number, RpcProxy>();
     for (const chain of [e.sending, e.receiving]) proxies.set(chain.chainId, await startRpcProxy(chain.anvil.url));
-    openProxies.push(...proxies.values());
+    for (const proxy of proxies.values()) s.afterTest(() => proxy.down().catch(() => undefined));
     const overrides = Object.fromEntries(
       [e.sending, e.receiving].map((c) => [c.chainId, { providers: [proxies.get(c.chainId)?.url, c.anvil.url] }]),
     );
@@ -70,13 +49,10 @@ describe("fault: providers", () => {
   };
 
   it("the primary provider goes down mid-run: the fallback carries the next swaps", async () => {
-    if (!s) throw new Error("no stack");
-    const e = s;
-    const [user] = await fundUsers(e, 1, 3);
-    const { proxies, overrides } = await withProxies(e);
-    const fromBlocks = [await e.sending.provider.getBlockNumber(), await e.receiving.provider.getBlockNumber()];
-    r = await startRouterProcs(e, dir, { chainOverrides: overrides });
-    const procs = r;
+    const [user] = await fundUsers(s, 1, 3);
+    const { proxies, overrides } = await withProxies(s);
+    const fromBlocks = [await s.sending.provider.getBlockNumber(), await s.receiving.provider.getBlockNumber()];
+    const procs = s.stopAfterTest(await startRouterProcs(s, s.scratchDir, { chainOverrides: overrides }));
     const fail =
       (what: string) =>
       (err: unknown): never => {
@@ -88,18 +64,15 @@ describe("fault: providers", () => {
     await runSwap(user, STEP_TIMEOUT_MS).catch(fail("swap with the primary down"));
     await runSwap(user, STEP_TIMEOUT_MS).catch(fail("second swap with the primary down"));
     expect([...procs.procs.values()].map((x) => x.output()).join("\n")).toMatch(/provider unavailable, skipping it/);
-    await expectClean(e, fromBlocks, 3, procs);
+    await expectClean(s, fromBlocks, 3, procs);
   }, 120_000);
 
   it("a primary provider stuck 20 blocks behind a fresh fallback is skipped: no stall, no wrong decision", async () => {
-    if (!s) throw new Error("no stack");
-    const e = s;
-    const [user] = await fundUsers(e, 1, 3);
-    const { proxies, overrides } = await withProxies(e);
+    const [user] = await fundUsers(s, 1, 3);
+    const { proxies, overrides } = await withProxies(s);
     for (const proxy of proxies.values()) await proxy.lagBehind(20);
-    const fromBlocks = [await e.sending.provider.getBlockNumber(), await e.receiving.provider.getBlockNumber()];
-    r = await startRouterProcs(e, dir, { chainOverrides: overrides });
-    const procs = r;
+    const fromBlocks = [await s.sending.provider.getBlockNumber(), await s.receiving.provider.getBlockNumber()];
+    const procs = s.stopAfterTest(await startRouterProcs(s, s.scratchDir, { chainOverrides: overrides }));
     for (let i = 0; i < 3; i += 1) {
       await runSwap(user, STEP_TIMEOUT_MS).catch((err: unknown) => {
         throw new Error(
@@ -108,6 +81,6 @@ describe("fault: providers", () => {
       });
     }
     expect([...procs.procs.values()].map((x) => x.output()).join("\n")).toMatch(/provider lags behind, skipping it/);
-    await expectClean(e, fromBlocks, 3, procs);
+    await expectClean(s, fromBlocks, 3, procs);
   }, 120_000);
 });

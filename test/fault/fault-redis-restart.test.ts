@@ -1,10 +1,9 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { sleep } from "../../shared/timing";
-import { startE2eStack, stopE2eStack, type E2eStack } from "../e2e/e2e-fixture";
-import { startRedis, type RedisServer } from "../harness/redis";
-import { assertDistBuilt, startRouterProcs, type RouterProcs } from "./router-procs";
+import { startE2eStack, stopE2eStack } from "../e2e/e2e-fixture";
+import { startRedis } from "../harness/redis";
+import { useStack } from "../harness/stack";
+import { waitFor } from "../harness/wait";
+import { assertDistBuilt, startRouterProcs } from "./router-procs";
 import { auditRouterTxs, describeAudit, fundUsers, runPool, runSwap } from "./swap-audit";
 
 /**
@@ -17,39 +16,28 @@ const SWAPS = 12;
 const DOWN_MS = 2_000;
 
 describe("fault: Redis restart mid-run", () => {
-  let s: E2eStack | undefined;
-  let redis: RedisServer | undefined;
-  let r: RouterProcs | undefined;
-  let dir: string;
-
-  beforeAll(async () => {
-    assertDistBuilt();
-    s = await startE2eStack();
-    dir = mkdtempSync(join(tmpdir(), "fault-redis-"));
-  }, 120_000);
-
-  afterAll(async () => {
-    await r?.stop();
-    await redis?.stop();
-    await stopE2eStack(s);
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  beforeAll(assertDistBuilt);
+  const s = useStack({ name: "fault-redis", start: startE2eStack, stop: stopE2eStack });
 
   it("redis-server SIGKILLed with swaps in flight and restarted from its append-only file: every swap completes once", async () => {
-    if (!s) throw new Error("no stack");
-    const e = s;
-    redis = await startRedis({ appendOnlyDir: dir });
+    let redis = await startRedis({ appendOnlyDir: s.scratchDir });
+    s.afterTest(() => redis.stop()); // registered first: runs after the processes stopped
     const port = redis.port;
-    const users = await fundUsers(e, USERS, SWAPS / USERS);
-    const fromBlocks = [await e.sending.provider.getBlockNumber(), await e.receiving.provider.getBlockNumber()];
-    r = await startRouterProcs(e, dir, { redisUrl: redis.url });
-    const procs = r;
+    const users = await fundUsers(s, USERS, SWAPS / USERS);
+    const fromBlocks = [await s.sending.provider.getBlockNumber(), await s.receiving.provider.getBlockNumber()];
+    const procs = s.stopAfterTest(await startRouterProcs(s, s.scratchDir, { redisUrl: redis.url }));
     const swaps = runPool(SWAPS, USERS, (_i, w) => runSwap(users[w], 30_000));
-    await sleep(1_500);
+    // Swaps in flight: a router transaction was broadcast (its job is active in Redis).
+    await waitFor(
+      "a router transaction broadcast",
+      async () =>
+        [...procs.procs.values()].some((x) => /"transaction broadcast"/.test(x.output())) ? true : undefined,
+      30_000,
+    );
     process.kill(redis.pid, "SIGKILL");
     await redis.stop();
     await sleep(DOWN_MS);
-    redis = await startRedis({ appendOnlyDir: dir, port });
+    redis = await startRedis({ appendOnlyDir: s.scratchDir, port });
     const outcomes = await swaps.catch((err: unknown) => {
       throw new Error(
         `a swap did not complete across the Redis restart: ${err instanceof Error ? err.message : String(err)}\n${procs.outputs()}`,
@@ -57,8 +45,8 @@ describe("fault: Redis restart mid-run", () => {
     });
     expect(outcomes).toHaveLength(SWAPS);
     const audits = [
-      await auditRouterTxs(e.sending, e.router, fromBlocks[0] + 1),
-      await auditRouterTxs(e.receiving, e.router, fromBlocks[1] + 1),
+      await auditRouterTxs(s.sending, s.router, fromBlocks[0] + 1),
+      await auditRouterTxs(s.receiving, s.router, fromBlocks[1] + 1),
     ];
     process.stdout.write(
       `redis restart: ${outcomes.length} swaps completed; restarts ${[...procs.procs.values()].map((p) => `${p.name} ${p.restarts()}`).join(", ")}\n${audits.map(describeAudit).join("\n")}\n`,

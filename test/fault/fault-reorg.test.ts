@@ -1,11 +1,9 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Transaction } from "ethers";
 import { sleep } from "../../shared/timing";
-import { RECEIVING, startE2eStack, stopE2eStack, type E2eStack } from "../e2e/e2e-fixture";
+import { RECEIVING, startE2eStack, stopE2eStack } from "../e2e/e2e-fixture";
+import { useStack } from "../harness/stack";
 import { transferEvents, userFulfill, userPrepare, waitForEvent } from "../e2e/e2e-user";
-import { assertDistBuilt, startRouterProcs, type RouterProcs } from "./router-procs";
+import { assertDistBuilt, startRouterProcs } from "./router-procs";
 import { auditRouterTxs, describeAudit, fundUsers } from "./swap-audit";
 
 /**
@@ -18,29 +16,10 @@ const CONFIRMATIONS = 3;
 const BLOCK_EVERY_MS = 300;
 
 describe("fault: re-org during confirmation", () => {
-  let s: E2eStack | undefined;
-  let r: RouterProcs | undefined;
-  let dir: string;
+  beforeAll(assertDistBuilt);
+  const s = useStack({ name: "fault-reorg", start: startE2eStack, stop: stopE2eStack });
   let ticking = false;
   let ticker: Promise<void> = Promise.resolve();
-
-  beforeAll(async () => {
-    assertDistBuilt();
-    s = await startE2eStack();
-    dir = mkdtempSync(join(tmpdir(), "fault-reorg-"));
-  }, 120_000);
-
-  afterAll(async () => {
-    await stopE2eStack(s);
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
-
-  afterEach(async () => {
-    ticking = false;
-    await ticker;
-    await r?.stop();
-    r = undefined;
-  });
 
   /**
    * `dropped`: the re-org loses the router's transaction (anvil's evm_revert drops it), so the router must send
@@ -48,50 +27,54 @@ describe("fault: re-org during confirmation", () => {
    * router must wait its confirmations there.
    */
   async function reorgAfterPrepare(dropped: boolean): Promise<void> {
-    if (!s) throw new Error("no stack");
-    const e = s;
-    const [user] = await fundUsers(e, 1, 1);
-    const fromBlock = await e.receiving.provider.getBlockNumber();
-    r = await startRouterProcs(e, dir, {
-      chainOverrides: { [RECEIVING]: { confirmations: CONFIRMATIONS, confirmationTimeoutMs: 10_000 } },
+    const [user] = await fundUsers(s, 1, 1);
+    const fromBlock = await s.receiving.provider.getBlockNumber();
+    const procs = s.stopAfterTest(
+      await startRouterProcs(s, s.scratchDir, {
+        chainOverrides: { [RECEIVING]: { confirmations: CONFIRMATIONS, confirmationTimeoutMs: 10_000 } },
+      }),
+    );
+    // Registered after the processes: the block ticker stops before they do.
+    s.afterTest(async () => {
+      ticking = false;
+      await ticker;
     });
-    const procs = r;
     const fail =
       (what: string) =>
       (err: unknown): never => {
         throw new Error(`${what}: ${err instanceof Error ? err.message : String(err)}\n${procs.outputs()}`);
       };
     // Nothing mines on 1338 but the router's own transactions until the re-org: its prepare waits for confirmations.
-    const snapshot = await e.receiving.anvil.rpc<string>("evm_snapshot");
+    const snapshot = await s.receiving.anvil.rpc<string>("evm_snapshot");
     const t = await userPrepare(user);
-    const first = await waitForEvent(e.receiving, "prepared", t.transactionId, 30_000).catch(
+    const first = await waitForEvent(s.receiving, "prepared", t.transactionId, 30_000).catch(
       fail("the router's first prepare"),
     );
-    const sent = await e.receiving.provider.getTransaction(first.transactionHash);
+    const sent = await s.receiving.provider.getTransaction(first.transactionHash);
     if (!sent) throw new Error("the router's prepare is not known to the node");
     const raw = Transaction.from(sent).serialized;
-    expect(await e.receiving.anvil.rpc<boolean>("evm_revert", [snapshot])).toBe(true);
-    expect(await e.receiving.provider.getTransactionReceipt(first.transactionHash)).toBeNull();
+    expect(await s.receiving.anvil.rpc<boolean>("evm_revert", [snapshot])).toBe(true);
+    expect(await s.receiving.provider.getTransactionReceipt(first.transactionHash)).toBeNull();
     if (!dropped) {
-      await e.receiving.anvil.mine(2); // the new branch is longer before the transaction lands again
-      await e.receiving.anvil.rpc<string>("eth_sendRawTransaction", [raw]);
+      await s.receiving.anvil.mine(2); // the new branch is longer before the transaction lands again
+      await s.receiving.anvil.rpc<string>("eth_sendRawTransaction", [raw]);
     }
     ticking = true;
     ticker = (async () => {
       while (ticking) {
-        await e.receiving.anvil.mine(1).catch(() => undefined);
+        await s.receiving.anvil.mine(1).catch(() => undefined);
         await sleep(BLOCK_EVERY_MS);
       }
     })();
-    const again = await waitForEvent(e.receiving, "prepared", t.transactionId, 45_000).catch(
+    const again = await waitForEvent(s.receiving, "prepared", t.transactionId, 45_000).catch(
       fail(dropped ? "the prepare sent again after the re-org" : "the prepare mined again"),
     );
     await userFulfill(user, again.txData);
-    await waitForEvent(e.sending, "fulfilled", t.transactionId, 45_000).catch(fail("the router's claim"));
+    await waitForEvent(s.sending, "fulfilled", t.transactionId, 45_000).catch(fail("the router's claim"));
     ticking = false;
     await ticker;
-    expect(await transferEvents(e.receiving, "prepared", t.transactionId)).toHaveLength(1);
-    const audit = await auditRouterTxs(e.receiving, e.router, fromBlock + 1);
+    expect(await transferEvents(s.receiving, "prepared", t.transactionId)).toHaveLength(1);
+    const audit = await auditRouterTxs(s.receiving, s.router, fromBlock + 1);
     process.stdout.write(
       `re-org (${dropped ? "transaction dropped" : "transaction back in the pool"}): prepare ${first.transactionHash} in block ${first.blockNumber} reverted; ` +
         `canonical ${again.transactionHash} in block ${again.blockNumber}\n${describeAudit(audit)}\n`,

@@ -1,9 +1,7 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { sleep } from "../../shared/timing";
-import { startE2eStack, stopE2eStack, type E2eStack } from "../e2e/e2e-fixture";
-import { assertDistBuilt, startRouterProcs, type RouterProcs } from "./router-procs";
+import { startE2eStack, stopE2eStack } from "../e2e/e2e-fixture";
+import { useStack } from "../harness/stack";
+import { assertDistBuilt, startRouterProcs } from "./router-procs";
 import { auditRouterTxs, describeAudit, fundUsers, percentile, runPool, runSwap } from "./swap-audit";
 
 /**
@@ -18,29 +16,13 @@ const USERS = 2;
 const SWAP_STEP_TIMEOUT_MS = 45_000;
 
 describe("soak: swaps under random SIGKILLs", () => {
-  let s: E2eStack | undefined;
-  let r: RouterProcs | undefined;
-  let dir: string;
-
-  beforeAll(async () => {
-    assertDistBuilt();
-    s = await startE2eStack();
-    dir = mkdtempSync(join(tmpdir(), "fault-soak-"));
-  }, 120_000);
-
-  afterAll(async () => {
-    await r?.stop();
-    await stopE2eStack(s);
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  beforeAll(assertDistBuilt);
+  const s = useStack({ name: "fault-soak", start: startE2eStack, stop: stopE2eStack });
 
   it(`${SWAPS} swaps, a random router process SIGKILLed every 2-4 s: all fulfilled, 0 reverted, 0 duplicates, nonces contiguous`, async () => {
-    if (!s) throw new Error("no stack");
-    const e = s;
-    const users = await fundUsers(e, USERS, Math.ceil(SWAPS / USERS));
-    const fromBlocks = [await e.sending.provider.getBlockNumber(), await e.receiving.provider.getBlockNumber()];
-    const procs = await startRouterProcs(e, dir);
-    r = procs;
+    const users = await fundUsers(s, USERS, Math.ceil(SWAPS / USERS));
+    const fromBlocks = [await s.sending.provider.getBlockNumber(), await s.receiving.provider.getBlockNumber()];
+    const procs = s.stopAfterTest(await startRouterProcs(s, s.scratchDir));
     const names = [...procs.procs.keys()];
     const kills = new Map<string, number>(names.map((n) => [n, 0]));
     const order: string[] = [];
@@ -70,8 +52,8 @@ describe("soak: swaps under random SIGKILLs", () => {
     }
     const elapsedMs = Date.now() - startedAtMs;
     const audits = [
-      await auditRouterTxs(e.sending, e.router, fromBlocks[0] + 1),
-      await auditRouterTxs(e.receiving, e.router, fromBlocks[1] + 1),
+      await auditRouterTxs(s.sending, s.router, fromBlocks[0] + 1),
+      await auditRouterTxs(s.receiving, s.router, fromBlocks[1] + 1),
     ];
     const durations = outcomes.map((o) => o.durationMs);
     const totalKills = [...kills.values()].reduce((a, b) => a + b, 0);
@@ -92,8 +74,8 @@ describe("soak: swaps under random SIGKILLs", () => {
     expect(receivingAudit.txs.filter((t) => t.method === "prepare")).toHaveLength(SWAPS);
     expect(sendingAudit.txs.filter((t) => t.method === "fulfill")).toHaveLength(SWAPS);
     for (const a of audits) {
-      const latest = await (a.chainId === e.sending.chainId ? e.sending : e.receiving).provider.getTransactionCount(
-        e.router,
+      const latest = await (a.chainId === s.sending.chainId ? s.sending : s.receiving).provider.getTransactionCount(
+        s.router,
         "latest",
       );
       expect(a.lastNonce === undefined ? latest : a.lastNonce + 1).toBe(latest);

@@ -1,18 +1,15 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { isTxJobProgress, type TxJobProgress } from "../../shared/queues";
+import type { Job } from "bullmq";
+import { isTxJobProgress, type TxJobData, type TxJobProgress, type TxJobResult } from "../../shared/queues";
+import { CHAIN_ID, waitFor, type ConfigParams, type TxQueueClient } from "../integration/submitter-fixture";
 import {
-  CHAIN_ID,
-  startSubmitterStack,
-  submitterConfig,
-  txQueueClient,
-  uniquePrefix,
-  waitFor,
-  type SubmitterStack,
-  type TxQueueClient,
-} from "../integration/submitter-fixture";
-import { assertDistBuilt, isMessage, killAll, spawnSubmitterChild, type SubmitterChild } from "./fault-fixture";
+  assertDistBuilt,
+  isMessage,
+  spawnSubmitterChild,
+  submitterCase,
+  useSubmitterSuite,
+  type SubmitterCase,
+  type SubmitterChild,
+} from "./fault-fixture";
 
 /**
  * Issue 12: submitter takeover in about a second, with real processes, Redis and anvil. The sender lease has a
@@ -22,29 +19,34 @@ import { assertDistBuilt, isMessage, killAll, spawnSubmitterChild, type Submitte
 const TAKEOVER_BOUND_MS = 5_000;
 
 describe("submitter takeover (child processes)", () => {
-  let s: SubmitterStack;
-  let client: TxQueueClient | undefined;
-  let dir: string;
-  const children: SubmitterChild[] = [];
+  beforeAll(assertDistBuilt);
+  const s = useSubmitterSuite("submitter-takeover");
 
-  const setUp = async (params: Parameters<typeof submitterConfig>[2] = {}): Promise<string> => {
-    const prefix = uniquePrefix();
-    const { raw } = submitterConfig(s, prefix, params);
-    const configFile = join(dir, `${prefix}.json`);
-    writeFileSync(configFile, JSON.stringify(raw));
-    client = await txQueueClient(s.redisUrl, prefix);
-    return configFile;
-  };
-  const spawn = (name: string, configFile: string, instance: number): SubmitterChild => {
-    const child = spawnSubmitterChild({ name, configFile, chainId: CHAIN_ID, instance });
-    children.push(child);
-    return child;
-  };
+  const spawn = (name: string, configFile: string, instance: number): SubmitterChild =>
+    s.stopAfterTest(spawnSubmitterChild({ name, configFile, chainId: CHAIN_ID, instance }));
   const ready = (c: SubmitterChild, role: string): Promise<Record<string, unknown>> =>
     c.waitForLine(`${c.name} ready as ${role}`, (l) => l.message === "submitter ready" && l.role === role);
   const nonceOf = (tag: "latest" | "pending"): Promise<number> => s.chain.provider.getTransactionCount(s.signer, tag);
   const broadcastOf = (q: TxQueueClient, id: string): Promise<TxJobProgress> =>
     waitFor("the broadcast progress event", async () => q.progress.get(id)?.find(isTxJobProgress), 30_000);
+  /** The test's case (submitterCase) with mining held, and the signer's nonce before it. */
+  const caseWithMiningHeld = async (params: ConfigParams = {}): Promise<SubmitterCase & { nonceBefore: number }> => {
+    const c = await submitterCase(s, params);
+    const nonceBefore = await nonceOf("latest");
+    await s.chain.anvil.setAutomine(false);
+    return { ...c, nonceBefore };
+  };
+  const addJob = async (
+    q: TxQueueClient,
+    amount: string,
+  ): Promise<{ job: Job<TxJobData, TxJobResult>; id: string }> => {
+    const job = await q.addRemoveLiquidity({
+      assetId: s.chain.deployment.token,
+      amount,
+      recipientAddress: s.routerRecipient,
+    });
+    return { job, id: job.id ?? "" };
+  };
   /** Exactly one of the job's transactions is mined, and it is the job's result. */
   const expectOneMined = async (q: TxQueueClient, id: string, resultHash: string): Promise<void> => {
     const record = await q.record(id);
@@ -53,37 +55,37 @@ describe("submitter takeover (child processes)", () => {
     expect(receipts.filter((r) => r !== null).map((r) => r?.hash)).toEqual([resultHash]);
   };
 
-  beforeAll(async () => {
-    assertDistBuilt();
-    s = await startSubmitterStack();
-    dir = mkdtempSync(join(tmpdir(), "submitter-takeover-"));
-  });
-
-  afterEach(async () => {
-    await killAll(children.splice(0));
-    await client?.close();
-    client = undefined;
+  /**
+   * `taker` resumes the job's persisted transaction; with mining back on, the job completes within the bound of
+   * the kill, with the hash that was broadcast before it: one transaction mined, one nonce used.
+   */
+  const expectTakenOver = async (p: {
+    taker: SubmitterChild;
+    q: TxQueueClient;
+    job: Job<TxJobData, TxJobResult>;
+    sent: TxJobProgress;
+    killedAtMs: number;
+    nonceBefore: number;
+  }): Promise<void> => {
+    await p.taker.waitForLine(
+      `${p.taker.name} to resume the job`,
+      isMessage("resuming the job's persisted transaction"),
+      TAKEOVER_BOUND_MS,
+    );
     await s.chain.anvil.setAutomine(true);
-  });
-
-  afterAll(async () => {
-    await s?.stack.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+    await s.chain.anvil.mine(1);
+    const result = await p.job.waitUntilFinished(p.q.events, TAKEOVER_BOUND_MS);
+    expect(Date.now() - p.killedAtMs).toBeLessThan(TAKEOVER_BOUND_MS);
+    expect(result.transactionHash).toBe(p.sent.transactionHash);
+    await expectOneMined(p.q, p.job.id ?? "", result.transactionHash);
+    await expect(nonceOf("latest")).resolves.toBe(p.nonceBefore + 1);
+  };
 
   it("a sender SIGKILLed mid-job is replaced by its restart: the job completes within 5 s, one transaction mined", async () => {
-    const configFile = await setUp();
-    const q = client as TxQueueClient;
-    const nonceBefore = await nonceOf("latest");
-    await s.chain.anvil.setAutomine(false);
+    const { configFile, q, nonceBefore } = await caseWithMiningHeld();
     const first = spawn("first", configFile, 0);
     await ready(first, "sender");
-    const job = await q.addRemoveLiquidity({
-      assetId: s.chain.deployment.token,
-      amount: "41",
-      recipientAddress: s.routerRecipient,
-    });
-    const id = job.id ?? "";
+    const { job, id } = await addJob(q, "41");
     const sent = await broadcastOf(q, id);
 
     first.child.kill("SIGKILL");
@@ -91,19 +93,7 @@ describe("submitter takeover (child processes)", () => {
     await first.exited;
     // PM2 restarts the process: same instance number, a new identity.
     const restarted = spawn("restarted", configFile, 0);
-    await restarted.waitForLine(
-      "the restart to resume the job",
-      isMessage("resuming the job's persisted transaction"),
-      TAKEOVER_BOUND_MS,
-    );
-    await s.chain.anvil.setAutomine(true);
-    await s.chain.anvil.mine(1);
-    const result = await job.waitUntilFinished(q.events, TAKEOVER_BOUND_MS);
-    expect(Date.now() - killedAtMs).toBeLessThan(TAKEOVER_BOUND_MS);
-
-    expect(result.transactionHash).toBe(sent.transactionHash);
-    await expectOneMined(q, id, result.transactionHash);
-    await expect(nonceOf("latest")).resolves.toBe(nonceBefore + 1);
+    await expectTakenOver({ taker: restarted, q, job, sent, killedAtMs, nonceBefore });
     expect(restarted.lines()).toContainEqual(
       expect.objectContaining({
         message: "took over the previous sender's active jobs: they resume from their records",
@@ -113,20 +103,12 @@ describe("submitter takeover (child processes)", () => {
   });
 
   it("a standby takes over from a SIGKILLed sender that never comes back: the job completes within 5 s", async () => {
-    const configFile = await setUp();
-    const q = client as TxQueueClient;
-    const nonceBefore = await nonceOf("latest");
-    await s.chain.anvil.setAutomine(false);
+    const { configFile, q, nonceBefore } = await caseWithMiningHeld();
     const sender = spawn("sender", configFile, 0);
     await ready(sender, "sender");
     const standby = spawn("standby", configFile, 1);
     await ready(standby, "standby");
-    const job = await q.addRemoveLiquidity({
-      assetId: s.chain.deployment.token,
-      amount: "42",
-      recipientAddress: s.routerRecipient,
-    });
-    const id = job.id ?? "";
+    const { job, id } = await addJob(q, "42");
     const sent = await broadcastOf(q, id);
     expect(standby.lines().filter(isMessage("transaction broadcast"))).toEqual([]);
 
@@ -138,38 +120,18 @@ describe("submitter takeover (child processes)", () => {
       isMessage("sender lease acquired: this process sends for the chain"),
       TAKEOVER_BOUND_MS,
     );
-    await standby.waitForLine(
-      "the standby to resume the job",
-      isMessage("resuming the job's persisted transaction"),
-      TAKEOVER_BOUND_MS,
-    );
-    await s.chain.anvil.setAutomine(true);
-    await s.chain.anvil.mine(1);
-    const result = await job.waitUntilFinished(q.events, TAKEOVER_BOUND_MS);
-    expect(Date.now() - killedAtMs).toBeLessThan(TAKEOVER_BOUND_MS);
-
-    expect(result.transactionHash).toBe(sent.transactionHash);
-    await expectOneMined(q, id, result.transactionHash);
-    await expect(nonceOf("latest")).resolves.toBe(nonceBefore + 1);
+    await expectTakenOver({ taker: standby, q, job, sent, killedAtMs, nonceBefore });
     expect(await q.record(id)).toMatchObject({ status: "confirmed", owner: { term: acquired.leaseTerm } });
   });
 
   it("a SIGSTOPped sender resumed after its job was taken over sends nothing", async () => {
     // A short bump timer: on waking, the old sender's first wish is to bump (sign and send a replacement).
-    const configFile = await setUp({ confirmationTimeoutMs: 1500 });
-    const q = client as TxQueueClient;
-    const nonceBefore = await nonceOf("latest");
-    await s.chain.anvil.setAutomine(false);
+    const { configFile, q, nonceBefore } = await caseWithMiningHeld({ confirmationTimeoutMs: 1500 });
     const paused = spawn("paused", configFile, 0);
     await ready(paused, "sender");
     const standby = spawn("standby", configFile, 1);
     await ready(standby, "standby");
-    const job = await q.addRemoveLiquidity({
-      assetId: s.chain.deployment.token,
-      amount: "43",
-      recipientAddress: s.routerRecipient,
-    });
-    const id = job.id ?? "";
+    const { job, id } = await addJob(q, "43");
     await broadcastOf(q, id);
 
     paused.child.kill("SIGSTOP");

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { Socket } from "node:net";
+import { join, resolve } from "node:path";
 import { findBinary, isExecutable, type FindBinaryOptions } from "../../scripts/local/binaries";
 import { tcpExchange } from "../../scripts/local/probes";
 import { getFreePort } from "./free-port";
@@ -183,6 +184,33 @@ export function spawnManaged(opts: SpawnManagedOptions): ManagedProcess {
 
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/** The router's built processes (`npx tsc -p tsconfig.build.json`). */
+export const ROUTER_DIST = resolve(__dirname, "../../dist/services");
+
+/**
+ * A router process, dist/services/<main> (e.g. "poller/main.js"), over `configFile`, with `env` as NAME=value
+ * pairs. It runs through `env`, which drops the shell's secret overrides (ROUTER_ADMIN_TOKEN, ROUTER_MNEMONIC,
+ * REDIS_URL) so the config file alone decides, and execs node, so the pid is node's.
+ */
+export function spawnRouterProcess(p: {
+  name: string;
+  main: string;
+  configFile: string;
+  env?: readonly string[];
+}): ManagedProcess {
+  return spawnManaged({
+    name: p.name,
+    command: "/usr/bin/env",
+    args: [
+      ...["ROUTER_ADMIN_TOKEN", "ROUTER_MNEMONIC", "REDIS_URL"].flatMap((secret) => ["-u", secret]),
+      `ROUTER_CONFIG_FILE=${p.configFile}`,
+      ...(p.env ?? []),
+      process.execPath,
+      join(ROUTER_DIST, p.main),
+    ],
+  });
 }
 
 /**

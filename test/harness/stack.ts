@@ -1,5 +1,9 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { JsonRpcProvider, Wallet } from "ethers";
 import { anvilProvider, anvilWallet, startAnvil, type Anvil } from "./anvil";
+import { liveChildPids } from "./child-process";
 import { deployNxtp, type NxtpDeployment } from "./deploy";
 import { startNats, type NatsServer } from "./nats";
 import { startRedis, type RedisServer } from "./redis";
@@ -120,4 +124,127 @@ export async function startStack(opts: StartStackOptions): Promise<Stack> {
       return stopping;
     },
   };
+}
+
+/** What a suite adds to its stack: a scratch directory and each test's clean-up. */
+export interface SuiteExtras {
+  /** The suite's own temporary directory (config files, logs), removed after the suite. */
+  readonly scratchDir: string;
+  /** Runs `cleanup` after the current test (from a beforeEach: the test about to run), newest first. */
+  afterTest(cleanup: () => unknown): void;
+  /** `x`, stopped after the current test. */
+  stopAfterTest<T extends Stoppable>(x: T): T;
+}
+
+export interface UseStackParams<S, T> {
+  /** Names the scratch directory. */
+  readonly name: string;
+  readonly start: () => Promise<S>;
+  readonly stop: (s: S) => Promise<void>;
+  /** State of one test (a Redis prefix, its queues, a log capture …), built before it; may register clean-ups. */
+  readonly eachTest?: (s: S, suite: SuiteExtras) => T | Promise<T>;
+}
+
+/** The stack's fields, the current test's state and the suite's extras, read through one object. */
+export type Suite<S, T = object> = S & T & SuiteExtras;
+
+/** Starting the stacks runs several anvils, a deploy per chain and funding: far above jest's default bound. */
+const STACK_START_TIMEOUT_MS = 120_000;
+
+/**
+ * The one set-up of the suites that run over a stack (the poller, fault and takeover tests): registers the jest
+ * hooks that start the stack once before all tests, build each test's state before it, run the clean-ups a test
+ * registered after it (all of them, newest first, even when one fails), then stop the stack, remove the scratch
+ * directory and check that no child process outlived the suite. Call it in a describe block.
+ *
+ * The returned object reads through to the stack (and the current test's state) once started, so a suite passes
+ * it wherever its stack type is expected and reads `s.sending` or `s.prefix` without a `let` per field.
+ */
+export function useStack<S extends object, T extends object = object>(p: UseStackParams<S, T>): Suite<S, T> {
+  let stack: S | undefined;
+  let current: T | undefined;
+  let testKeys = new Set<PropertyKey>();
+  let scratchDir: string | undefined;
+  /** Newest last. A group's clean-ups run together: processes a test started one after another stop side by side. */
+  let cleanups: Array<{ readonly stops: boolean; readonly group: Array<() => unknown> }> = [];
+  const register = (cleanup: () => unknown, stops: boolean): void => {
+    const last = cleanups.at(-1);
+    if (stops && last?.stops) last.group.push(cleanup);
+    else cleanups.push({ stops, group: [cleanup] });
+  };
+  const runCleanups = async (): Promise<void> => {
+    const pending = cleanups.reverse();
+    cleanups = [];
+    const failures: unknown[] = [];
+    for (const { group } of pending) {
+      const outcomes = await Promise.allSettled(group.map(async (cleanup) => cleanup()));
+      for (const o of outcomes) if (o.status === "rejected") failures.push(o.reason);
+    }
+    if (failures.length > 0) throw failures[0];
+  };
+  const extras: SuiteExtras = {
+    get scratchDir(): string {
+      if (scratchDir === undefined) throw new Error(`${p.name}: scratchDir read before the suite started`);
+      return scratchDir;
+    },
+    afterTest: (cleanup) => register(cleanup, false),
+    stopAfterTest: (x) => {
+      register(() => x.stop(), true);
+      return x;
+    },
+  };
+
+  beforeAll(async () => {
+    scratchDir = mkdtempSync(join(tmpdir(), `${p.name}-`));
+    stack = await p.start();
+  }, STACK_START_TIMEOUT_MS);
+  beforeEach(async () => {
+    if (!p.eachTest || !stack) return;
+    current = await p.eachTest(stack, extras);
+    testKeys = new Set(Reflect.ownKeys(current));
+  });
+  afterEach(async () => {
+    current = undefined;
+    await runCleanups();
+  });
+  afterAll(async () => {
+    await runCleanups().finally(async () => {
+      if (stack) await p.stop(stack);
+      if (scratchDir) rmSync(scratchDir, { recursive: true, force: true });
+    });
+    expect(liveChildPids()).toEqual([]);
+  });
+
+  /** Where `prop` is read from: the extras, the current test's state, then the stack. */
+  const ownerOf = (prop: PropertyKey): object | undefined => {
+    if (prop in extras) return extras;
+    if (testKeys.has(prop)) {
+      if (!current) throw new Error(`${p.name}: ${String(prop)} is a test's state, read outside a test`);
+      return current;
+    }
+    return stack;
+  };
+  return new Proxy(extras, {
+    get: (_target, prop) => {
+      const owner = ownerOf(prop);
+      if (owner) return Reflect.get(owner, prop);
+      // `then` is probed by await; symbols by inspection: neither means the stack is wanted.
+      if (prop === "then" || typeof prop === "symbol") return undefined;
+      throw new Error(`${p.name}: ${String(prop)} read before the stack started`);
+    },
+    has: (_target, prop) => prop in extras || testKeys.has(prop) || (stack !== undefined && prop in stack),
+    // Spreading it (`{ ...s, redisUrl }`) copies the stack's fields and the test's, as it would a plain stack.
+    ownKeys: () => [
+      ...new Set([
+        ...Reflect.ownKeys(stack ?? {}),
+        ...(current ? Reflect.ownKeys(current) : []),
+        ...Reflect.ownKeys(extras),
+      ]),
+    ],
+    getOwnPropertyDescriptor: (_target, prop) => {
+      const owner = ownerOf(prop);
+      if (!owner || !Object.prototype.hasOwnProperty.call(owner, prop)) return undefined;
+      return { value: Reflect.get(owner, prop), enumerable: true, configurable: true, writable: false };
+    },
+  }) as Suite<S, T>;
 }

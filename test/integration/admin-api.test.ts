@@ -1,4 +1,4 @@
-import type { Server } from "node:http";
+import type { Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { randomUUID } from "node:crypto";
 import { Writable } from "node:stream";
@@ -14,6 +14,7 @@ import { closeServer, isLoopbackHost, listen } from "../../services/admin/listen
 import { createRemoveLiquidityOperation } from "../../services/admin/operations/remove-liquidity";
 import type { AdminOperations, CancelSenderRequest, RemoveLiquidityRequest } from "../../services/admin/types";
 import { startRedis, type RedisServer } from "../harness/redis";
+import { waitFor } from "../harness/wait";
 
 const ADMIN_TOKEN = "admin-token-for-tests-0123456789abcdef";
 const WRONG_TOKEN = "wrong-token-never-logged-6d1f0c";
@@ -74,6 +75,8 @@ interface RunningApp {
   readonly baseUrl: string;
   readonly logs: LogRecorder;
   readonly calls: { removeLiquidity: RemoveLiquidityRequest[]; cancelSender: CancelSenderRequest[] };
+  /** Request ids whose response closed, once every 'close' listener of the response (the access log's) ran. */
+  readonly closed: ReadonlySet<string>;
   close(): Promise<void>;
 }
 
@@ -96,8 +99,12 @@ async function startApp(operations: Partial<AdminOperations> = {}, config = test
     },
   });
   const server: Server = await listen(app, "127.0.0.1", 0);
+  const closed = new Set<string>();
+  server.on("request", (_req, res: ServerResponse) =>
+    res.once("close", () => setImmediate(() => closed.add(String(res.getHeader("x-request-id"))))),
+  );
   const { port } = server.address() as AddressInfo;
-  return { baseUrl: `http://127.0.0.1:${port}`, logs, calls, close: () => closeServer(server) };
+  return { baseUrl: `http://127.0.0.1:${port}`, logs, calls, closed, close: () => closeServer(server) };
 }
 
 // ---- requests -------------------------------------------------------------------------------------------
@@ -150,15 +157,13 @@ function cancelBody(overrides: Record<string, unknown> = {}): Record<string, unk
   };
 }
 
-/** Access lines are written on the server's 'finish', which can trail the client's read by a tick. */
+/**
+ * The request's access lines once its response closed: the access log writes on the response's 'finish' or
+ * 'close', whichever comes first (both can trail the client's read), so a second line would be there by then.
+ */
 async function accessLines(app: RunningApp, requestId: string): Promise<Array<Record<string, unknown>>> {
-  const find = (): Array<Record<string, unknown>> =>
-    app.logs.lines().filter((l) => l.at === "admin.request" && l.requestId === requestId);
-  for (let i = 0; i < 50 && find().length === 0; i += 1) {
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  await new Promise((resolve) => setTimeout(resolve, 50));
-  return find();
+  await waitFor(`the response to ${requestId} closed`, () => app.closed.has(requestId), 5_000);
+  return app.logs.lines().filter((l) => l.at === "admin.request" && l.requestId === requestId);
 }
 
 function expectErrorBody(reply: Reply, status: number, error: string): Record<string, unknown> {

@@ -1,9 +1,12 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { Queue, Worker, type Job } from "bullmq";
 import {
   ContractFactory,
   HDNodeWallet,
   Wallet,
   ZeroAddress,
+  getBytes,
   hexlify,
   keccak256,
   parseEther,
@@ -14,10 +17,12 @@ import { Redis } from "ioredis";
 import { loadConfig } from "../../shared/config";
 import type { RouterConfig } from "../../shared/config/types";
 import { encodeBid, signBid } from "../../shared/protocol/bid";
+import { fulfillPayloadHash } from "../../shared/protocol/user-signatures";
 import type { AuctionBid, InvariantTransactionData } from "../../shared/protocol/types";
 import { packageArtifact } from "../../scripts/nxtp-package";
 import {
   chainHeadKey,
+  pollerCursorKey,
   transferKey,
   txJobId,
   txQueueName,
@@ -30,8 +35,9 @@ import type { RouterSigner } from "../../shared/signer/router-signer";
 import { startPoller, type PollerOptions, type RunningPoller } from "../../services/poller/start-poller";
 import { anvilWallet } from "../harness/anvil";
 import { fundRouterLiquidity, mintToken, nxtpContractAt, sendTx } from "../harness/deploy";
-import { startStack, type Stack, type StackChain } from "../harness/stack";
-import type { CapturedLogger } from "./submitter-fixture";
+import { spawnRouterProcess, type ManagedProcess } from "../harness/child-process";
+import { startStack, useStack, type Stack, type StackChain, type Suite } from "../harness/stack";
+import { captureLogs, uniquePrefix, type CapturedLogger } from "./submitter-fixture";
 
 /** Two anvil chains with NXTP, redis, and a router signer of its own (account 0 of a fresh mnemonic). */
 export const SENDING = 1337;
@@ -86,9 +92,13 @@ export interface PollerConfigParams {
   readonly diagnosticMode?: boolean;
   readonly subgraph?: Readonly<Record<number, string>>;
   readonly subgraphSyncBuffer?: number;
+  /** Default "debug"; the child processes log at "info". */
+  readonly logLevel?: string;
+  readonly metricsPort?: number;
 }
 
-export function pollerConfig(s: PollerStack, prefix: string, p: PollerConfigParams = {}): RouterConfig {
+/** The router config's JSON for the poller tests (what a child process reads from its config file). */
+export function pollerConfigJson(s: PollerStack, prefix: string, p: PollerConfigParams = {}): Record<string, unknown> {
   const chain = (c: StackChain): Record<string, unknown> => ({
     providers: [c.anvil.url],
     transactionManagerAddress: c.deployment.transactionManager,
@@ -97,13 +107,14 @@ export function pollerConfig(s: PollerStack, prefix: string, p: PollerConfigPara
       ? { subgraph: [p.subgraph[c.chainId]], subgraphSyncBuffer: p.subgraphSyncBuffer ?? 5 }
       : {}),
   });
-  const raw = {
+  return {
     adminToken: "integration-test-admin-token",
     mnemonic: s.mnemonic,
-    logLevel: "debug",
+    logLevel: p.logLevel ?? "debug",
     redisUrl: s.redisUrl,
     redisPrefix: prefix,
     diagnosticMode: p.diagnosticMode ?? false,
+    ...(p.metricsPort === undefined ? {} : { metricsPort: p.metricsPort }),
     swapPools: [
       {
         assets: [
@@ -119,7 +130,59 @@ export function pollerConfig(s: PollerStack, prefix: string, p: PollerConfigPara
       [String(RECEIVING)]: chain(s.receiving),
     },
   };
-  return loadConfig(raw, {}).config;
+}
+
+export function pollerConfig(s: PollerStack, prefix: string, p: PollerConfigParams = {}): RouterConfig {
+  return loadConfig(pollerConfigJson(s, prefix, p), {}).config;
+}
+
+/** The poller stack, once per suite, and per test a Redis prefix of its own, its queues and a log capture. */
+export interface PollerTest {
+  readonly prefix: string;
+  readonly queues: Queues;
+  readonly logs: CapturedLogger;
+}
+
+export type PollerSuite = Suite<PollerStack, PollerTest>;
+
+export function usePollerSuite(name: string): PollerSuite {
+  return useStack<PollerStack, PollerTest>({
+    name,
+    start: startPollerStack,
+    stop: (s) => s.stack.stop(),
+    eachTest: (s, suite) => {
+      const prefix = uniquePrefix();
+      const queues = openQueues(s.redisUrl, prefix);
+      suite.afterTest(() => queues.close());
+      return { prefix, queues, logs: captureLogs() };
+    },
+  });
+}
+
+/**
+ * The suite's test's poller of `chainId` as a child process (dist/services/poller/main.js), over a config file
+ * written for it, stopped after the test. `instance` is its PM2 instance (NODE_APP_INSTANCE: its metrics port).
+ */
+export function spawnPollerChild(
+  s: PollerSuite,
+  p: { chainId: number; startBlock: number; instance?: number; config?: PollerConfigParams },
+): ManagedProcess {
+  const configFile = join(s.scratchDir, `${s.prefix}-${p.instance ?? 0}.json`);
+  writeFileSync(configFile, JSON.stringify(pollerConfigJson(s, s.prefix, { logLevel: "info", ...p.config })));
+  return s.stopAfterTest(
+    spawnRouterProcess({
+      name: `poller-${p.chainId}-${p.instance ?? 0}`,
+      main: "poller/main.js",
+      configFile,
+      env: [
+        `CHAIN_ID=${p.chainId}`,
+        ...(p.instance === undefined ? [] : [`NODE_APP_INSTANCE=${p.instance}`]),
+        // Shortened (default 1 s) so a resumed tick comes right after a restart or takeover; the lease TTL stays default.
+        "POLLER_INTERVAL_MS=100",
+        `POLLER_START_BLOCK=${p.startBlock}`,
+      ],
+    }),
+  );
 }
 
 /** Both chains' pollers, reading from the current heads on (so earlier tests' transfers stay out). */
@@ -141,6 +204,26 @@ export async function startPollers(
   );
 }
 
+/** One chain's poller for the suite's current test (its log capture, FAST unless overridden), stopped after it. */
+export async function startTestPoller(
+  s: PollerSuite,
+  p: { config: RouterConfig; chainId: number; options?: PollerOptions; logs?: CapturedLogger },
+): Promise<RunningPoller> {
+  const logger = (p.logs ?? s.logs).logger;
+  return s.stopAfterTest(
+    await startPoller({ config: p.config, logger, chainId: p.chainId, options: { ...FAST, ...p.options } }),
+  );
+}
+
+/** Both chains' pollers (startPollers) for the suite's current test, stopped after it. */
+export async function startTestPollers(
+  s: PollerSuite,
+  config: RouterConfig,
+  options: PollerOptions = {},
+): Promise<RunningPoller[]> {
+  return (await startPollers(s, config, s.logs, options)).map((poller) => s.stopAfterTest(poller));
+}
+
 export interface Tamper {
   readonly sendingAssetId?: string;
   readonly receivingChainId?: number;
@@ -160,6 +243,8 @@ export interface UserPrepareParams {
 export interface UserPrepared {
   readonly transactionId: string;
   readonly user: string;
+  /** Anvil account index of the user. */
+  readonly userIndex: number;
   readonly bid: AuctionBid;
   readonly encodedBid: string;
   readonly bidSignature: string;
@@ -241,6 +326,7 @@ export async function userPrepare(s: PollerStack, p: UserPrepareParams): Promise
   return {
     transactionId,
     user: wallet.address,
+    userIndex: p.user,
     bid,
     encodedBid,
     bidSignature,
@@ -269,6 +355,39 @@ export async function routerPrepareReceiver(
       encodedMeta: "0x",
     },
   ]);
+}
+
+export interface UserFulfilled {
+  /** The user's signature over the fulfill payload: what the router's claim of the sending side carries. */
+  readonly signature: string;
+  readonly receipt: ContractTransactionReceipt;
+}
+
+/** The user's fulfill of the receiving side the router prepared (in `receiverPrepare`), relayer fee 0. */
+export async function userFulfill(
+  s: PollerStack,
+  p: UserPrepared,
+  receiverPrepare: ContractTransactionReceipt,
+): Promise<UserFulfilled> {
+  const user = anvilWallet(p.userIndex, s.receiving.provider);
+  const payload = {
+    transactionId: p.transactionId,
+    relayerFee: "0",
+    receivingChainId: RECEIVING,
+    receivingChainTxManagerAddress: s.receiving.deployment.transactionManager,
+  };
+  const signature = await user.signMessage(getBytes(fulfillPayloadHash(payload)));
+  const txData = {
+    ...p.invariant,
+    amount: p.bid.amountReceived,
+    expiry: p.bid.expiry - 86400,
+    preparedBlockNumber: receiverPrepare.blockNumber,
+  };
+  const tm = nxtpContractAt("TransactionManager", s.receiving.deployment.transactionManager, user);
+  const receipt = await sendTx(tm, "fulfill", [
+    { txData, relayerFee: 0, signature, callData: "0x", encodedMeta: "0x" },
+  ]);
+  return { signature, receipt };
 }
 
 /** Producer-side view of both chains' transaction queues under the test's prefix. */
@@ -334,6 +453,28 @@ export function openQueues(
 
 export function enqueueLines(logs: CapturedLogger, key?: string): Array<Record<string, unknown>> {
   return logs.lines().filter((l) => l.at === "poller.enqueue" && (key === undefined || l.transferKey === key));
+}
+
+export interface StoredCursor {
+  readonly block: number;
+  readonly updatedAtMs: number;
+}
+
+/** The chain's log cursor as the suite's current test's pollers stored it. */
+export async function storedCursor(s: PollerSuite, chainId: number): Promise<StoredCursor | undefined> {
+  const raw = await s.queues.redis.get(pollerCursorKey(s.prefix, chainId));
+  return raw === null ? undefined : (JSON.parse(raw) as StoredCursor);
+}
+
+/**
+ * Mines a block and waits until the chain's poller (under `prefix`) stored a head at it. A tick stores its head
+ * before it decides, so once this resolves every tick that began before the call has completed, decisions and
+ * enqueues included: what such a tick would have done is visible now.
+ */
+export async function nextTick(s: PollerSuite, chainId: number, prefix = s.prefix): Promise<void> {
+  const chain = s.stack.chain(chainId);
+  await chain.anvil.mine(1);
+  await syncedPast(s.queues, prefix, chainId, await chain.provider.getBlockNumber());
 }
 
 /** Resolves once this chain's poller stored a head at or past `block` (its records are complete to there). */

@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
 import { ZeroAddress, keccak256 } from "ethers";
 import type { TransferRecord } from "../../shared/protocol/types";
 import { readHeartbeats } from "../../shared/metrics/heartbeat";
@@ -18,22 +15,22 @@ import { LeaseLostError, createLease, type Fence } from "../../shared/queues/lea
 import { createTransferStore } from "../../shared/transfers/transfer-store";
 import { DEFAULT_POLLER_LEASE_TTL_MS } from "../../services/poller/poller-lease";
 import { createLogCursorStore } from "../../services/poller/sources/log-cursor";
-import { startPoller, type PollerOptions, type RunningPoller } from "../../services/poller/start-poller";
-import { liveChildPids, spawnManaged, waitForReady, type ManagedProcess } from "../harness/child-process";
+import type { PollerOptions, RunningPoller } from "../../services/poller/start-poller";
+import { waitForReady, type ManagedProcess } from "../harness/child-process";
 import { getFreePort } from "../harness/free-port";
 import {
-  FAST,
   RECEIVING,
   SENDING,
-  openQueues,
   pollerConfig,
-  startPollerStack,
+  spawnPollerChild,
+  storedCursor,
+  startTestPoller,
+  usePollerSuite,
   userPrepare,
-  type PollerStack,
-  type Queues,
+  type StoredCursor,
   type UserPrepared,
 } from "./poller-fixture";
-import { captureLogs, uniquePrefix, waitFor, type CapturedLogger } from "./submitter-fixture";
+import { captureLogs, waitFor, type CapturedLogger } from "./submitter-fixture";
 
 /**
  * Issue 15 item 4, poller part: one active poller per chain under a fenced Redis lease (docs/poller.md,
@@ -43,62 +40,20 @@ import { captureLogs, uniquePrefix, waitFor, type CapturedLogger } from "./submi
  * (`npx tsc -p tsconfig.build.json`).
  */
 
-const DIST_MAIN = resolve(__dirname, "../../dist/services/poller/main.js");
 /** Shortened (default 3 s) in the in-process cases, so a takeover there waits about a second; the child case runs the default. */
 const SHORT_TTL_MS = 1_000;
 
-interface StoredCursorJson {
-  readonly block: number;
-  readonly updatedAtMs: number;
-}
-
 describe("poller lease: one active poller per chain (anvil 1337 → 1338, redis)", () => {
-  let s: PollerStack;
-  let queues: Queues;
-  let prefix: string;
-  let dir: string;
-  let metricsPort: number;
-  const running: RunningPoller[] = [];
-  const children: ManagedProcess[] = [];
+  const s = usePollerSuite("poller-lease");
 
-  const cursorOf = async (): Promise<StoredCursorJson | undefined> => {
-    const raw = await queues.redis.get(pollerCursorKey(prefix, SENDING));
-    return raw === null ? undefined : (JSON.parse(raw) as StoredCursorJson);
-  };
-  const leaseValue = (): Promise<string | null> => queues.redis.get(pollerLeaseKey(prefix, SENDING));
-  const prepareJob = (p: UserPrepared) => queues.job(RECEIVING, TX_JOB.prepareReceiver, p.transferKey);
-  const start = async (logs: CapturedLogger, options: PollerOptions): Promise<RunningPoller> => {
-    const poller = await startPoller({
-      config: pollerConfig(s, prefix),
-      logger: logs.logger,
-      chainId: SENDING,
-      options: { ...FAST, ...options },
-    });
-    running.push(poller);
-    return poller;
-  };
-
-  beforeAll(async () => {
-    s = await startPollerStack();
-    dir = mkdtempSync(join(tmpdir(), "poller-lease-"));
-  }, 120_000);
-
-  beforeEach(async () => {
-    prefix = uniquePrefix();
-    metricsPort = await getFreePort();
-    queues = openQueues(s.redisUrl, prefix);
-  });
-
-  afterEach(async () => {
-    await Promise.all([...running.splice(0).map((r) => r.stop()), ...children.splice(0).map((c) => c.stop())]);
-    await queues.close();
-  });
-
-  afterAll(async () => {
-    await s?.stack.stop();
-    rmSync(dir, { recursive: true, force: true });
-    expect(liveChildPids()).toEqual([]);
-  });
+  const cursorOf = (): Promise<StoredCursor | undefined> => storedCursor(s, SENDING);
+  const leaseValue = (): Promise<string | null> => s.queues.redis.get(pollerLeaseKey(s.prefix, SENDING));
+  const prepareJob = (p: UserPrepared) => s.queues.job(RECEIVING, TX_JOB.prepareReceiver, p.transferKey);
+  const start = (logs: CapturedLogger, options: PollerOptions): Promise<RunningPoller> =>
+    startTestPoller(s, { config: pollerConfig(s, s.prefix), chainId: SENDING, options, logs });
+  /** The sending chain's poller as PM2 instance `instance` (its own metrics port, as under PM2). */
+  const spawnSending = (instance: number, startBlock: number, metricsPort: number): ManagedProcess =>
+    spawnPollerChild(s, { chainId: SENDING, startBlock, instance, config: { metricsPort } });
 
   it("only the lease holder ticks and writes; stopped, it hands over to the standby, which continues from the cursor", async () => {
     const startBlock = (await s.sending.provider.getBlockNumber()) + 1;
@@ -139,7 +94,7 @@ describe("poller lease: one active poller per chain (anvil 1337 → 1338, redis)
     await waitFor("the new holder's prepare-receiver job", () => prepareJob(p2));
     await waitFor("the new holder's first completed tick", () => standbyTicks > 0);
     expect(b.leaseTerm()).toBeGreaterThan(termA);
-    expect(await queues.count(RECEIVING)).toBe(2);
+    expect(await s.queues.count(RECEIVING)).toBe(2);
   });
 
   it("keeps its lease through a first tick slower than the TTL (renewals do not wait for ticks)", async () => {
@@ -194,7 +149,7 @@ describe("poller lease: one active poller per chain (anvil 1337 → 1338, redis)
     const p1 = await userPrepare(s, { user: 7 });
     const pause = await waitFor("A paused before its cursor save", () => paused);
     // What a pause past the TTL ends in: A's lease is gone from Redis and the standby takes it.
-    await queues.redis.del(pollerLeaseKey(prefix, SENDING));
+    await s.queues.redis.del(pollerLeaseKey(s.prefix, SENDING));
     await waitFor("the standby to become active", () => b.role() === "active", 5_000);
     await s.sending.anvil.mine(2);
     const newer = await waitFor("the new holder's cursor past A's paused block", async () => {
@@ -212,13 +167,13 @@ describe("poller lease: one active poller per chain (anvil 1337 → 1338, redis)
     expect(await leaseValue()).toBe(`${b.leaseTerm()}|${b.ownerId}`);
     await waitFor("A to wait as a standby", () => a.role() === "standby", 10_000);
     await waitFor("one prepare-receiver job", () => prepareJob(p1));
-    expect(await queues.count(RECEIVING)).toBe(1);
+    expect(await s.queues.count(RECEIVING)).toBe(1);
   });
 
   it("the write scripts refuse an old term atomically: the cursor is not moved back, a newer record not overwritten", async () => {
-    const redis = queues.redis;
-    const key = pollerLeaseKey(prefix, SENDING);
-    const termKey = pollerLeaseTermKey(prefix, SENDING);
+    const redis = s.queues.redis;
+    const key = pollerLeaseKey(s.prefix, SENDING);
+    const termKey = pollerLeaseTermKey(s.prefix, SENDING);
     // Short so the old holder's lease lapses within the case; nothing else runs on this prefix.
     const old = createLease({ redis, key, termKey, ownerId: "old", ttlMs: 200 });
     const oldFence = (await old.tryAcquire()) as Fence;
@@ -229,7 +184,7 @@ describe("poller lease: one active poller per chain (anvil 1337 → 1338, redis)
     const stale = (): Fence => oldFence;
     const current = (): Fence => newFence;
 
-    const cursorKey = pollerCursorKey(prefix, SENDING);
+    const cursorKey = pollerCursorKey(s.prefix, SENDING);
     await createLogCursorStore(redis, cursorKey, current).reset({ block: 100, hash: "0x01" });
     await expect(createLogCursorStore(redis, cursorKey, stale).reset({ block: 90, hash: "0x02" })).rejects.toThrow(
       LeaseLostError,
@@ -237,15 +192,19 @@ describe("poller lease: one active poller per chain (anvil 1337 → 1338, redis)
     expect(JSON.parse((await redis.get(cursorKey)) ?? "{}")).toMatchObject({ block: 100, hash: "0x01" });
 
     const record = transferRecord();
-    const newStore = createTransferStore(redis, prefix, { fence: current });
+    const newStore = createTransferStore(redis, s.prefix, { fence: current });
     expect(await newStore.put(record)).toBe("created");
     expect(await newStore.put({ ...record, status: "Cancelled", cancelTransactionHash: "0x" + "12".repeat(32) })).toBe(
       "updated",
     );
-    const recordKey = transferRecordKey(prefix, SENDING, transferKey(record.txData.transactionId, record.txData.user));
+    const recordKey = transferRecordKey(
+      s.prefix,
+      SENDING,
+      transferKey(record.txData.transactionId, record.txData.user),
+    );
     const newerJson = await redis.get(recordKey);
     // The merge rules would let this through (same status, another cancel hash): only the fence stops it.
-    const staleStore = createTransferStore(redis, prefix, { fence: stale });
+    const staleStore = createTransferStore(redis, s.prefix, { fence: stale });
     await expect(
       staleStore.put({ ...record, status: "Cancelled", cancelTransactionHash: "0x" + "34".repeat(32) }),
     ).rejects.toMatchObject({ code: "LEASE_LOST" });
@@ -253,17 +212,17 @@ describe("poller lease: one active poller per chain (anvil 1337 → 1338, redis)
     expect(await redis.get(recordKey)).toBe(newerJson);
 
     // A store without a fence source (admin, tools) is unfenced; one whose lease is not held writes nothing.
-    const notHeld = createTransferStore(redis, prefix, { fence: () => undefined });
+    const notHeld = createTransferStore(redis, s.prefix, { fence: () => undefined });
     await expect(notHeld.setHead(SENDING, { blockNumber: 2, timestamp: 2 })).rejects.toThrow(LeaseLostError);
-    expect(await redis.get(chainHeadKey(prefix, SENDING))).toBeNull();
+    expect(await redis.get(chainHeadKey(s.prefix, SENDING))).toBeNull();
   });
 
   it("a SIGKILLed active child poller is replaced by its standby within the default lease TTL, from the stored cursor", async () => {
-    const configFile = writeConfigFile();
+    const metricsPort = await getFreePort();
     const startBlock = (await s.sending.provider.getBlockNumber()) + 1;
-    const first = spawnSendingPoller(configFile, startBlock);
+    const first = spawnSending(0, startBlock, metricsPort);
     await waitForReady(first, async () => ((await leaseValue()) ?? "").includes(`-${first.pid}-`), 15_000);
-    const second = spawnSendingPoller(configFile, 10 ** 9);
+    const second = spawnSending(1, 10 ** 9, metricsPort);
     const heldBy = async (): Promise<ManagedProcess | undefined> => {
       const value = (await leaseValue()) ?? "";
       return [first, second].find((c) => value.includes(`-${c.pid}-`));
@@ -273,7 +232,7 @@ describe("poller lease: one active poller per chain (anvil 1337 → 1338, redis)
     expect(await heldBy()).toBe(first);
     // GET /status lists each process's heartbeat: the standby is ready and says it is a standby.
     await waitFor("both children's roles in their heartbeats", () => heartbeatRoles(["active", "standby"]), 15_000);
-    const port = metricsPortFor({ ...pollerConfig(s, prefix), metricsPort }, "poller", SENDING, 1);
+    const port = metricsPortFor({ ...pollerConfig(s, s.prefix), metricsPort }, "poller", SENDING, 1);
     const readyz = await fetch(`http://127.0.0.1:${port}/readyz`);
     expect(readyz.status).toBe(200);
     expect(((await readyz.json()) as { checks: unknown[] }).checks).toContainEqual({
@@ -305,10 +264,10 @@ describe("poller lease: one active poller per chain (anvil 1337 → 1338, redis)
     // The lease lapses at most a TTL after the kill, the standby polls every TTL/4, then one tick.
     expect(takeoverMs).toBeLessThanOrEqual(DEFAULT_POLLER_LEASE_TTL_MS + 2_000);
     await waitFor("the standby's prepare-receiver job", () => prepareJob(p2));
-    expect(await queues.count(RECEIVING)).toBe(2);
+    expect(await s.queues.count(RECEIVING)).toBe(2);
     expect(second.exitStatus()).toBeNull();
     const [, beat] = await waitFor("the new holder's heartbeat", async () => {
-      const beats = await readHeartbeats(queues.redis, prefix);
+      const beats = await readHeartbeats(s.queues.redis, s.prefix);
       const found = beats.find((h) => h.processId === `poller-${SENDING}-1`);
       return found?.lease?.role === "active" ? [beats, found] : undefined;
     });
@@ -316,11 +275,11 @@ describe("poller lease: one active poller per chain (anvil 1337 → 1338, redis)
   });
 
   it("a SIGSTOPped active child that wakes up after the takeover moves neither the cursor back nor the records", async () => {
-    const configFile = writeConfigFile();
+    const metricsPort = await getFreePort();
     const startBlock = (await s.sending.provider.getBlockNumber()) + 1;
-    const first = spawnSendingPoller(configFile, startBlock);
+    const first = spawnSending(0, startBlock, metricsPort);
     await waitForReady(first, async () => ((await leaseValue()) ?? "").includes(`-${first.pid}-`), 15_000);
-    const second = spawnSendingPoller(configFile, startBlock);
+    const second = spawnSending(1, startBlock, metricsPort);
     await waitFor("both children's roles in their heartbeats", () => heartbeatRoles(["active", "standby"]), 15_000);
     const p1 = await userPrepare(s, { user: 5 });
     await waitFor("the active child's prepare-receiver job", () => prepareJob(p1));
@@ -337,86 +296,27 @@ describe("poller lease: one active poller per chain (anvil 1337 → 1338, redis)
       return cursor !== undefined && cursor.block >= p2.receipt.blockNumber ? cursor : undefined;
     });
     await waitFor("the new holder's prepare-receiver job", () => prepareJob(p2));
-    const recordKey = transferRecordKey(prefix, SENDING, p2.transferKey);
-    const record = await queues.redis.get(recordKey);
+    const recordKey = transferRecordKey(s.prefix, SENDING, p2.transferKey);
+    const record = await s.queues.redis.get(recordKey);
 
     process.kill(first.pid, "SIGCONT");
     // The woken child notices at its next renewal (TTL/4) and reports itself a standby in its next heartbeat.
     await waitFor("the woken child to report itself a standby", () => heartbeatRoles(["standby", "active"]), 15_000);
     expect(((await cursorOf())?.block ?? -1) >= newer.block).toBe(true);
-    expect(await queues.redis.get(recordKey)).toBe(record);
+    expect(await s.queues.redis.get(recordKey)).toBe(record);
     expect(await leaseValue()).toContain(`-${second.pid}-`);
-    expect(await queues.count(RECEIVING)).toBe(2);
+    expect(await s.queues.count(RECEIVING)).toBe(2);
     expect(first.exitStatus()).toBeNull();
   });
 
   /** True once the children's heartbeats (instances 0 and 1) report these lease roles, both ready. */
   async function heartbeatRoles(roles: readonly string[]): Promise<boolean | undefined> {
-    const beats = await readHeartbeats(queues.redis, prefix);
+    const beats = await readHeartbeats(s.queues.redis, s.prefix);
     const ok = roles.every((role, i) => {
       const beat = beats.find((h) => h.processId === `poller-${SENDING}-${i}`);
       return beat?.ready === true && beat.lease?.role === role;
     });
     return ok || undefined;
-  }
-
-  /** The config file the children read: what pollerConfig loads, as raw JSON. */
-  function writeConfigFile(): string {
-    const entry = (c: PollerStack["sending"]): Record<string, unknown> => ({
-      providers: [c.anvil.url],
-      transactionManagerAddress: c.deployment.transactionManager,
-      confirmations: 1,
-    });
-    const raw = {
-      adminToken: "integration-test-admin-token",
-      mnemonic: s.mnemonic,
-      logLevel: "info",
-      redisUrl: s.redisUrl,
-      redisPrefix: prefix,
-      metricsPort,
-      swapPools: [
-        {
-          assets: [
-            { chainId: SENDING, assetId: s.sending.deployment.token },
-            { chainId: RECEIVING, assetId: s.receiving.deployment.token },
-          ],
-        },
-      ],
-      chainConfig: {
-        "1": { providers: [s.sending.anvil.url] },
-        [String(SENDING)]: entry(s.sending),
-        [String(RECEIVING)]: entry(s.receiving),
-      },
-    };
-    const file = join(dir, `${prefix}.json`);
-    writeFileSync(file, JSON.stringify(raw));
-    return file;
-  }
-
-  function spawnSendingPoller(configFile: string, startBlock: number): ManagedProcess {
-    const proc = spawnManaged({
-      name: `poller-${SENDING}-${children.length}`,
-      command: "/usr/bin/env",
-      args: [
-        "-u",
-        "ROUTER_ADMIN_TOKEN",
-        "-u",
-        "ROUTER_MNEMONIC",
-        "-u",
-        "REDIS_URL",
-        `ROUTER_CONFIG_FILE=${configFile}`,
-        `CHAIN_ID=${SENDING}`,
-        // Distinct PM2 instances: each child gets its own metrics port, as under PM2.
-        `NODE_APP_INSTANCE=${children.length}`,
-        // Shortened (default 1 s) so the resumed tick comes right after the takeover; the lease TTL stays default.
-        "POLLER_INTERVAL_MS=100",
-        `POLLER_START_BLOCK=${startBlock}`,
-        process.execPath,
-        DIST_MAIN,
-      ],
-    });
-    children.push(proc);
-    return proc;
   }
 });
 

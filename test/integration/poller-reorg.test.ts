@@ -2,23 +2,19 @@ import { hexlify, randomBytes } from "ethers";
 import type { PreparedTransferRecord } from "../../shared/protocol/types";
 import { TX_JOB, pollerCursorKey, transferKey } from "../../shared/queues";
 import { createTransferStore } from "../../shared/transfers/transfer-store";
-import type { RunningPoller } from "../../services/poller/start-poller";
-import { liveChildPids } from "../harness/child-process";
 import {
   AMOUNT,
   RECEIVING,
   SENDING,
-  openQueues,
+  nextTick,
   pollerConfig,
-  startPollerStack,
-  startPollers,
+  startTestPollers,
   syncedPast,
+  usePollerSuite,
   userPrepare,
-  type PollerStack,
-  type Queues,
   type UserPrepared,
 } from "./poller-fixture";
-import { captureLogs, uniquePrefix, waitFor, type CapturedLogger } from "./submitter-fixture";
+import { waitFor } from "./submitter-fixture";
 
 /**
  * Issue 9, the cursor's side: the logs source stores the hash of the block it read up to, rewinds when that
@@ -29,40 +25,16 @@ import { captureLogs, uniquePrefix, waitFor, type CapturedLogger } from "./submi
 const USER = 5;
 
 describe("poller log cursor (re-org, chain reset; anvil 1337 → 1338, redis)", () => {
-  let s: PollerStack;
-  let queues: Queues;
-  let logs: CapturedLogger;
-  let prefix: string;
-  const running: RunningPoller[] = [];
+  const s = usePollerSuite("poller-reorg");
   const prepareJob = (p: UserPrepared) =>
-    waitFor("prepare-receiver job", () => queues.job(RECEIVING, TX_JOB.prepareReceiver, p.transferKey), 15_000);
-
-  beforeAll(async () => {
-    s = await startPollerStack();
-  }, 120_000);
-
-  beforeEach(() => {
-    prefix = uniquePrefix();
-    queues = openQueues(s.redisUrl, prefix);
-    logs = captureLogs();
-  });
-
-  afterEach(async () => {
-    await Promise.all(running.splice(0).map((r) => r.stop()));
-    await queues.close();
-  });
-
-  afterAll(async () => {
-    await s?.stack.stop();
-    expect(liveChildPids()).toEqual([]);
-  });
+    waitFor("prepare-receiver job", () => s.queues.job(RECEIVING, TX_JOB.prepareReceiver, p.transferKey), 15_000);
 
   it("rewinds past a re-org below its cursor and stores what the new chain has", async () => {
-    running.push(...(await startPollers(s, pollerConfig(s, prefix), logs)));
+    await startTestPollers(s, pollerConfig(s, s.prefix));
     const snapshot = await s.sending.anvil.rpc<string>("evm_snapshot");
     const orphan = await userPrepare(s, { user: USER });
-    await syncedPast(queues, prefix, SENDING, orphan.receipt.blockNumber);
-    const cursorBefore = JSON.parse((await queues.redis.get(pollerCursorKey(prefix, SENDING))) ?? "null") as {
+    await syncedPast(s.queues, s.prefix, SENDING, orphan.receipt.blockNumber);
+    const cursorBefore = JSON.parse((await s.queues.redis.get(pollerCursorKey(s.prefix, SENDING))) ?? "null") as {
       block: number;
       hash: string;
     };
@@ -82,7 +54,7 @@ describe("poller log cursor (re-org, chain reset; anvil 1337 → 1338, redis)", 
         },
       },
     });
-    const rewind = logs
+    const rewind = s.logs
       .lines()
       .find(
         (l) =>
@@ -98,12 +70,12 @@ describe("poller log cursor (re-org, chain reset; anvil 1337 → 1338, redis)", 
     expect(rewind?.rewoundTo).toBeLessThan(orphan.receipt.blockNumber - 2); // before the orphan's mint and approve too
     // The orphan's record is still Prepared in the store but no longer on chain: held and reported, not acted on again.
     const held = await waitFor("orphan reported", async () =>
-      logs
+      s.logs
         .lines()
         .find((l) => l.at === "poller.reconcile" && l.transferKey === orphan.transferKey && l.level === "error"),
     );
     expect(held).toMatchObject({ side: "sending", verdict: "store-ahead", storedStatus: "Prepared" });
-    const cursorAfter = JSON.parse((await queues.redis.get(pollerCursorKey(prefix, SENDING))) ?? "null") as {
+    const cursorAfter = JSON.parse((await s.queues.redis.get(pollerCursorKey(s.prefix, SENDING))) ?? "null") as {
       block: number;
       hash: string;
     };
@@ -112,9 +84,9 @@ describe("poller log cursor (re-org, chain reset; anvil 1337 → 1338, redis)", 
 
   it("recovers from a stored cursor ahead of the chain head (chain reset): logs an error, reads from the start block, holds stale records", async () => {
     const head = await s.sending.provider.getBlockNumber();
-    await queues.redis.set(pollerCursorKey(prefix, SENDING), String(head + 1_000));
+    await s.queues.redis.set(pollerCursorKey(s.prefix, SENDING), String(head + 1_000));
     // A record of the chain before its reset: not on this chain.
-    const store = createTransferStore(queues.redis, prefix);
+    const store = createTransferStore(s.queues.redis, s.prefix);
     const stale = await userPrepare(s, { user: USER });
     const staleRecord: PreparedTransferRecord = {
       status: "Prepared",
@@ -135,17 +107,18 @@ describe("poller log cursor (re-org, chain reset; anvil 1337 → 1338, redis)", 
     await store.put(staleRecord);
     const staleKey = transferKey(staleRecord.txData.transactionId, staleRecord.txData.user);
 
-    running.push(...(await startPollers(s, pollerConfig(s, prefix), logs)));
+    await startTestPollers(s, pollerConfig(s, s.prefix));
     const after = await userPrepare(s, { user: USER });
     await prepareJob(after);
+    await nextTick(s, SENDING); // the tick that held the stale record went on to its decisions
 
-    const reset = logs.lines().filter((l) => l.at === "poller.logs" && l.level === "error");
+    const reset = s.logs.lines().filter((l) => l.at === "poller.logs" && l.level === "error");
     expect(reset).toEqual([expect.objectContaining({ chainId: SENDING, storedCursor: head + 1_000 })]);
-    expect(logs.lines().find((l) => l.at === "poller.reconcile" && l.transferKey === staleKey)).toMatchObject({
+    expect(s.logs.lines().find((l) => l.at === "poller.reconcile" && l.transferKey === staleKey)).toMatchObject({
       level: "error",
       verdict: "store-ahead",
     });
-    expect(await queues.job(RECEIVING, TX_JOB.prepareReceiver, staleKey)).toBeUndefined();
-    expect(await queues.job(SENDING, TX_JOB.cancelSender, staleKey)).toBeUndefined();
+    expect(await s.queues.job(RECEIVING, TX_JOB.prepareReceiver, staleKey)).toBeUndefined();
+    expect(await s.queues.job(SENDING, TX_JOB.cancelSender, staleKey)).toBeUndefined();
   });
 });

@@ -1,28 +1,20 @@
-import { getBytes } from "ethers";
-import { fulfillPayloadHash } from "../../shared/protocol/user-signatures";
 import { TX_JOB } from "../../shared/queues";
-import type { RunningPoller } from "../../services/poller/start-poller";
-import { anvilWallet } from "../harness/anvil";
-import { liveChildPids } from "../harness/child-process";
-import { nxtpContractAt, sendTx } from "../harness/deploy";
 import { startSubgraphServer, type SubgraphServer } from "../harness/subgraph-server";
 import {
   AMOUNT,
   RECEIVING,
   SENDING,
   enqueueLines,
-  openQueues,
   pollerConfig,
   routerPrepareReceiver,
-  startPollerStack,
-  startPollers,
+  startTestPollers,
   syncedPast,
+  usePollerSuite,
+  userFulfill,
   userPrepare,
-  type PollerStack,
-  type Queues,
   type UserPrepared,
 } from "./poller-fixture";
-import { captureLogs, uniquePrefix, waitFor, type CapturedLogger } from "./submitter-fixture";
+import { waitFor } from "./submitter-fixture";
 
 /** (e) The same detection through the subgraph source, served by the test GraphQL server over anvil's logs. */
 
@@ -30,21 +22,16 @@ const USER = 7;
 const SYNC_BUFFER = 5;
 
 describe("poller with subgraphs (test GraphQL server over anvil logs)", () => {
-  let s: PollerStack;
+  const s = usePollerSuite("poller-subgraph");
   let servers: Record<number, SubgraphServer>;
-  let queues: Queues;
-  let logs: CapturedLogger;
-  let prefix: string;
-  const running: RunningPoller[] = [];
 
   const switches = (chainId: number): unknown[] =>
-    logs
+    s.logs
       .lines()
       .filter((l) => l.at === "poller.source" && l.chainId === chainId)
       .map((l) => l.source);
 
   beforeAll(async () => {
-    s = await startPollerStack();
     servers = {
       [SENDING]: await startSubgraphServer({
         rpcUrl: s.sending.anvil.url,
@@ -57,35 +44,27 @@ describe("poller with subgraphs (test GraphQL server over anvil logs)", () => {
         transactionManager: s.receiving.deployment.transactionManager,
       }),
     };
-  }, 120_000);
+  });
 
   beforeEach(async () => {
-    prefix = uniquePrefix();
-    queues = openQueues(s.redisUrl, prefix);
-    logs = captureLogs();
-    const config = pollerConfig(s, prefix, {
+    s.afterTest(() => {
+      for (const server of Object.values(servers)) {
+        server.setLag(0);
+        server.setFailing(false);
+      }
+    });
+    const config = pollerConfig(s, s.prefix, {
       subgraph: { [SENDING]: servers[SENDING].url, [RECEIVING]: servers[RECEIVING].url },
       subgraphSyncBuffer: SYNC_BUFFER,
     });
-    running.push(...(await startPollers(s, config, logs)));
-  });
-
-  afterEach(async () => {
-    await Promise.all(running.splice(0).map((r) => r.stop()));
-    await queues.close();
-    for (const server of Object.values(servers)) {
-      server.setLag(0);
-      server.setFailing(false);
-    }
+    await startTestPollers(s, config);
   });
 
   afterAll(async () => {
     await Promise.all(Object.values(servers ?? {}).map((server) => server.stop()));
-    await s?.stack.stop();
-    expect(liveChildPids()).toEqual([]);
   });
 
-  const prepareJob = (p: UserPrepared) => queues.job(RECEIVING, TX_JOB.prepareReceiver, p.transferKey);
+  const prepareJob = (p: UserPrepared) => s.queues.job(RECEIVING, TX_JOB.prepareReceiver, p.transferKey);
 
   it("detects a prepare through the subgraph, falls back to logs beyond the sync buffer and comes back, logging each switch once", async () => {
     const viaSubgraph = await userPrepare(s, { user: USER });
@@ -109,7 +88,7 @@ describe("poller with subgraphs (test GraphQL server over anvil logs)", () => {
         preparedTimestamp: block?.timestamp,
       },
     });
-    expect(enqueueLines(logs, viaSubgraph.transferKey)).toEqual([
+    expect(enqueueLines(s.logs, viaSubgraph.transferKey)).toEqual([
       expect.objectContaining({ source: "subgraph", action: "prepare-receiver" }),
     ]);
     expect(servers[SENDING].operations()).toEqual(
@@ -121,7 +100,7 @@ describe("poller with subgraphs (test GraphQL server over anvil logs)", () => {
     await s.sending.anvil.mine(SYNC_BUFFER + 15);
     const viaLogs = await userPrepare(s, { user: USER });
     await waitFor("prepare-receiver via logs", () => prepareJob(viaLogs), 10_000);
-    expect(enqueueLines(logs, viaLogs.transferKey)).toEqual([expect.objectContaining({ source: "logs" })]);
+    expect(enqueueLines(s.logs, viaLogs.transferKey)).toEqual([expect.objectContaining({ source: "logs" })]);
 
     servers[SENDING].setLag(0);
     await s.sending.anvil.mine(1);
@@ -132,48 +111,30 @@ describe("poller with subgraphs (test GraphQL server over anvil logs)", () => {
     );
     await s.sending.anvil.mine(3);
     // Ticks over those blocks, done: a further source switch would have been logged by now.
-    await syncedPast(queues, prefix, SENDING, await s.sending.provider.getBlockNumber());
+    await syncedPast(s.queues, s.prefix, SENDING, await s.sending.provider.getBlockNumber());
     expect(switches(SENDING)).toEqual(["subgraph", "logs", "subgraph"]);
     expect(switches(RECEIVING)).toEqual(["subgraph"]);
-    expect(await queues.count(RECEIVING)).toBe(2);
+    expect(await s.queues.count(RECEIVING)).toBe(2);
   });
 
   it("falls back to logs when every subgraph fails, and follows a receiving fulfill through GetTransactionsWithRouter", async () => {
     servers[SENDING].setFailing(true);
     const prepared = await userPrepare(s, { user: USER });
     await waitFor("prepare-receiver via logs", () => prepareJob(prepared), 10_000);
-    expect(enqueueLines(logs, prepared.transferKey)).toEqual([expect.objectContaining({ source: "logs" })]);
+    expect(enqueueLines(s.logs, prepared.transferKey)).toEqual([expect.objectContaining({ source: "logs" })]);
     servers[SENDING].setFailing(false);
 
     const receiverPrepare = await routerPrepareReceiver(s, prepared);
-    const txData = {
-      ...prepared.invariant,
-      amount: prepared.bid.amountReceived,
-      expiry: prepared.bid.expiry - 86400,
-      preparedBlockNumber: receiverPrepare.blockNumber,
-    };
     // The receiving side must be stored as Prepared before it is fulfilled, so its fulfill is a change the
     // subgraph source has to look up by id (it drops out of the open list).
     await waitFor("receiving side stored", async () =>
-      (await queues.redis.keys(`${prefix}:router:transfer:${RECEIVING}:*`)).length > 0 ? true : undefined,
+      (await s.queues.redis.keys(`${s.prefix}:router:transfer:${RECEIVING}:*`)).length > 0 ? true : undefined,
     );
-    const user = anvilWallet(USER, s.receiving.provider);
-    const payload = {
-      transactionId: prepared.transactionId,
-      relayerFee: "0",
-      receivingChainId: RECEIVING,
-      receivingChainTxManagerAddress: s.receiving.deployment.transactionManager,
-    };
-    const signature = await user.signMessage(getBytes(fulfillPayloadHash(payload)));
-    const fulfill = await sendTx(
-      nxtpContractAt("TransactionManager", s.receiving.deployment.transactionManager, user),
-      "fulfill",
-      [{ txData, relayerFee: 0, signature, callData: "0x", encodedMeta: "0x" }],
-    );
+    const { signature, receipt: fulfill } = await userFulfill(s, prepared, receiverPrepare);
 
     const job = await waitFor(
       "fulfill-sender",
-      () => queues.job(SENDING, TX_JOB.fulfillSender, prepared.transferKey),
+      () => s.queues.job(SENDING, TX_JOB.fulfillSender, prepared.transferKey),
       10_000,
     );
     expect(job.data).toMatchObject({
