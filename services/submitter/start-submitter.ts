@@ -18,6 +18,7 @@ import { stopOnce } from "../../shared/process/stop-once";
 import { settlesWithin } from "../../shared/timing";
 import type { SubmitterContext } from "./context";
 import { createLeaseKeeper, type LeaseKeeper, type SenderRole } from "./lease/lease-keeper";
+import { createJobRuns, type JobRuns } from "./lease/job-runs";
 import { startNonceGapTracker, type NonceGapTracker } from "./lease/nonce-gap-tracker";
 import { releaseOrphanedJobs } from "./lease/release-orphaned-jobs";
 import { createSenderLease, type SenderLease } from "./lease/sender-lease";
@@ -175,12 +176,14 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
     // Outside a job (the nonce-gap filler): the writes of the moment; the processor sets a job's own per run.
     replicated: replication ? () => replication.ensure(replication.mark()) : undefined,
   };
-  const worker = createTxWorker(ctx, concurrency, options);
+  const runs = createJobRuns();
+  const worker = createTxWorker(ctx, runs, concurrency, options);
   const { keeper, stopGapTracker } = createSenderKeeper({
     ctx,
     lease,
     queue,
     worker,
+    runs,
     holds: stores.liquidityHolds,
     leaseReplication: replicationGuard(leaseRedis, config.redisPrefix, config.redisReplication),
     leaseTtlMs,
@@ -258,11 +261,13 @@ function sendStores(p: {
 /** The chain's BullMQ worker: it runs only while this process holds the sender lease (the keeper resumes it). */
 function createTxWorker(
   ctx: SubmitterContext,
+  runs: JobRuns,
   concurrency: number,
   options: SubmitterOptions,
 ): Worker<TxJobData, TxJobResult, string> {
   const { config, logger } = ctx;
-  const worker = new Worker<TxJobData, TxJobResult, string>(txQueueName(ctx.chainId), createTxProcessor(ctx), {
+  const processor = runs.track(createTxProcessor(ctx));
+  const worker = new Worker<TxJobData, TxJobResult, string>(txQueueName(ctx.chainId), processor, {
     connection: workerConnection(config.redis),
     prefix: config.redisPrefix,
     concurrency,
@@ -277,13 +282,14 @@ function createTxWorker(
 
 /**
  * The sender lease's keeper: a term begins (beginSenderTerm, then the nonce-gap tracker) once this process holds
- * the lease, and ends (tracker stopped, worker paused) when it loses or drops it.
+ * the lease, and ends (tracker stopped, worker paused, every run handed back) when it loses or drops it.
  */
 function createSenderKeeper(p: {
   ctx: SubmitterContext;
   lease: SenderLease;
   queue: Queue;
   worker: Worker<TxJobData, TxJobResult, string>;
+  runs: JobRuns;
   holds: LiquidityHolds;
   leaseReplication: ReplicationGuard | undefined;
   leaseTtlMs: number;
@@ -306,7 +312,11 @@ function createSenderKeeper(p: {
     },
     onEnd: async () => {
       gapTracker?.stop();
-      await worker.pause();
+      // No new fetch; a job fetched meanwhile runs under the aborted signal and hands itself back at once. The
+      // term ends once every run has handed its job back. Not `worker.pause()`: it waits on the blocking
+      // connection, and never returns when Redis fails over at that moment (lease/job-runs.ts).
+      await worker.pause(true);
+      await p.runs.drained();
     },
     onStuck: (err) => options.onStuck?.(err),
   });
@@ -397,7 +407,8 @@ function createStop(p: {
       // close(true) is a no-op once close() has started (BullMQ 6.7 returns the pending promise); dropping
       // the connections instead lets the stuck job's lock lapse so a standby takes it over.
       p.logger.warn("worker did not close in time; disconnecting", { at: "submitter.stop" });
-      await p.worker.disconnect().catch(() => undefined);
+      // Not awaited: BullMQ waits for the blocking client's `end`, never emitted while it waits to reconnect.
+      void p.worker.disconnect().catch(() => undefined);
     }
     // After the worker: the handed-back job is picked up by the standby that takes the dropped lease.
     await settlesWithin(

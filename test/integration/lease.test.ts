@@ -229,6 +229,26 @@ describe("sender lease keeper (real redis)", () => {
     await expect(redis.get(senderLeaseKey(prefix, CHAIN_ID, SIGNER))).resolves.toBe(a.begun[0].value);
   });
 
+  it("a job sees the term's signal only once its begin has completed (the nonce floor is set then)", async () => {
+    const prefix = uniquePrefix();
+    let finishBegin: () => void = () => undefined;
+    const signalsDuringBegin: boolean[] = [];
+    const a = run(prefix, "a", {
+      onBegin: () =>
+        new Promise<void>((resolve) => {
+          finishBegin = resolve;
+        }),
+    });
+    const started = a.keeper.start();
+    await waitFor("the begin to start", () => a.begun.length === 1);
+    signalsDuringBegin.push(a.keeper.signal().aborted);
+    finishBegin();
+    await started;
+    expect(signalsDuringBegin).toEqual([true]);
+    expect(a.keeper.role()).toBe("sender");
+    expect(a.keeper.signal().aborted).toBe(false);
+  });
+
   it("a begin that fails gives the lease up, and the next take begins a new term", async () => {
     const prefix = uniquePrefix();
     let failures = 0;

@@ -23,7 +23,7 @@ export interface LeaseKeeperParams extends Omit<SenderTermParams, "ownerId"> {
 export interface LeaseKeeper {
   /** Makes the first decision (sender term begun, or standby) before resolving, then keeps ticking. */
   start(): Promise<void>;
-  /** The current term's signal (aborted when the term ends); an aborted signal outside a term. */
+  /** The current term's signal once its begin has completed (aborted when it ends); an aborted signal otherwise. */
   signal(): AbortSignal;
   role(): SenderRole;
   /** True once the first decision is made and, as sender, what it owns has been taken back. */
@@ -117,7 +117,12 @@ export function createLeaseKeeper(params: LeaseKeeperParams): LeaseKeeper {
       await changes.settled();
       loop.start();
     },
-    signal: () => term.current()?.signal ?? ABORTED,
+    // Only a term whose begin has completed: a job that a fetch still in flight hands over during the begin (the
+    // worker is paused, not closed) must not sign before the nonce reconcile has set the floor; it hands itself back.
+    signal: () => {
+      const current = term.current();
+      return current?.begun ? current.signal : ABORTED;
+    },
     role: () => (term.current() ? "sender" : "standby"),
     isReady: () => ready,
     halt: () => {

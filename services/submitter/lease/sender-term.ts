@@ -12,7 +12,7 @@ export interface SenderTermParams {
   readonly ownerId: string;
   /** Takes back what the holder owns: nonce reconcile, orphaned jobs, then starts the worker. */
   onBegin(fence: Fence, signal: AbortSignal): Promise<void>;
-  /** Stops sending: pauses the worker (its active job was aborted and hands itself back). */
+  /** Stops sending: the worker fetches no more, and every run of the term (aborted) has handed its job back. */
   onEnd(): Promise<void>;
   /** Bound on onEnd; past it the term is stuck (default DEFAULT_END_TIMEOUT_MS). */
   readonly endTimeoutMs?: number;
@@ -23,7 +23,8 @@ export interface SenderTerm {
   begin(fence: Fence): Promise<void>;
   /** Ends the current term, if any: aborts its signal and waits for onEnd; the error when onEnd outlasts its bound. */
   end(): Promise<SenderTermStuckError | undefined>;
-  current(): { readonly fence: Fence; readonly signal: AbortSignal } | undefined;
+  /** The current term; `begun` once onBegin has completed (the nonce floor set, orphaned jobs taken back). */
+  current(): { readonly fence: Fence; readonly signal: AbortSignal; readonly begun: boolean } | undefined;
   /** Aborts the current term's signal without ending it (a shutdown: the caller closes the worker itself). */
   abort(): void;
   /** Forgets the current term without ending it (its worker is closed). */
@@ -36,19 +37,21 @@ export interface SenderTerm {
  */
 export function createSenderTerm(params: SenderTermParams): SenderTerm {
   const { logger } = params;
-  let term: { fence: Fence; abort: AbortController } | undefined;
+  let term: { fence: Fence; abort: AbortController; begun: boolean } | undefined;
   return {
     begin: async (fence) => {
       const abort = new AbortController();
       // Every concurrent job's sleep listens on the term's signal.
       setMaxListeners(0, abort.signal);
-      term = { fence, abort };
+      const beginning = { fence, abort, begun: false };
+      term = beginning;
       logger.info("sender lease acquired: this process sends for the chain", {
         at: "submitter.lease",
         leaseTerm: fence.term,
         ownerId: fence.ownerId,
       });
       await params.onBegin(fence, abort.signal);
+      beginning.begun = true;
     },
     end: async () => {
       const ending = term;
@@ -73,7 +76,7 @@ export function createSenderTerm(params: SenderTermParams): SenderTerm {
       });
       return err;
     },
-    current: () => (term ? { fence: term.fence, signal: term.abort.signal } : undefined),
+    current: () => (term ? { fence: term.fence, signal: term.abort.signal, begun: term.begun } : undefined),
     abort: () => term?.abort.abort(),
     forget: () => {
       term = undefined;
