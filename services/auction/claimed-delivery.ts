@@ -101,6 +101,11 @@ export function serveClaimed(topic: MessagingTopic, p: ClaimedDeliveryParams): C
   // By token: a slow owner and the takeover its own watch made can both be in flight (the fence stops the old one).
   const owned = new Map<string, Owned>();
   const ownedIds = new Map<string, number>();
+  // Requests owned here whose watch delivery has not come yet (by arrival): it is dropped when it comes. This, not
+  // the echo of its own settled notice, keeps an owner from watching its own request (its connection may skip the
+  // echo: start-auction.ts connects with noEcho, which saves every instance a wake-up per request).
+  const ownWatchDue = new Map<string, number>();
+  const requestIdOf = createRequestIds();
   const takeovers = new Set<Promise<void>>();
   let stopped = false;
   let renewing = false;
@@ -143,6 +148,7 @@ export function serveClaimed(topic: MessagingTopic, p: ClaimedDeliveryParams): C
   };
 
   const watch = (request: MessagingRequest, requestId = requestIdOf(request)): void => {
+    if (ownWatchDue.delete(requestId)) return;
     if (stopped || ownedIds.has(requestId) || watched.has(requestId) || settledUnseen.delete(requestId)) return;
     watched.set(requestId, { request, requestId, dueMs: request.receivedAtMs + leaseMs + TICK_MS / 2 });
   };
@@ -155,7 +161,12 @@ export function serveClaimed(topic: MessagingTopic, p: ClaimedDeliveryParams): C
     settledUnseen.set(requestId, Date.now());
   };
 
-  const onRequest = (request: MessagingRequest): Promise<void> => own(request, requestIdOf(request), nextToken());
+  const onRequest = (request: MessagingRequest): Promise<void> => {
+    const requestId = requestIdOf(request);
+    // The watch delivery usually comes right after this one (same read); if it came first, own() drops the watch.
+    if (!watched.has(requestId) && !settledUnseen.has(requestId)) ownWatchDue.set(requestId, Date.now());
+    return own(request, requestId, nextToken());
+  };
 
   const renewTick = async (nowMs: number): Promise<void> => {
     const due = [...owned.values()].filter((o) => o.renewAtMs <= nowMs);
@@ -190,9 +201,11 @@ export function serveClaimed(topic: MessagingTopic, p: ClaimedDeliveryParams): C
   };
 
   const checkTick = async (nowMs: number): Promise<void> => {
-    for (const [requestId, atMs] of settledUnseen) {
-      if (nowMs - atMs <= WATCH_MAX_AGE_MS) break; // by arrival: the rest are younger
-      settledUnseen.delete(requestId);
+    for (const seen of [settledUnseen, ownWatchDue]) {
+      for (const [requestId, atMs] of seen) {
+        if (nowMs - atMs <= WATCH_MAX_AGE_MS) break; // by arrival: the rest are younger
+        seen.delete(requestId);
+      }
     }
     let anyDue = false;
     for (const w of watched.values()) {
@@ -261,9 +274,23 @@ export function serveClaimed(topic: MessagingTopic, p: ClaimedDeliveryParams): C
   };
 }
 
-/** Identical on every instance: the subject (the requester) and the body as received (its inbox is unique). */
-function requestIdOf(request: MessagingRequest): string {
-  const hash = createHash("sha1").update(request.subject).update("\n");
-  hash.update(request.raw ?? request.responseInbox);
-  return hash.digest("base64url");
+/**
+ * A request's id, identical on every instance: sha1 of the subject (the requester) and the body as received (its
+ * inbox is unique). The owner gets each request twice, from its two subscriptions, one right after the other in
+ * the same read: the last id is kept, and a delivery with the same subject and bytes reuses it.
+ */
+function createRequestIds(): (request: MessagingRequest) => string {
+  let last: { subject: string; raw: Uint8Array; id: string } | undefined;
+  return (request) => {
+    const raw = request.raw;
+    if (raw === undefined) return hashRequest(request.subject, request.responseInbox);
+    if (last !== undefined && last.subject === request.subject && Buffer.compare(last.raw, raw) === 0) return last.id;
+    const id = hashRequest(request.subject, raw);
+    last = { subject: request.subject, raw, id };
+    return id;
+  };
+}
+
+function hashRequest(subject: string, body: Uint8Array | string): string {
+  return createHash("sha1").update(subject).update("\n").update(body).digest("base64url");
 }

@@ -34,6 +34,8 @@ export interface ConnectMessagingParams {
   readonly connectTimeoutMs?: number;
   readonly dropLogWindowMs?: number;
   readonly closeTimeoutMs?: number;
+  /** The server does not deliver this connection's own publishes to its own subscriptions (CONNECT `echo: false`). */
+  readonly noEcho?: boolean;
   /**
    * Called if the connection closes without close() (the client gave up). With endless reconnects this
    * should not happen; a service passes a callback that fails the process so PM2 restarts it.
@@ -128,6 +130,7 @@ function dial(
     pingInterval: PING_INTERVAL_MS,
     maxPingOut: MAX_PINGS_OUT,
     timeout: params.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    noEcho: params.noEcho ?? false,
   });
 }
 

@@ -65,7 +65,8 @@ export function createNatsMessaging(params: NatsMessagingParams): Messaging {
   };
 
   // Publishing stays allowed while close() drains: handlers still in flight must be able to answer.
-  const publish = (subject: string, body: string): void => publishOrThrow(nc, subject, body);
+  const outbox = createOutbox(nc, throttledErrorLog(logger, "messaging publish failed", { at: "messaging.publish" }));
+  const publish = (subject: string, body: string): void => outbox.publish(subject, body, false);
 
   const serve = (topic: MessagingTopic, handler: RequestHandler, options?: ServeOptions): void => {
     const handlerError = handlerErrorLog(logger, windowMs, topic, "request");
@@ -126,13 +127,18 @@ export function createNatsMessaging(params: NatsMessagingParams): Messaging {
       publish(requestSubject(address, topic), encodeEnvelope({ responseInbox, data }));
     },
     onResponse,
-    notify: (channel: string, body: string) => publish(noticeSubject(address, channel), body),
+    // A notice rides in the socket write of what was published before it (the answer it settles).
+    notify: (channel: string, body: string) => outbox.publish(noticeSubject(address, channel), body, true),
     onNotice,
     isConnected: () => !closing && !nc.isClosed() && params.isConnected(),
-    flush: () => nc.flush(),
+    flush: async () => {
+      await outbox.flush();
+      await nc.flush();
+    },
     close: () => {
       closing ??= drainAndClose({
         nc,
+        outbox,
         subscriptions,
         inFlight,
         logger,
@@ -143,13 +149,94 @@ export function createNatsMessaging(params: NatsMessagingParams): Messaging {
   };
 }
 
-/** Once the connection is closed, nats throws: a MessagingPublishError says so. */
-function publishOrThrow(nc: NatsConnection, subject: string, body: string): void {
-  try {
-    nc.publish(subject, body);
-  } catch (err) {
-    throw new MessagingPublishError(`messaging publish failed: ${errorMessage(err)}`, { subject }, { cause: err });
-  }
+/**
+ * nats.js writes its buffer to the socket on a microtask after the first publish into it, so answers finished in
+ * one event-loop turn (the bids whose reservations came back in one Redis read) still went out one write each,
+ * interleaved with their continuations. Socket writes were the largest entry of the auction's profile.
+ */
+const OUTBOX_CHUNK_BYTES = 24 * 1024;
+
+/**
+ * The publishes of one event-loop turn, handed to nats.js together at its end (setImmediate): one socket write
+ * for all of them. Order is kept. nats.js also writes at once, inline, when its buffer reaches 32 KiB (after the
+ * message that crossed it), so a turn's publishes are handed over in chunks of at most OUTBOX_CHUNK_BYTES, each
+ * written before the next is handed over; a publish marked `ridesOnPrevious` (a settled notice) never starts a
+ * chunk, so it stays in the socket write of the answer before it (docs/auction.md, "Instances and failures"). Only
+ * a single message over the limit is written alone, its notice in the next write.
+ */
+interface Outbox {
+  /** Throws MessagingPublishError once the connection is closed; a failure at hand-over is logged. */
+  publish(subject: string, body: string, ridesOnPrevious: boolean): void;
+  /** Hands everything queued to nats.js (before a flush's PING, before a drain); resolves once all is handed over. */
+  flush(): Promise<void>;
+}
+
+interface Queued {
+  readonly subject: string;
+  readonly body: string;
+  readonly ridesOnPrevious: boolean;
+}
+
+function createOutbox(nc: NatsConnection, logError: ErrorLog): Outbox {
+  let queued: Queued[] = [];
+  let scheduled = false;
+  let chain: Promise<void> | undefined;
+
+  /** The head of the queue, up to OUTBOX_CHUNK_BYTES (at least one publish and the notices riding on it). */
+  const handOverChunk = (): void => {
+    let bytes = 0;
+    let end = 0;
+    for (; end < queued.length; end += 1) {
+      const item = queued[end];
+      const size = item.subject.length + item.body.length + 32; // the PUB line and CRLFs
+      if (end > 0 && !item.ridesOnPrevious && bytes + size > OUTBOX_CHUNK_BYTES) break;
+      bytes += size;
+    }
+    const chunk = end === queued.length ? queued : queued.slice(0, end);
+    queued = end === queued.length ? [] : queued.slice(end);
+    for (const { subject, body } of chunk) {
+      try {
+        nc.publish(subject, body);
+      } catch (err) {
+        logError(asError(err));
+      }
+    }
+  };
+
+  // Each further chunk on a microtask: it runs after the one nats.js queued to write the chunk before.
+  const handOverRest = async (): Promise<void> => {
+    try {
+      while (queued.length > 0) {
+        await Promise.resolve();
+        handOverChunk();
+      }
+    } finally {
+      chain = undefined;
+    }
+  };
+
+  const flush = (): Promise<void> => {
+    scheduled = false;
+    if (chain !== undefined) return chain; // it takes whatever is queued meanwhile too
+    handOverChunk();
+    if (queued.length === 0) return Promise.resolve();
+    chain = handOverRest();
+    return chain;
+  };
+
+  return {
+    publish: (subject, body, ridesOnPrevious) => {
+      if (nc.isClosed()) {
+        throw new MessagingPublishError("messaging publish failed: the connection is closed", { subject });
+      }
+      queued.push({ subject, body, ridesOnPrevious });
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(() => void flush());
+      }
+    },
+    flush,
+  };
 }
 
 /** A callback subscription whose errors (slow consumer, permissions) are logged, throttled. */
@@ -300,6 +387,7 @@ function createInFlight(): InFlight {
 /** Drains the subscriptions, waits for the handlers, drains the connection; closes it anyway after `timeoutMs`. */
 async function drainAndClose(p: {
   nc: NatsConnection;
+  outbox: Outbox;
   subscriptions: readonly Subscription[];
   inFlight: InFlight;
   logger: Logger;
@@ -310,6 +398,7 @@ async function drainAndClose(p: {
     await Promise.allSettled(p.subscriptions.map((sub) => sub.drain()));
     // Handlers still running may answer: the connection stays open until they are done.
     await inFlight.settled();
+    await p.outbox.flush(); // their answers, before nats.js stops taking publishes
     await nc.drain();
   })();
   const outcome = await raceTimeout(drained, p.timeoutMs);
@@ -321,6 +410,7 @@ async function drainAndClose(p: {
     });
   }
   if (!nc.isClosed()) {
+    await p.outbox.flush();
     await nc.close();
   }
   logger.info("messaging closed", { at: "messaging.close" });

@@ -29,6 +29,16 @@ export type TxQueueConnection = "shared" | "own";
 
 export type TxQueue = Queue<TxJobData, TxJobResult, string>;
 
+/** Opt-in behaviour of one role's client; the first call for a role decides it. */
+export interface RedisRoleOptions {
+  /**
+   * ioredis `enableAutoPipelining`: the commands issued in one event-loop turn go out in one socket write (a
+   * pipeline). For a role that issues many independent commands at once (the auction's reservations under load);
+   * never for a role that shares its client with BullMQ or runs blocking commands.
+   */
+  readonly autoPipelining?: boolean;
+}
+
 export type ProviderTuning = Pick<ChainProviderOptions, "maxLagBlocks" | "headRefreshMs" | "requestTimeoutMs">;
 
 export interface ProcessResourcesParams {
@@ -47,9 +57,9 @@ export interface ProcessResources {
   /**
    * The Redis client of a role (`main` by default), made on first use; the same role returns the same client.
    * A role of its own is a connection of its own: for a step that blocks it (a replica wait) or that must not
-   * wait behind others (the lease renewal).
+   * wait behind others (the lease renewal). `options` are the role's; asking again with other options throws.
    */
-  redis(role?: string): Redis;
+  redis(role?: string, options?: RedisRoleOptions): Redis;
   /** The transaction queue (producer) of a configured chain, made on first use; undefined otherwise or once closing. */
   txQueue(chainId: number): TxQueue | undefined;
   /** Like txQueue, for a caller that checked the chain is configured: throws when it is not. */
@@ -84,6 +94,7 @@ export function createProcessResources(params: ProcessResourcesParams): ProcessR
   const queueConnection = params.txQueueConnection ?? "shared";
   const logRedisError = throttledErrorLog(logger, "redis error", { at: `${service}.redis` });
   const clients = new Map<string, Redis>();
+  const pipelined = new Map<string, boolean>();
   const queues = new Map<number, TxQueue>();
   const providers = new Map<number, ChainProvider>();
   const adopted: Closable[] = [];
@@ -92,12 +103,17 @@ export function createProcessResources(params: ProcessResourcesParams): ProcessR
   const configured = (chainId: number): boolean =>
     Object.prototype.hasOwnProperty.call(config.chainConfig, String(chainId));
 
-  const redis = (role = "main"): Redis => {
+  const redis = (role = "main", options?: RedisRoleOptions): Redis => {
+    const autoPipelining = options?.autoPipelining ?? false;
     let client = clients.get(role);
     if (!client) {
-      client = new Redis(connectionOptions(config, params.redisKind));
+      client = new Redis({ ...connectionOptions(config, params.redisKind), enableAutoPipelining: autoPipelining });
       client.on("error", logRedisError);
       clients.set(role, client);
+      pipelined.set(role, autoPipelining);
+    } else if (options !== undefined && pipelined.get(role) !== autoPipelining) {
+      // Two parts of a process expecting different behaviour from one client: a wiring bug.
+      throw new RangeError(`redis role ${role} was made with autoPipelining ${String(pipelined.get(role))}`);
     }
     return client;
   };

@@ -103,6 +103,25 @@ describe("process resources (shared/process/process-resources.ts)", () => {
     expect(resources.provider(1)).toBeUndefined();
   });
 
+  it("auto-pipelines only the role that opts in; asking for a role with other options is refused", async () => {
+    const { resources, logs } = openResources(redis.url, { redisKind: "request" });
+    const bids = resources.redis("bids", { autoPipelining: true });
+    expect(bids.options.enableAutoPipelining).toBe(true);
+    expect(resources.redis().options.enableAutoPipelining).toBe(false);
+    expect(resources.redis("bids")).toBe(bids);
+    expect(() => resources.redis("bids", { autoPipelining: false })).toThrow(RangeError);
+    // Commands of one turn, pipelined, each get their own reply.
+    const replies = await Promise.all([
+      bids.set("resources-a", "1"),
+      bids.incr("resources-b"),
+      bids.get("resources-a"),
+    ]);
+    expect(replies).toEqual(["OK", 1, "1"]);
+
+    await resources.close();
+    expect(logs.find("test.close")).toEqual([]);
+  });
+
   it("runs every queue on the shared client (no connection of their own) and closes them with it", async () => {
     const { resources, logs } = openResources(redis.url, { redisKind: "request" });
     const main = resources.redis();
