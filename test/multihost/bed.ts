@@ -74,6 +74,11 @@ export interface Bed {
   door(host: Host, port: number): Promise<number>;
   /** The sentinels' current primary (its host address). */
   primaryAddr(): Promise<string>;
+  /**
+   * Starts Redis again on `h` (its earlier process gone) as a replica of the sentinels' current primary, as an
+   * operator brings a failed node back; resolves once it answers. Registered as `redis-rejoined@<host>`.
+   */
+  rejoinRedis(h: Host): Promise<ManagedProcess>;
   outputs(chars?: number): string;
   stop(): Promise<void>;
 }
@@ -84,6 +89,8 @@ export const PM2_ROLES = { a: "admin,auction,submitter,poller", b: "auction,subm
 export interface BedOptions {
   /** How the router's processes run: directly, supervised by the test, or under PM2 per host. */
   readonly router?: "direct" | "pm2";
+  /** `redis.minReplicas` of the router's config (default: unset, 0: nothing waits for the replica). */
+  readonly minReplicas?: number;
 }
 
 /** Creates the namespaces and starts everything; on any failure tears down what came up and rethrows. */
@@ -287,6 +294,17 @@ export async function startBed(options: BedOptions = {}): Promise<Bed> {
       }
       throw new Error("no sentinel answered");
     };
+    const rejoinRedis = async (h: Host): Promise<ManagedProcess> => {
+      const proc = inNs(`redis-rejoined@${h.name}`, h, redisServerBinary(), [
+        ...redisArgs(h),
+        "--replicaof",
+        await primaryAddr(),
+        String(REDIS_PORT),
+      ]);
+      const port = await door(h, REDIS_PORT);
+      await waitForReady(proc, (ms) => redisAnswers(port, ms));
+      return proc;
+    };
 
     // 4. NATS: a cluster of three (a, b, d), every server routed to every other.
     const natsHosts = [a, b, d];
@@ -341,7 +359,11 @@ export async function startBed(options: BedOptions = {}): Promise<Bed> {
       network: "local",
       messagingUrl: natsHosts.map((h) => `nats://${h.addr}:${NATS_PORT}`).join(","),
       authUrl: `http://${a.addr}:${AUTH_PORT}`,
-      redis: { sentinels: sentinelHosts.map((h) => ({ host: h.addr, port: SENTINEL_PORT })), name: SENTINEL_NAME },
+      redis: {
+        sentinels: sentinelHosts.map((h) => ({ host: h.addr, port: SENTINEL_PORT })),
+        name: SENTINEL_NAME,
+        ...(options.minReplicas === undefined ? {} : { minReplicas: options.minReplicas }),
+      },
       redisPrefix,
       host: a.addr,
       port: 8080,
@@ -437,6 +459,7 @@ export async function startBed(options: BedOptions = {}): Promise<Bed> {
       authUrl: `http://127.0.0.1:${authPort}`,
       door,
       primaryAddr,
+      rejoinRedis,
       outputs,
       stop,
     };

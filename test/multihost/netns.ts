@@ -1,4 +1,7 @@
 import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import { spawnManaged, waitForReady, type ManagedProcess } from "../harness/child-process";
 
 /**
  * Network namespaces of the multi-host test bed. Every host is a namespace `<prefix><host>`; a switch namespace
@@ -11,6 +14,8 @@ import { execFileSync } from "node:child_process";
 export const NETNS_PREFIX = "nxmh";
 /** A /24 of the bed's own; nothing outside the namespaces routes it. */
 export const SUBNET = "10.213.47";
+/** The switch namespace's name after the bed's prefix (it holds the bridge, and the delay line when one runs). */
+const SWITCH = "sw";
 
 /** The bed's namespace prefix for this jest worker: `nxmh<pid>-` (the pid tells a stale bed from a live one). */
 export function bedPrefix(pid = process.pid): string {
@@ -107,7 +112,7 @@ export interface Host {
  * the bed's /24) and loopback up. Nothing is routed beyond the /24: no default route.
  */
 export function createBed(prefix: string, hosts: ReadonlyArray<{ name: string; octet: number }>): Map<string, Host> {
-  const sw = `${prefix}sw`;
+  const sw = `${prefix}${SWITCH}`;
   ip(["netns", "add", sw]);
   ip(["-n", sw, "link", "add", "br0", "type", "bridge"]);
   ip(["-n", sw, "link", "set", "br0", "up"]);
@@ -124,6 +129,11 @@ export function createBed(prefix: string, hosts: ReadonlyArray<{ name: string; o
     out.set(h.name, { name: h.name, ns, addr: `${SUBNET}.${h.octet}`, dev: "eth0" });
   }
   return out;
+}
+
+/** The switch namespace of the bed that `h` is a host of. */
+function switchOf(h: Host): string {
+  return `${h.ns.slice(0, h.ns.length - h.name.length)}${SWITCH}`;
 }
 
 /** Every namespace of the bed `prefix` (hosts and switch), processes killed first. */
@@ -191,6 +201,125 @@ export function netemUnavailable(): string | null {
   } finally {
     deleteNamespace(probe);
   }
+}
+
+/** null when the user-space delay line can run here (/dev/net/tun and python3); otherwise why not. */
+export function delayLineUnavailable(): string | null {
+  if (!existsSync("/dev/net/tun")) return "no /dev/net/tun for the delay line";
+  try {
+    execFileSync("python3", ["--version"], { stdio: "ignore", timeout: 10_000 });
+    return null;
+  } catch {
+    return "no python3 for the delay line (test/multihost/delayline.py)";
+  }
+}
+
+/** null when addLatency can work (tc netem, or else the delay line); otherwise why neither can. */
+export function latencyUnavailable(): string | null {
+  const netemMissing = netemUnavailable();
+  const delayLineMissing = netemMissing ? delayLineUnavailable() : null;
+  return delayLineMissing ? `${netemMissing}; ${delayLineMissing}` : null;
+}
+
+export interface Latency {
+  /** How it is applied: `tc netem` on each host's egress, or the user-space delay line. */
+  readonly via: "tc netem" | "delay line";
+  /** Restores the direct links (idempotent). The delay line reports what it did: "forwarded N dropped N …". */
+  clear(): Promise<string>;
+}
+
+const DELAY_LINE_PY = resolve(__dirname, "delayline.py");
+/** The delay line's TUN device in each host (delayline.py). */
+const DELAY_LINE_DEV = "wan0";
+
+/**
+ * Every packet that one of `hosts` sends to another bed host (of `hosts` or `receivers`) is delayed by
+ * `delayMs` and dropped with probability `lossPercent`: `tc netem` on each of `hosts`' bridge interface where
+ * the kernel has sch_netem; otherwise the user-space delay line, with the same effect per direction. `receivers`
+ * (hosts whose own egress stays direct, such as the test's door) matter only to the delay line, which must be
+ * able to hand them their packets. Only ever inside the bed's namespaces.
+ */
+export async function addLatency(
+  hosts: readonly Host[],
+  delayMs: number,
+  lossPercent: number,
+  receivers: readonly Host[] = [],
+): Promise<Latency> {
+  if (netemUnavailable() === null) {
+    for (const h of hosts) netem(h, delayMs, lossPercent);
+    return {
+      via: "tc netem",
+      clear: async () => {
+        for (const h of hosts) clearNetem(h);
+        return "";
+      },
+    };
+  }
+  return startDelayLine(hosts, delayMs, lossPercent, receivers);
+}
+
+/**
+ * test/multihost/delayline.py, run in the bed's switch namespace (so that tearing the bed down kills it), opens
+ * a TUN `wan0` in every host given. Then each of `hosts` gets a /32 route per peer through wan0, more specific
+ * than the bridge's /24: its packets to that peer, with the same addresses (open TCP connections carry on), go
+ * through the delay line. Clearing deletes the routes, then stops the delay line; its TUNs, and any route left
+ * through them, vanish with it.
+ */
+async function startDelayLine(
+  hosts: readonly Host[],
+  delayMs: number,
+  lossPercent: number,
+  receivers: readonly Host[],
+): Promise<Latency> {
+  const all = [...hosts, ...receivers.filter((r) => !hosts.includes(r))];
+  const sw = switchOf(all[0]);
+  const proc: ManagedProcess = spawnManaged({
+    name: "delay line",
+    command: "ip",
+    args: [
+      "netns",
+      "exec",
+      sw,
+      "python3",
+      DELAY_LINE_PY,
+      "--delay-ms",
+      String(delayMs),
+      "--loss-percent",
+      String(lossPercent),
+      ...all.map((h) => `${h.ns}=${h.addr}`),
+    ],
+  });
+  const routes = hosts.flatMap((h) => all.filter((peer) => peer !== h).map((peer) => ({ h, peer })));
+  const unroute = (): void => {
+    for (const { h, peer } of routes) {
+      try {
+        ip(["-n", h.ns, "route", "del", `${peer.addr}/32`, "dev", DELAY_LINE_DEV]);
+      } catch {
+        // not added, or gone with the device
+      }
+    }
+  };
+  try {
+    await waitForReady(proc, async () => /^ready$/m.test(proc.outputTail()), 10_000);
+    for (const { h, peer } of routes) {
+      ip(["-n", h.ns, "route", "add", `${peer.addr}/32`, "dev", DELAY_LINE_DEV, "src", h.addr]);
+    }
+  } catch (err) {
+    unroute();
+    await proc.stop();
+    throw err;
+  }
+  return {
+    via: "delay line",
+    clear: async () => {
+      unroute();
+      await proc.stop();
+      return proc
+        .outputTail()
+        .replace(/^ready$/m, "")
+        .trim();
+    },
+  };
 }
 
 /** SIGKILL `pid` from inside its host, as an operator on that host would (ip netns exec <host> kill -9). */
