@@ -28,7 +28,11 @@ import {
 } from "./poller-lease";
 import { createSourceSelector } from "./source-selector";
 import { DEFAULT_MAX_RANGE_BLOCKS, createLogsSource } from "./sources/logs-source";
-import { DEFAULT_RECONCILE_INTERVAL_MS, DEFAULT_RECONCILE_SEARCH_BLOCKS, createReconcileSchedule } from "./reconcile-schedule";
+import {
+  DEFAULT_RECONCILE_INTERVAL_MS,
+  DEFAULT_RECONCILE_SEARCH_BLOCKS,
+  createReconcileSchedule,
+} from "./reconcile-schedule";
 import { createSubgraphClient } from "./sources/subgraph-client";
 import { createSubgraphSource, type WatchedTransfers } from "./sources/subgraph-source";
 import type { TickResult } from "./tick";
