@@ -5,7 +5,7 @@ import type { AuctionBid } from "../../shared/protocol/types";
 import { prepareWithBid } from "../../scripts/local/swap-user";
 import { AMOUNT, RECEIVING, SENDING, type E2eStack } from "../e2e/e2e-fixture";
 import { userFulfill, waitForEvent } from "../e2e/e2e-user";
-import { auditRouterTxs, type ChainAudit } from "../fault/swap-audit";
+import { auditRouterTxs, describeAudit, type ChainAudit } from "../fault/swap-audit";
 import { captureLogs } from "../harness/logs";
 import { waitFor } from "../integration/submitter-fixture";
 import type { Bed } from "./bed";
@@ -131,6 +131,19 @@ export function expectCleanAudit(all: readonly ChainAudit[]): void {
       duplicates: [],
       gaps: [],
     });
+  }
+}
+
+/**
+ * Prints the audit and expects it clean, with each transfer served once: one router prepare on the receiving chain
+ * and one claim (fulfill) on the sending chain.
+ */
+export function expectEachSwapOnce(all: readonly ChainAudit[], transactionIds: readonly string[]): void {
+  process.stdout.write(`${all.map(describeAudit).join("\n")}\n`);
+  expectCleanAudit(all);
+  for (const id of transactionIds) {
+    expect(all[1].txs.filter((x) => x.transactionId === id && x.method === "prepare")).toHaveLength(1);
+    expect(all[0].txs.filter((x) => x.transactionId === id && x.method === "fulfill")).toHaveLength(1);
   }
 }
 

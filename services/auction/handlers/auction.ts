@@ -38,8 +38,10 @@ export const DEFAULT_COLD_RETRY_WINDOW_MS = 4_000;
 /** Pause between those retries: a poller tick writes balances every second at the defaults. */
 const COLD_RETRY_PAUSE_MS = 200;
 
-/** Synthetic bids the handler prices and encodes when created (see warmUp): about 30 ms of CPU at start. */
+/** Synthetic bids the handler prices and encodes after it is created (see warmUp): about 30 ms of CPU at start. */
 export const DEFAULT_WARM_UP_ROUNDS = 1_000;
+/** Warm-up rounds per event-loop turn: a request arriving meanwhile waits at most one slice (a few ms). */
+const WARM_UP_SLICE = 50;
 /** A well-formed signature for the warm-up's reply envelopes (never published). */
 const WARM_UP_SIGNATURE = `0x${"00".repeat(64)}1b`;
 
@@ -266,19 +268,19 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
    * its first few hundred bids in the interpreter while V8 compiles, at about twice the CPU and latency of a warm
    * one (bench/auction.ts, BENCH_WARMUP). Nothing is reserved, signed, published, counted or logged.
    */
-  const warmUp = (rounds: number): void => {
+  const warmUp = (from: number, to: number): boolean => {
     const sample = warmUpRequest(ctx.config);
-    if (sample === undefined) return;
+    if (sample === undefined) return false;
     const nowMs = ctx.nowMs();
     const range = acceptedExpiryRange(Math.floor(nowMs / 1000));
     sample.expiry = Math.floor((range.minExclusive + range.maxExclusive) / 2);
-    for (let i = 0; i < rounds; i += 1) {
+    for (let i = from; i < to; i += 1) {
       sample.transactionId = `0x${i.toString(16).padStart(64, "0")}`;
       const body = Buffer.from(JSON.stringify({ responseInbox: "_INBOX.warm-up", data: sample, version: "0.0.1" }));
       const data = parseEnvelope(body, { requireInbox: true }).data;
       auctionLogFields(data);
       const priced = price(data, nowMs);
-      if ("result" in priced) return; // cold caches or an unpriceable pool: nothing further to warm
+      if ("result" in priced) return false; // cold caches or an unpriceable pool: nothing further to warm
       const bid = buildBid(priced.payload, {
         router: ctx.routerAddress,
         amountReceived: priced.quote.amountReceived.toString(),
@@ -292,13 +294,21 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
         data: { bid, bidSignature: WARM_UP_SIGNATURE, gasFeeInReceivingToken: priced.quote.gasFee.toString() },
       });
     }
+    return true;
   };
-  try {
-    warmUp(deps.options?.warmUpRounds ?? DEFAULT_WARM_UP_ROUNDS);
-  } catch (err) {
-    // Only a speed-up: a configuration the synthetic request trips on must not stop the auction from starting.
-    ctx.logger.debug("auction warm-up stopped early", { at: "auction.warm-up", error: errorMessage(err) });
-  }
+  // In slices of WARM_UP_SLICE, one per event-loop turn: the rest of the start (connections, subscriptions) and the
+  // first requests interleave with it, so a restarted instance does not answer later for it (auction-kill.test.ts).
+  const warmUpRounds = deps.options?.warmUpRounds ?? DEFAULT_WARM_UP_ROUNDS;
+  const warmUpSlice = (from: number): void => {
+    const to = Math.min(from + WARM_UP_SLICE, warmUpRounds);
+    try {
+      if (warmUp(from, to) && to < warmUpRounds) setImmediate(warmUpSlice, to).unref();
+    } catch (err) {
+      // Only a speed-up: a configuration the synthetic request trips on must not stop the auction from starting.
+      ctx.logger.debug("auction warm-up stopped early", { at: "auction.warm-up", error: errorMessage(err) });
+    }
+  };
+  if (warmUpRounds > 0) setImmediate(warmUpSlice, 0).unref();
 
   const coldRetryWindowMs = deps.options?.coldRetryWindowMs ?? DEFAULT_COLD_RETRY_WINDOW_MS;
   /**
