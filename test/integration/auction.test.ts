@@ -21,6 +21,7 @@ import {
   type Client,
 } from "./auction-fixture";
 import { uniquePrefix } from "./submitter-fixture";
+import { waitFor } from "../harness/wait";
 
 jest.setTimeout(120_000);
 
@@ -107,6 +108,10 @@ async function expectRefused(
 describe("auction: bids", () => {
   // Runs first: the start-up warm-up (handlers/auction.ts) prices and encodes synthetic bids of this very pool.
   it("warms its hot path at start without reserving liquidity or logging an outcome", async () => {
+    await waitFor(
+      "the warm-up's last slice",
+      () => main.logs.find("auction.warm-up", "auction warm-up done").length > 0,
+    );
     expect(main.outcomes()).toEqual([]);
     expect(await reservations.reservedTotal(RECEIVING, s.receivingToken)).toBe(0n);
     expect(await reservations.reservedTotal(SENDING, s.sendingToken)).toBe(0n);

@@ -16,6 +16,9 @@ import { uniquePrefix } from "./submitter-fixture";
  * (services/submitter/lease/lease-keeper.ts). End to end: test/fault/takeover.test.ts, poller-lease.test.ts.
  */
 
+// Shortened (shipped: sender lease 1 s, poller lease 3 s; renewals every TTL/4) so that lapses and takeovers happen
+// within a unit-sized test; the loop's logic scales with the TTL. The shipped TTLs run end to end in
+// test/fault/takeover.test.ts, poller-lease.test.ts and the multi-host bed.
 const TTL_MS = 400;
 const INTERVAL_MS = TTL_MS / 4;
 const CHAIN_ID = 1337;
@@ -190,6 +193,7 @@ describe("sender lease keeper (real redis)", () => {
         lease,
         logger: captureLogs().logger,
         intervalMs: INTERVAL_MS,
+        // Shortened (shipped 10 s) so the stuck-term case is reached quickly.
         endTimeoutMs: 200,
         onBegin: async (fence) => {
           r.begun.push(fence);

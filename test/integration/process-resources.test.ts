@@ -146,6 +146,7 @@ describe("process resources (shared/process/process-resources.ts)", () => {
     const { resources, logs } = openResources(redis.url, {
       redisKind: "worker",
       txQueueConnection: "own",
+      // Shortened (shipped 2 s) so the frozen Redis's deadline passes quickly; the drop path is the same.
       closeTimeoutMs: 300,
     });
     const main = resources.redis();

@@ -302,7 +302,9 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
   const warmUpSlice = (from: number): void => {
     const to = Math.min(from + WARM_UP_SLICE, warmUpRounds);
     try {
-      if (warmUp(from, to) && to < warmUpRounds) setImmediate(warmUpSlice, to).unref();
+      if (!warmUp(from, to)) return;
+      if (to < warmUpRounds) setImmediate(warmUpSlice, to).unref();
+      else ctx.logger.debug("auction warm-up done", { at: "auction.warm-up", rounds: warmUpRounds });
     } catch (err) {
       // Only a speed-up: a configuration the synthetic request trips on must not stop the auction from starting.
       ctx.logger.debug("auction warm-up stopped early", { at: "auction.warm-up", error: errorMessage(err) });
