@@ -132,21 +132,18 @@ export function percentile(values: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 }
 
-/** Runs `count` jobs over `workers` parallel workers; each worker takes the next index. */
+/** Runs `count` jobs over `workers` parallel workers; worker w runs indices w, w + workers, … in order. */
 export async function runPool<T>(
   count: number,
   workers: number,
   job: (index: number, worker: number) => Promise<T>,
 ): Promise<T[]> {
   const results: T[] = [];
-  let next = 0;
+  // A fixed share per worker (indices w, w + workers, …), never more: callers fund each worker's user for
+  // ceil(count / workers) swaps (fundUsers), and a worker that took a slow one's turn would run out of tokens.
   await Promise.all(
     Array.from({ length: workers }, async (_, w) => {
-      while (next < count) {
-        const i = next;
-        next += 1;
-        results[i] = await job(i, w);
-      }
+      for (let i = w; i < count; i += workers) results[i] = await job(i, w);
     }),
   );
   return results;
