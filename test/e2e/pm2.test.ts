@@ -77,6 +77,8 @@ describe("PM2: ecosystem.config.js runs the router", () => {
     pm2_env: {
       status: string;
       restart_time: number;
+      /** When PM2 last launched the process (epoch ms). */
+      pm_uptime?: number;
       restart_delay?: number;
       min_uptime?: number;
       max_restarts?: number;
@@ -165,28 +167,39 @@ describe("PM2: ecosystem.config.js runs the router", () => {
     }
   });
 
-  it("a SIGKILLed admin API answers again within 3 s, every time of 4 kills in a row (the delay does not grow)", async () => {
-    const figures: number[] = [];
+  it("a SIGKILLed admin API is relaunched within 1 s and answers again, every time of 4 kills in a row (the delay does not grow)", async () => {
+    // Two figures per kill: PM2's part (kill → the new process launched: restart_delay plus PM2 noticing the exit),
+    // which is what issue 12 bounds and what an exponential backoff would grow, and the whole (kill → /ping
+    // answered), which adds the process's own start-up (module loading, Redis and chain connections) and so
+    // follows the machine's load: under a loaded CI run it took 1.5–3.8 s, against about 1.3 s on a quiet machine.
+    const relaunched: number[] = [];
+    const answering: number[] = [];
     for (let i = 0; i < 4; i += 1) {
       const before = await appNamed("admin");
       const killedAtMs = Date.now();
       process.kill(before.pid, "SIGKILL");
-      await waitFor(
+      const after = await waitFor(
         "admin answering from a new process",
         async () => {
           const ok = await fetch(`${adminUrl}/ping`).then(
             (r) => r.ok,
             () => false,
           );
-          return ok && (await appNamed("admin")).pid !== before.pid ? true : undefined;
+          if (!ok) return undefined;
+          const app = await appNamed("admin");
+          return app.pid !== before.pid ? app : undefined;
         },
-        10_000,
+        15_000,
       );
-      figures.push(Date.now() - killedAtMs);
+      answering.push(Date.now() - killedAtMs);
+      relaunched.push((after.pm2_env.pm_uptime ?? Number.NaN) - killedAtMs);
     }
-    process.stdout.write(`pm2: admin SIGKILL → answering: ${figures.join(", ")} ms\n`);
-    expect(Math.max(...figures)).toBeLessThanOrEqual(3_000);
-  }, 60_000);
+    process.stdout.write(
+      `pm2: admin SIGKILL → relaunched: ${relaunched.join(", ")} ms; → answering: ${answering.join(", ")} ms\n`,
+    );
+    expect(Math.max(...relaunched)).toBeLessThanOrEqual(1_000);
+    expect(Math.max(...answering)).toBeLessThanOrEqual(8_000);
+  }, 90_000);
 
   it("a SIGKILLed lone auction answers a status request again within 2 s of PM2 restarting it", async () => {
     if (!nats || !auth) throw new Error("messaging not started");
