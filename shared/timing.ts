@@ -57,3 +57,13 @@ export async function settlesWithin(promise: Promise<unknown>, ms: number): Prom
     clearTimeout(timer);
   }
 }
+
+/**
+ * `promise`, started ahead of the step that judges it (reads that can run at once, judged in their order): a
+ * caller that returns before awaiting it, because an earlier step decided, must not leave an unhandled
+ * rejection behind, which stops the process (shared/process/run-service.ts). Awaiting it still rejects.
+ */
+export function readAhead<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => undefined);
+  return promise;
+}

@@ -1,6 +1,7 @@
 import { getAddress } from "ethers";
 import type { ChainProvider } from "../../shared/chain/chain-provider";
 import { createRouterBalanceReader } from "../../shared/chain/router-balances";
+import { poolPartnersOf } from "../../shared/config/pools";
 import type { ChainConfig, RouterConfig } from "../../shared/config/types";
 import type { Logger } from "../../shared/logging/create-logger";
 import { DEFAULT_TOLERANCE_PERCENT } from "../../shared/protocol/amounts";
@@ -132,6 +133,7 @@ export async function startPoller(params: StartPollerParams): Promise<RunningPol
     providerOptions: options.providerOptions,
   });
   const provider = resources.requireProvider(chainId);
+  resources.open(poolPartnersOf(config, chainId));
   const leaseTtlMs = options.leaseTtlMs ?? DEFAULT_POLLER_LEASE_TTL_MS;
   const lease = createLease({
     redis: resources.redis(),

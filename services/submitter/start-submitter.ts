@@ -3,6 +3,7 @@ import { getAddress } from "ethers";
 import type { Redis } from "ioredis";
 import type { ChainProvider } from "../../shared/chain/chain-provider";
 import { cachedGasPrice, getGasPrice } from "../../shared/chain/gas-price";
+import { poolPartnersOf } from "../../shared/config/pools";
 import type { ChainConfig, RouterConfig } from "../../shared/config/types";
 import { errorMessage } from "../../shared/errors";
 import type { Logger } from "../../shared/logging/create-logger";
@@ -140,6 +141,8 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
   });
   const provider = resources.requireProvider(chainId);
   const queue = resources.requireTxQueue(chainId);
+  // A prepare reads its sending chain's queue and provider, a fulfill its receiving chain's.
+  resources.open(poolPartnersOf(config, chainId));
   const redis = resources.redis();
   // Replica waits (redis.minReplicas) block the connection they run on for up to the ack timeout: the sender lease
   // then gets its own connection, so a slow replica never delays a renewal (and never loses the lease by itself).

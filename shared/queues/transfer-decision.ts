@@ -2,6 +2,7 @@ import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { TX_JOB, transferKey, txJobId } from "./jobs";
 import { transferDecisionKey, txRecordKey } from "./keys";
+import { readAhead } from "../timing";
 
 /**
  * The two router actions of a transfer that must never both happen: preparing the receiving side (the user
@@ -97,14 +98,18 @@ export interface SenderCancelIntentParams {
 export async function findSenderCancelIntent(params: SenderCancelIntentParams): Promise<string | undefined> {
   const key = transferKey(params.transactionId, params.user);
   const jobId = txJobId(TX_JOB.cancelSender, key);
-  if ((await params.redis.get(transferDecisionKey(params.prefix, key))) === "cancel-sender") {
+  // Three reads at once, judged in this order (one round trip instead of three).
+  const decision = readAhead(params.redis.get(transferDecisionKey(params.prefix, key)));
+  const jobState = readAhead(params.queue.getJobState(jobId));
+  const recorded = readAhead(params.redis.exists(txRecordKey(params.prefix, params.sendingChainId, jobId)));
+  if ((await decision) === "cancel-sender") {
     return "a sender cancel is the recorded decision for this transfer";
   }
-  const state = await params.queue.getJobState(jobId);
+  const state = await jobState;
   if (state !== "unknown") {
     return `the cancel-sender job ${jobId} on chain ${params.sendingChainId} exists (${state})`;
   }
-  if ((await params.redis.exists(txRecordKey(params.prefix, params.sendingChainId, jobId))) > 0) {
+  if ((await recorded) > 0) {
     return `the cancel-sender job ${jobId} on chain ${params.sendingChainId} has a transaction record`;
   }
   return undefined;

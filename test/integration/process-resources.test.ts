@@ -103,6 +103,27 @@ describe("process resources (shared/process/process-resources.ts)", () => {
     expect(resources.provider(1)).toBeUndefined();
   });
 
+  it("open() makes the named chains' queues and connects them before their first use; unknown chains are skipped", async () => {
+    const { resources, logs } = openResources(redis.url, { redisKind: "worker", txQueueConnection: "own" });
+    const main = resources.redis();
+    const clientsOf = async (): Promise<number> =>
+      String(await main.client("LIST"))
+        .trim()
+        .split("\n").length;
+    const before = await clientsOf();
+    // Chain 1's provider is unreachable here: its early read fails quietly, as a first use would report it.
+    resources.open([1337, 1, 5]);
+    // The queue of 1337 connected on its own connection, with nobody having asked for it yet.
+    await waitFor(
+      "the opened queue's connection",
+      async () => ((await clientsOf()) > before ? true : undefined),
+      5_000,
+    );
+    expect(resources.txQueue(5)).toBeUndefined();
+    await resources.close();
+    expect(logs.find("test.close")).toEqual([]);
+  });
+
   it("auto-pipelines only the role that opts in; asking for a role with other options is refused", async () => {
     const { resources, logs } = openResources(redis.url, { redisKind: "request" });
     const bids = resources.redis("bids", { autoPipelining: true });

@@ -1,4 +1,5 @@
 import { blockTimestamp } from "../../../shared/chain/transfer-events";
+import { readAhead } from "../../../shared/timing";
 import { SenderNotPreparedError } from "../../../shared/chain/sender-cancel-errors";
 import { TransferMismatchError } from "../../../shared/protocol/errors";
 import { DEFAULT_TOLERANCE_PERCENT } from "../../../shared/protocol/amounts";
@@ -62,6 +63,10 @@ export async function preparePrepareReceiver(
       { transactionId: txData.transactionId },
     );
   }
+  // Steps 1–3 only read, each on another chain or Redis: they run at once and are judged in their order (between
+  // hosts each read is a round trip, and a round trip can be 400 ms).
+  const noSenderCancel = readAhead(assertNoSenderCancel(ctx, data));
+  const senderPrepared = readAhead(assertSenderPrepared(ctx, data));
   const here = await readSideState(ctx.provider, ctx.chain.transactionManagerAddress, txData);
   if (here.classification !== "not-prepared") {
     return noop(
@@ -69,8 +74,8 @@ export async function preparePrepareReceiver(
       here.blockNumber,
     );
   }
-  await assertNoSenderCancel(ctx, data);
-  const senderPreparedAtSec = await assertSenderPrepared(ctx, data);
+  await noSenderCancel;
+  const senderPreparedAtSec = await senderPrepared;
   const verified = verify(ctx, data, senderPreparedAtSec, here.nowSec);
   await assertLiquidity(ctx, verified);
 
@@ -154,6 +159,8 @@ async function assertSenderPrepared(ctx: LifecycleContext, data: PrepareReceiver
   const { txData } = data.sender;
   const sendingChain = chainConfigOf(ctx, txData.sendingChainId);
   const sending = readProviderOf(ctx, txData.sendingChainId);
+  // The prepare block's timestamp is read at once too; it counts only for a matching prepare.
+  const preparedAtSec = readAhead(blockTimestamp(sending, txData.preparedBlockNumber));
   const state = await readSideState(sending, sendingChain.transactionManagerAddress, txData);
   const context = {
     transactionId: txData.transactionId,
@@ -169,7 +176,7 @@ async function assertSenderPrepared(ctx: LifecycleContext, data: PrepareReceiver
           { ...context, confirmations, required: sendingChain.confirmations },
         );
       }
-      return blockTimestamp(sending, txData.preparedBlockNumber);
+      return preparedAtSec;
     }
     case "completed":
       throw new SenderCompletedError("the sending side is already fulfilled or cancelled", context);
