@@ -34,8 +34,14 @@ export interface BedClient {
   readonly responses: readonly MessagingResponse[];
   /** One auction.request as the SDK sends it; the first bid within `timeoutMs`, with its latency. */
   requestBid(user: string, timeoutMs?: number): Promise<BidAnswer>;
-  /** A bid, then the whole swap by the user (prepare, the router's prepare, fulfill, the router's claim). */
-  swap(u: E2eStack): Promise<{ transactionId: string; bidMs: number; inbox: string; amountReceived: bigint }>;
+  /**
+   * A bid, then the whole swap by the user (prepare, the router's prepare, fulfill, the router's claim), each of
+   * the router's steps within `stepMs` (SWAP_STEP_MS by default).
+   */
+  swap(
+    u: E2eStack,
+    stepMs?: number,
+  ): Promise<{ transactionId: string; bidMs: number; inbox: string; amountReceived: bigint }>;
   close(): Promise<void>;
 }
 
@@ -72,12 +78,12 @@ export async function connectBedClient(bed: Bed): Promise<BedClient> {
   return {
     responses,
     requestBid,
-    swap: async (u) => {
+    swap: async (u, stepMs = SWAP_STEP_MS) => {
       const { reply, ms, inbox } = await requestBid(u.user.address);
       const t = await userPrepares(u, reply);
-      const prepared = await waitForEvent(u.receiving, "prepared", t.transactionId, SWAP_STEP_MS);
+      const prepared = await waitForEvent(u.receiving, "prepared", t.transactionId, stepMs);
       await userFulfill(u, prepared.txData);
-      await waitForEvent(u.sending, "fulfilled", t.transactionId, SWAP_STEP_MS);
+      await waitForEvent(u.sending, "fulfilled", t.transactionId, stepMs);
       return { transactionId: t.transactionId, bidMs: ms, inbox, amountReceived: BigInt(reply.bid.amountReceived) };
     },
     close: () => messaging.close(),

@@ -75,6 +75,13 @@ export interface Bed {
   /** The sentinels' current primary (its host address). */
   primaryAddr(): Promise<string>;
   /**
+   * Direct mode: stops every submitter and poller, then starts them again with `env` added, as an operator rolls
+   * out a setting: a's first, holding the leases, then b's standbys.
+   */
+  restartLeaseHolders(env: Readonly<Record<string, string>>): Promise<void>;
+  /** `SENTINEL SET <name> <option> <value>` on every sentinel, as an operator tunes a running deployment. */
+  sentinelSet(option: string, value: string): Promise<void>;
+  /**
    * Starts Redis again on `h` (its earlier process gone) as a replica of the sentinels' current primary, as an
    * operator brings a failed node back; resolves once it answers. Registered as `redis-rejoined@<host>`.
    */
@@ -91,6 +98,8 @@ export interface BedOptions {
   readonly router?: "direct" | "pm2";
   /** `redis.minReplicas` of the router's config (default: unset, 0: nothing waits for the replica). */
   readonly minReplicas?: number;
+  /** Extra environment of every router process in direct mode (lease TTLs sized to the bed's latency, say). */
+  readonly routerEnv?: Readonly<Record<string, string>>;
 }
 
 /** Creates the namespaces and starts everything; on any failure tears down what came up and rethrows. */
@@ -294,6 +303,9 @@ export async function startBed(options: BedOptions = {}): Promise<Bed> {
       }
       throw new Error("no sentinel answered");
     };
+    const sentinelSet = async (option: string, value: string): Promise<void> => {
+      for (const r of sentinels) await r.call("SENTINEL", "SET", SENTINEL_NAME, option, value);
+    };
     const rejoinRedis = async (h: Host): Promise<ManagedProcess> => {
       const proc = inNs(`redis-rejoined@${h.name}`, h, redisServerBinary(), [
         ...redisArgs(h),
@@ -385,8 +397,10 @@ export async function startBed(options: BedOptions = {}): Promise<Bed> {
     };
     const configFile = join(dir, "config.json");
     writeFileSync(configFile, JSON.stringify(config));
-    const base = { ROUTER_CONFIG_FILE: configFile };
+    const base = { ROUTER_CONFIG_FILE: configFile, ...options.routerEnv };
+    const launched = new Map<string, { name: string; h: Host; role: string; env: Record<string, string> }>();
     const run = (name: string, h: Host, role: string, env: Record<string, string>): Supervised => {
+      launched.set(`${name}@${h.name}`, { name, h, role, env });
       const p = supervise({
         name: `${name}@${h.name}`,
         entry: join(DIST, `${role}/main.js`),
@@ -409,6 +423,16 @@ export async function startBed(options: BedOptions = {}): Promise<Bed> {
     if (options.router === "pm2") await startPm2Router({ a, b, dir, configFile, pm2 });
     else await startDirectRouter({ a, b, chain, run, procs });
 
+    const restartLeaseHolders = async (env: Readonly<Record<string, string>>): Promise<void> => {
+      const holders = [...procs.keys()].filter((n) => /^(submitter|poller)-\d+@/.test(n));
+      await Promise.all(holders.map((n) => procs.get(n)?.stop() ?? Promise.resolve()));
+      for (const h of [a, b]) {
+        for (const spec of holders.filter((n) => n.endsWith(`@${h.name}`)).map((n) => launched.get(n))) {
+          if (spec) run(spec.name, spec.h, spec.role, { ...spec.env, ...env });
+        }
+        if (h === a) await waitForLeasesOnA(procs);
+      }
+    };
     const s: E2eStack = {
       stack: stackOf(chains),
       chain1,
@@ -459,6 +483,8 @@ export async function startBed(options: BedOptions = {}): Promise<Bed> {
       authUrl: `http://127.0.0.1:${authPort}`,
       door,
       primaryAddr,
+      restartLeaseHolders,
+      sentinelSet,
       rejoinRedis,
       outputs,
       stop,
@@ -490,6 +516,14 @@ const holdsLeases = (output: (role: string, chainId: number) => string): boolean
       output("submitter", id).includes("sender lease acquired"),
   );
 
+function waitForLeasesOnA(procs: ReadonlyMap<string, Supervised>): Promise<true> {
+  return waitFor(
+    "a's pollers and submitters to hold their leases",
+    async () => (holdsLeases((role, id) => procs.get(`${role}-${id}@a`)?.output() ?? "") ? true : undefined),
+    30_000,
+  );
+}
+
 /** Direct mode: one supervised process per role and chain on a, then the same on b (instance 1). */
 async function startDirectRouter(p: {
   a: Host;
@@ -510,11 +544,7 @@ async function startDirectRouter(p: {
   }
   run("auction", a, "auction", {});
   run("admin", a, "admin", {});
-  await waitFor(
-    "a's pollers and submitters to hold their leases",
-    async () => (holdsLeases((role, id) => procs.get(`${role}-${id}@a`)?.output() ?? "") ? true : undefined),
-    30_000,
-  );
+  await waitForLeasesOnA(procs);
   for (const [i, id] of [SENDING, RECEIVING].entries()) {
     run(`poller-${id}`, b, "poller", {
       CHAIN_ID: String(id),
