@@ -1,7 +1,7 @@
 import { getAddress } from "ethers";
 import type { ChainProvider } from "../../shared/chain/chain-provider";
 import { createRouterBalanceReader } from "../../shared/chain/router-balances";
-import { poolPartnersOf } from "../../shared/config/pools";
+import { poolAssetsOf, poolPartnersOf } from "../../shared/config/pools";
 import type { ChainConfig, RouterConfig } from "../../shared/config/types";
 import type { Logger } from "../../shared/logging/create-logger";
 import { DEFAULT_TOLERANCE_PERCENT } from "../../shared/protocol/amounts";
@@ -17,7 +17,6 @@ import { createBalanceStore } from "../../shared/transfers/balance-store";
 import { createBidReservations } from "../../shared/transfers/bid-reservations";
 import { createTransferStore, type TransferStore } from "../../shared/transfers/transfer-store";
 import { createAlertOnce } from "./alert-once";
-import { poolAssetsOf } from "./balances";
 import type { PollerContext } from "./context";
 import { chainConfigFor } from "../../shared/process/process-env";
 import { runPollLoop } from "./loop";

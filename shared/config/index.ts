@@ -2,6 +2,6 @@ export { ConfigError, loadConfig, formatPath, type ConfigEnv } from "./load-conf
 export { readConfig, readConfigFile, configFilePath } from "./read-config";
 export { configSecrets, redactConfig } from "./redact-config";
 export { knownDeployments, type KnownDeployment } from "./deployments";
-export { poolPartnersOf } from "./pools";
+export { poolAssetsOf, poolPartnersOf } from "./pools";
 export * from "./defaults";
 export type * from "./types";

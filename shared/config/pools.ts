@@ -1,3 +1,4 @@
+import { getAddress } from "ethers";
 import type { RouterConfig } from "./types";
 
 /**
@@ -13,4 +14,15 @@ export function poolPartnersOf(config: Pick<RouterConfig, "swapPools">, chainId:
     }
   }
   return [...partners];
+}
+
+/** The chain's assets that appear in a swap pool (checksummed, each once): the ones with liquidity figures. */
+export function poolAssetsOf(config: Pick<RouterConfig, "swapPools">, chainId: number): string[] {
+  const assets = new Set<string>();
+  for (const pool of config.swapPools) {
+    for (const asset of pool.assets) {
+      if (asset.chainId === chainId) assets.add(getAddress(asset.assetId));
+    }
+  }
+  return [...assets];
 }

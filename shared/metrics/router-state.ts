@@ -1,5 +1,6 @@
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
+import { poolAssetsOf } from "../config/pools";
 import type { RouterConfig } from "../config/types";
 import { bidReservationsKey, chainHeadKey, gasBalanceKey, routerBalanceKey, txRecordKey } from "../queues/keys";
 
@@ -120,19 +121,6 @@ export interface ChainState {
   readonly assets: readonly AssetState[];
 }
 
-/** The chain's pool assets (swapPools), lower-cased and unique. */
-export function poolAssetsOf(config: RouterConfig, chainId: number): string[] {
-  const set = new Set<string>();
-  for (const pool of config.swapPools) {
-    for (const asset of pool.assets) {
-      if (asset.chainId === chainId) {
-        set.add(asset.assetId.toLowerCase());
-      }
-    }
-  }
-  return [...set];
-}
-
 export async function readChainState(
   redis: Redis,
   config: RouterConfig,
@@ -140,7 +128,8 @@ export async function readChainState(
   nowMs = Date.now(),
 ): Promise<ChainState> {
   const prefix = config.redisPrefix;
-  const assets = poolAssetsOf(config, chainId);
+  // Lower-cased, as the metrics and the admin API have always shown them.
+  const assets = poolAssetsOf(config, chainId).map((assetId) => assetId.toLowerCase());
   const pipeline = redis.pipeline().get(chainHeadKey(prefix, chainId)).hgetall(gasBalanceKey(prefix, chainId));
   for (const assetId of assets) {
     pipeline

@@ -1,4 +1,4 @@
-import { poolPartnersOf } from "../../shared/config/pools";
+import { poolAssetsOf, poolPartnersOf } from "../../shared/config/pools";
 import { readAhead } from "../../shared/timing";
 
 describe("poolPartnersOf (shared/config/pools.ts)", () => {
@@ -18,6 +18,30 @@ describe("poolPartnersOf (shared/config/pools.ts)", () => {
 
   it("is empty for a chain in no pool (gas pricing only)", () => {
     expect(poolPartnersOf(config, 1)).toEqual([]);
+  });
+});
+
+describe("poolAssetsOf (shared/config/pools.ts)", () => {
+  const token = "0x5fbdb2315678afecb367f032d93f642f64180aa3";
+  const other = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512";
+  const config = {
+    swapPools: [
+      {
+        name: "TEST",
+        assets: [
+          { chainId: 1337, assetId: token },
+          { chainId: 1338, assetId: other },
+        ],
+      },
+      // The same asset in a second pool, written in another case: listed once.
+      { name: "TEST2", assets: [{ chainId: 1337, assetId: token.toUpperCase().replace("0X", "0x") }] },
+    ],
+  };
+
+  it("lists the chain's pool assets once each, checksummed", () => {
+    expect(poolAssetsOf(config, 1337)).toEqual(["0x5FbDB2315678afecb367f032d93F642f64180aa3"]);
+    expect(poolAssetsOf(config, 1338)).toEqual([other]);
+    expect(poolAssetsOf(config, 1)).toEqual([]);
   });
 });
 
