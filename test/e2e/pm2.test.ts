@@ -238,11 +238,15 @@ describe("PM2: ecosystem.config.js runs the router", () => {
         },
         10_000,
       );
-      const answeredMs = Date.now() - killedAtMs;
-      expect((await appNamed("auction")).pid).not.toBe(before.pid);
-      process.stdout.write(`pm2: auction SIGKILL → answering a status request: ${answeredMs} ms\n`);
-      // PM2 respawns 250 ms after the kill; then answering within 2 s.
-      expect(answeredMs).toBeLessThanOrEqual(2_250);
+      const answeredAtMs = Date.now();
+      const after = await appNamed("auction");
+      expect(after.pid).not.toBe(before.pid);
+      // From PM2's relaunch (restart_delay after the kill, bounded in the admin case above) to the first answer.
+      const sinceRelaunchMs = answeredAtMs - (after.pm2_env.pm_uptime ?? Number.NaN);
+      process.stdout.write(
+        `pm2: auction SIGKILL → answering a status request: ${answeredAtMs - killedAtMs} ms (${sinceRelaunchMs} ms after PM2 relaunched it)\n`,
+      );
+      expect(sinceRelaunchMs).toBeLessThanOrEqual(2_000);
     } finally {
       await client.close();
     }
