@@ -314,6 +314,7 @@ describeBed("multi-host bed under PM2 (ROUTER_ROLES per host)", () => {
           (pollerOnX ? `${y} took the poller lease after ${pollerTakeoverMs} ms\n` : `the poller lease was on ${y}\n`),
       );
       const xAtTakeover = pm2Of(b, x).output(sub).length;
+      const xPollerAtTakeover = pm2Of(b, x).output(poller).length;
       await receiving.anvil.setAutomine(true);
       await receiving.anvil.mine(1);
       const receiver = await waitForEvent(receiving, "prepared", t.transactionId, SWAP_STEP_MS);
@@ -341,6 +342,9 @@ describeBed("multi-host bed under PM2 (ROUTER_ROLES per host)", () => {
       expectCleanAudit(all);
       expect(all[1].txs.filter((x) => x.transactionId === t.transactionId)).toHaveLength(1);
       expect(linesOf(b, x, sub, /transaction broadcast|fee bumped/, xAtTakeover)).toEqual([]);
+      // Nor does x's poller, whose lease moved: no job enqueued by it from the takeover on (its cursor and record
+      // writes are fenced by the same term: test/integration/poller-lease.test.ts).
+      if (pollerOnX) expect(linesOf(b, x, poller, /job enqueued/, xPollerAtTakeover)).toEqual([]);
       expect(takeoverMs).toBeLessThanOrEqual(TAKEOVER_BOUND_MS);
       if (pollerOnX) expect(pollerTakeoverMs).toBeLessThanOrEqual(POLLER_TAKEOVER_BOUND_MS);
     } finally {
