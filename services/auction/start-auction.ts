@@ -1,7 +1,7 @@
 import { getAddress } from "ethers";
 import type { RouterConfig } from "../../shared/config/types";
 import type { Logger } from "../../shared/logging/create-logger";
-import { connectMessaging } from "../../shared/messaging";
+import { connectMessaging, routerQueueGroup } from "../../shared/messaging";
 import type { Messaging } from "../../shared/messaging/types";
 import { createProcessResources, type ProcessResources } from "../../shared/process/process-resources";
 import { replicationGuard } from "../../shared/queues/replication";
@@ -82,7 +82,7 @@ export async function startAuction(params: StartAuctionParams): Promise<RunningA
   const signer = options.signer ?? createSigner({ mnemonic: config.mnemonic, remoteSignerUrl: config.remoteSignerUrl });
   const signerAddress = getAddress(await signer.getAddress());
   const routerAddress = getAddress(config.routerContractAddress ?? signerAddress);
-  const queueGroup = `auction-${signerAddress}`;
+  const queueGroup = routerQueueGroup(signerAddress);
 
   // Fail fast rather than queue: an auction waiting on Redis is an auction the client has given up on.
   const resources = createProcessResources({

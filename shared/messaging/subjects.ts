@@ -51,10 +51,11 @@ export function isMessagingTopic(value: string): value is MessagingTopic {
 
 /**
  * The NATS queue group the auction instances of one router share (ServeOptions.queueGroup): keyed by the
- * router signer, so each request reaches one instance per router, while other routers still all get it.
+ * router signer, so each request reaches one instance per router, while other routers still all get it. The
+ * name is part of a running deployment: instances of two versions must agree on it during a rolling restart.
  */
 export function routerQueueGroup(signerAddress: string): string {
-  return `router-${assertAddress(signerAddress, "signer")}`;
+  return `auction-${assertAddress(signerAddress, "signer")}`;
 }
 
 /** What a router subscribes to for a topic: every requester's `<me>.<me>.<topic>.request`. */

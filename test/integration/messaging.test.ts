@@ -6,6 +6,7 @@ import {
   connectMessaging,
   encodeEnvelope,
   MessagingAuthError,
+  routerQueueGroup,
   MessagingUnavailableError,
   type Messaging,
   type MessagingAuthSigner,
@@ -165,7 +166,7 @@ describe("messaging over a real nats-server with the local auth service", () => 
           await new Promise((r) => setImmediate(r));
           instance.respond(req, { by: name });
         },
-        { queueGroup: `auction-${routerSigner.address}` },
+        { queueGroup: routerQueueGroup(routerSigner.address) },
       );
       await instance.flush();
     };

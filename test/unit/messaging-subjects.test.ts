@@ -20,7 +20,7 @@ describe("messaging subjects (PROTOCOL §1.5)", () => {
     expect(requestSubject(user, "metatx")).toBe(`${user}.${user}.metatx.request`);
     expect(responseSubject(user, router, "status")).toBe(`${user}.${router}.status.response`);
     expect(responseWildcard(user, "auction")).toBe(`${user}.*.auction.response`);
-    expect(routerQueueGroup(router)).toBe(`router-${router}`);
+    expect(routerQueueGroup(router)).toBe(`auction-${router}`);
   });
 
   it("builds a router's notice to its own instances, off every request and response wildcard", () => {
