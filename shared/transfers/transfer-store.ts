@@ -43,6 +43,15 @@ export interface ChainHead extends ChainHeadInput {
   readonly updatedAtMs: number;
 }
 
+/**
+ * A closed record (Fulfilled or Cancelled on its chain) is kept this long after it closed, then Redis drops it:
+ * without an end, the records were the one kind of key that grew with every swap for ever (docs/scaling.md).
+ * Nothing needs it later: the other side of its transfer was prepared before it closed, with the contract's
+ * 30-day maximum timeout, so that side too is past its expiry by then; and a re-read of old blocks (a re-org
+ * rewind: at most 256 blocks) happens within minutes. An open record never expires.
+ */
+export const CLOSED_TRANSFER_TTL_MS = 31 * 24 * 3600 * 1000;
+
 /** Compare-and-set attempts before put() gives up; only concurrent writers of one record ever need a second. */
 const MAX_CAS_ATTEMPTS = 5;
 const MGET_CHUNK = 500;
@@ -51,17 +60,18 @@ const MGET_CHUNK = 500;
  * Compare-and-set of a record plus its open-index entry. A script rather than WATCH/MULTI: it is just as
  * atomic, and WATCH is per connection, which a client shared with BullMQ and other callers cannot promise.
  * KEYS: record, open index, fence. ARGV: expected JSON ('' = absent), new JSON, '1' open / '0' closed, score,
- * member, fence value ('' = unfenced). Returns -1 when the fence refuses the write.
+ * member, fence value ('' = unfenced), the closed record's TTL (ms). Returns -1 when the fence refuses the write.
  */
 const CAS_SCRIPT = `
 ${fenceCheckLua("KEYS[3]", "ARGV[6]", "-1")}
 local current = redis.call('GET', KEYS[1])
 if current == false then current = '' end
 if current ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[2])
 if ARGV[3] == '1' then
+  redis.call('SET', KEYS[1], ARGV[2])
   redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5])
 else
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[7])
   redis.call('ZREM', KEYS[2], ARGV[5])
 end
 return 1
@@ -103,7 +113,15 @@ export function createTransferStore(redis: Redis, prefix: string, options: Trans
       }
       const open = merged.status === "Prepared" ? "1" : "0";
       const f = fenceArgsOf(fence, key, "transfer record");
-      const args = [currentJson, mergedJson, open, String(merged.txData.expiry), member, f.value];
+      const args = [
+        currentJson,
+        mergedJson,
+        open,
+        String(merged.txData.expiry),
+        member,
+        f.value,
+        String(CLOSED_TRANSFER_TTL_MS),
+      ];
       const done = await redis.eval(CAS_SCRIPT, 3, key, openTransfersKey(prefix, record.chainId), f.key, ...args);
       if (done === -1) {
         throw fencedOut(fence, "transfer record");

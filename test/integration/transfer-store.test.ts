@@ -3,7 +3,7 @@ import { Redis } from "ioredis";
 import type { TransferRecord } from "../../shared/protocol/types";
 import { openTransfersKey, transferKey, transferRecordKey } from "../../shared/queues";
 import { createBalanceStore } from "../../shared/transfers/balance-store";
-import { createTransferStore, type TransferStore } from "../../shared/transfers/transfer-store";
+import { CLOSED_TRANSFER_TTL_MS, createTransferStore, type TransferStore } from "../../shared/transfers/transfer-store";
 import { startRedis, type RedisServer } from "../harness/redis";
 import { uniquePrefix } from "./submitter-fixture";
 
@@ -89,6 +89,25 @@ describe("transfer store (real redis)", () => {
       await redis.zscore(openTransfersKey(prefix, 1337), transferKey(early.txData.transactionId, USER)),
     ).toBeNull();
     expect(await redis.exists(transferRecordKey(prefix, 1337, transferKey(early.txData.transactionId, USER)))).toBe(1);
+  });
+
+  it("keeps an open record for ever, and a closed one CLOSED_TRANSFER_TTL_MS after it closed", async () => {
+    const record = prepared(3, 300);
+    const key = transferRecordKey(prefix, 1337, transferKey(record.txData.transactionId, USER));
+    await store.put(record);
+    expect(await redis.pttl(key)).toBe(-1);
+    await store.put(cancelled(record));
+    const ttl = await redis.pttl(key);
+    expect(ttl).toBeGreaterThan(CLOSED_TRANSFER_TTL_MS - 60_000);
+    expect(ttl).toBeLessThanOrEqual(CLOSED_TRANSFER_TTL_MS);
+    // Longer than any transfer can live: the contract's maximum timeout is 30 days.
+    expect(CLOSED_TRANSFER_TTL_MS).toBeGreaterThan(30 * 86_400_000);
+    // A record first seen closed (its prepare before the cursor's start) gets the same end.
+    const seenClosed = cancelled(prepared(4, 400));
+    await store.put(seenClosed);
+    expect(
+      await redis.pttl(transferRecordKey(prefix, 1337, transferKey(seenClosed.txData.transactionId, USER))),
+    ).toBeGreaterThan(CLOSED_TRANSFER_TTL_MS - 60_000);
   });
 
   it("keeps record and index consistent under concurrent writers of the same transfer", async () => {
