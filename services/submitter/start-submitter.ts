@@ -261,6 +261,8 @@ function sendStores(p: {
   };
 }
 
+const WORKER_RUN_RETRY_DELAY_MS = 1_000;
+
 /** The chain's BullMQ worker: it runs only while this process holds the sender lease (the keeper resumes it). */
 function createTxWorker(
   ctx: SubmitterContext,
@@ -278,6 +280,10 @@ function createTxWorker(
     lockDuration: options.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS,
     stalledInterval: options.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS,
     maxStalledCount: BULLMQ_MAX_STALLED_COUNT,
+    // After a Redis error BullMQ waits this long before it fetches again or records a finished job (its default is
+    // 15 s): Redis back from a 30 s outage, the chain's sending could sit idle that long. ioredis reconnects within
+    // 2 s by itself; a failed call is retried every second, and its error log is throttled.
+    runRetryDelay: WORKER_RUN_RETRY_DELAY_MS,
   });
   attachWorkerListeners(worker, logger);
   return worker;

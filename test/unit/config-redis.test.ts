@@ -4,6 +4,7 @@ import { createLogger } from "../../shared/logging/create-logger";
 import { configSecrets } from "../../shared/config/redact-config";
 import {
   producerConnection,
+  reconnectDelayMs,
   reconnectOnReadOnly,
   redisOptions,
   workerConnection,
@@ -167,6 +168,15 @@ describe("connection factory: one source, BullMQ's settings per kind of client",
       db: 4,
       tls: {},
     });
+  });
+
+  it("reconnects within a second of Redis in every form (BullMQ's own default backs off to 20 s)", () => {
+    for (const source of [sentinel, "redis://127.0.0.1:6390/4"]) {
+      for (const options of [redisOptions(source), workerConnection(source), producerConnection(source)]) {
+        expect(options.retryStrategy).toBe(reconnectDelayMs);
+      }
+    }
+    expect([1, 2, 5, 10, 11, 1_000].map(reconnectDelayMs)).toEqual([100, 200, 500, 1_000, 1_000, 1_000]);
   });
 });
 
