@@ -33,8 +33,8 @@ const SUITE_BUDGET_MS = 150_000;
 const LATENCY_LEASE_TTL_MS = 5_000;
 const LATENCY_SENTINEL_DOWN_AFTER_MS = 10_000;
 /**
- * Each router step of the swap under latency (the bed's poller tick is about 25 sequential round trips, 10 s at
- * 400 ms; a receiving prepare about 15 more): the swap took 55–70 s in all here.
+ * Each router step of the swap under latency (a poller tick is 25–30 sequential round trips, 10–12 s at 400 ms
+ * RTT with loss): the whole swap took 49–52 s here.
  */
 const LATENCY_SWAP_STEP_MS = 90_000;
 const LATENCY_CASE_TIMEOUT_MS = 150_000;
