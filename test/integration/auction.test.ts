@@ -3,6 +3,7 @@ import { connect, type NatsConnection } from "nats";
 import { encodeBid, recoverBidSigner } from "../../shared/protocol/bid";
 import type { AuctionBid } from "../../shared/protocol/types";
 import { createBidReservations, type BidReservations } from "../../shared/transfers/bid-reservations";
+import { DEFAULT_WARM_UP_ROUNDS } from "../../services/auction/handlers/auction";
 import type { BalanceStore } from "../../shared/transfers/balance-store";
 import {
   MIN_GAS,
@@ -106,15 +107,23 @@ async function expectRefused(
 }
 
 describe("auction: bids", () => {
-  // Runs first: the start-up warm-up (handlers/auction.ts) prices and encodes synthetic bids of this very pool.
-  it("warms its hot path at start without reserving liquidity or logging an outcome", async () => {
+  // Runs first: the start-up warm-up (handlers/auction.ts) prices and encodes synthetic bids of this very pool, and
+  // runs each as a quote through the whole handler, the reservation script included.
+  it("warms its hot path at start without reserving liquidity, stamping a rate limit or logging an outcome", async () => {
     await waitFor(
       "the warm-up's last slice",
       () => main.logs.find("auction.warm-up", "auction warm-up done").length > 0,
     );
+    // This stack's Redis ran the reservation script once per round (EVAL when EVALSHA found no script yet).
+    const stats = String(await s.redis.info("commandstats"));
+    const calls = (command: string): number =>
+      Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+    expect(calls("evalsha") + calls("eval")).toBeGreaterThanOrEqual(DEFAULT_WARM_UP_ROUNDS);
     expect(main.outcomes()).toEqual([]);
     expect(await reservations.reservedTotal(RECEIVING, s.receivingToken)).toBe(0n);
     expect(await reservations.reservedTotal(SENDING, s.sendingToken)).toBe(0n);
+    expect(await s.redis.keys(`${prefix}:router:rate:*`)).toEqual([]);
+    expect(await s.redis.keys(`${prefix}:router:auction-claim:*`)).toEqual([]);
   });
 
   it("answers the SDK's exact payload with a bid signed by the router signer, priced with chain 1's oracle", async () => {

@@ -38,12 +38,18 @@ export const DEFAULT_COLD_RETRY_WINDOW_MS = 4_000;
 /** Pause between those retries: a poller tick writes balances every second at the defaults. */
 const COLD_RETRY_PAUSE_MS = 200;
 
-/** Synthetic bids the handler prices and encodes after it is created (see warmUp): about 30 ms of CPU at start. */
-export const DEFAULT_WARM_UP_ROUNDS = 1_000;
+/**
+ * Synthetic requests the handler runs after it is created (see warmUp): about 0.3 s of CPU at start, and as many
+ * dry-run reservation scripts in Redis (pipelined, a slice at a time). With 1 000, `run` and Node's promise and tick
+ * internals still reached TurboFan during the first few hundred real requests (docs/auction.md, "Fourth pass").
+ */
+export const DEFAULT_WARM_UP_ROUNDS = 2_000;
 /** Warm-up rounds per event-loop turn: a request arriving meanwhile waits at most one slice (a few ms). */
 const WARM_UP_SLICE = 50;
 /** A well-formed signature for the warm-up's reply envelopes (never published). */
 const WARM_UP_SIGNATURE = `0x${"00".repeat(64)}1b`;
+/** Where the warm-up's requests say their answer goes (it never does: see warmUpReply). */
+const WARM_UP_INBOX = "_INBOX.warm-up";
 
 export interface AuctionHandlerOptions {
   readonly balanceMaxAgeMs?: number;
@@ -95,6 +101,9 @@ interface Priced {
  */
 /** A request, with its claim when several instances receive every request; resolves false when the claim was lost. */
 export type AuctionRequestHandler = (request: MessagingRequest, claim?: RequestClaim) => Promise<boolean>;
+
+/** How an answer leaves: the messaging layer's respond, or the warm-up's sink. */
+type Reply = (request: MessagingRequest, data: unknown) => void;
 
 export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDeps): AuctionRequestHandler {
   const balanceMaxAgeMs = deps.options?.balanceMaxAgeMs ?? DEFAULT_BALANCE_MAX_AGE_MS;
@@ -162,7 +171,13 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
     return { payload, sending, receiving, quote, nowSec };
   };
 
-  const run = async (request: MessagingRequest, nowMs: number, claim?: RequestClaim): Promise<Outcome> => {
+  const respond: Reply = (request, data) => ctx.messaging.respond(request, data);
+  const run = async (
+    request: MessagingRequest,
+    nowMs: number,
+    claim?: RequestClaim,
+    reply: Reply = respond,
+  ): Promise<Outcome> => {
     const priced = price(request.data, nowMs);
     if ("result" in priced) {
       return priced;
@@ -192,9 +207,11 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
         minGasReceiving: receiving.minGasWei,
         commit,
         // Fenced on the request's claim: an instance that lost it (another took the request over) reserves nothing.
-        ...(claim
-          ? {
-              claim: {
+        // Always the key, undefined without a claim: one object shape whether the warm-up or a request built it.
+        claim:
+          claim === undefined
+            ? undefined
+            : {
                 key: claim.key,
                 token: claim.token,
                 bidExpiry,
@@ -202,8 +219,6 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
                 leaseMs: claim.reservedLeaseMs,
                 keepMs: claim.keepMs,
               },
-            }
-          : {}),
       });
     } catch (err) {
       return refused("StoreUnavailable", `redis: ${errorMessage(err)}`);
@@ -254,7 +269,7 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
         return refused("SignerUnavailable", errorMessage(err));
       }
     }
-    ctx.messaging.respond(request, { bid, bidSignature, gasFeeInReceivingToken: quote.gasFee.toString() });
+    reply(request, { bid, bidSignature, gasFeeInReceivingToken: quote.gasFee.toString() });
     claim?.published();
     return {
       result: commit ? "bid" : "quote",
@@ -263,24 +278,31 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
   };
 
   /**
-   * The pure steps of a bid (envelope, payload, pool, expiry, fees, quote, bid encoding and hash, reply envelope)
-   * on synthetic requests of the first swap pool, before the first real request: a fresh process otherwise runs
-   * its first few hundred bids in the interpreter while V8 compiles, at about twice the CPU and latency of a warm
-   * one (bench/auction.ts, BENCH_WARMUP). Nothing is reserved, signed, published, counted or logged.
+   * Synthetic requests of the first swap pool, before the first real request: a fresh process otherwise runs its
+   * first few hundred bids in the interpreter while V8 compiles, at about twice the CPU and latency of a warm one
+   * (bench/auction.ts, BENCH_WARMUP). Each round takes the pure steps of a bid (envelope, payload, pool, expiry,
+   * fees, quote, bid encoding and hash, reply envelope), then the same request as a quote through the handler's
+   * whole run, the reservation script in Redis included (a dry run reserves and stamps nothing), answered into a
+   * sink. Nothing is reserved, signed, published, counted or logged.
    */
-  const warmUp = (from: number, to: number): boolean => {
+  const warmUp = async (from: number, to: number): Promise<boolean> => {
     const sample = warmUpRequest(ctx.config);
     if (sample === undefined) return false;
     const nowMs = ctx.nowMs();
     const range = acceptedExpiryRange(Math.floor(nowMs / 1000));
     sample.expiry = Math.floor((range.minExclusive + range.maxExclusive) / 2);
+    const quotes: Promise<Outcome>[] = [];
+    let priceable = true;
     for (let i = from; i < to; i += 1) {
       sample.transactionId = `0x${i.toString(16).padStart(64, "0")}`;
-      const body = Buffer.from(JSON.stringify({ responseInbox: "_INBOX.warm-up", data: sample, version: "0.0.1" }));
-      const data = parseEnvelope(body, { requireInbox: true }).data;
+      sample.dryRun = false;
+      const data = parseEnvelope(warmUpBody(sample), { requireInbox: true }).data;
       auctionLogFields(data);
       const priced = price(data, nowMs);
-      if ("result" in priced) return false; // cold caches or an unpriceable pool: nothing further to warm
+      if ("result" in priced) {
+        priceable = false; // cold caches or an unpriceable pool: nothing further to warm
+        break;
+      }
       const bid = buildBid(priced.payload, {
         router: ctx.routerAddress,
         amountReceived: priced.quote.amountReceived.toString(),
@@ -290,27 +312,32 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
       });
       bidDigest(bid);
       encodeEnvelope({
-        responseInbox: "_INBOX.warm-up",
+        responseInbox: WARM_UP_INBOX,
         data: { bid, bidSignature: WARM_UP_SIGNATURE, gasFeeInReceivingToken: priced.quote.gasFee.toString() },
       });
+      sample.dryRun = true;
+      quotes.push(run(warmUpMessage(warmUpBody(sample), nowMs), nowMs, undefined, warmUpReply));
     }
-    return true;
+    // Awaited even when a round stopped the slice: none of its quotes is left unobserved.
+    await Promise.all(quotes);
+    return priceable;
   };
-  // In slices of WARM_UP_SLICE, one per event-loop turn: the rest of the start (connections, subscriptions) and the
-  // first requests interleave with it, so a restarted instance does not answer later for it (auction-kill.test.ts).
+  // In slices of WARM_UP_SLICE, one per event-loop turn (the next once the slice's quotes are back from Redis): the
+  // rest of the start (connections, subscriptions) and the first requests interleave with it, so a restarted
+  // instance does not answer later for it (auction-kill.test.ts).
   const warmUpRounds = deps.options?.warmUpRounds ?? DEFAULT_WARM_UP_ROUNDS;
-  const warmUpSlice = (from: number): void => {
+  const warmUpSlice = async (from: number): Promise<void> => {
     const to = Math.min(from + WARM_UP_SLICE, warmUpRounds);
     try {
-      if (!warmUp(from, to)) return;
-      if (to < warmUpRounds) setImmediate(warmUpSlice, to).unref();
+      if (!(await warmUp(from, to))) return;
+      if (to < warmUpRounds) setImmediate(() => void warmUpSlice(to)).unref();
       else ctx.logger.debug("auction warm-up done", { at: "auction.warm-up", rounds: warmUpRounds });
     } catch (err) {
       // Only a speed-up: a configuration the synthetic request trips on must not stop the auction from starting.
       ctx.logger.debug("auction warm-up stopped early", { at: "auction.warm-up", error: errorMessage(err) });
     }
   };
-  if (warmUpRounds > 0) setImmediate(warmUpSlice, 0).unref();
+  if (warmUpRounds > 0) setImmediate(() => void warmUpSlice(0)).unref();
 
   const coldRetryWindowMs = deps.options?.coldRetryWindowMs ?? DEFAULT_COLD_RETRY_WINDOW_MS;
   /**
@@ -468,6 +495,30 @@ function warmUpRequest(config: AuctionContext["config"]): Record<string, unknown
     }
   }
   return undefined;
+}
+
+/** A warm-up request's envelope, as a requester would send it. */
+function warmUpBody(data: Record<string, unknown>): Buffer {
+  return Buffer.from(JSON.stringify({ responseInbox: WARM_UP_INBOX, data, version: "0.0.1" }));
+}
+
+/** A warm-up request as the messaging layer hands one over (never received: nothing answers its inbox). */
+function warmUpMessage(body: Buffer, nowMs: number): MessagingRequest {
+  return {
+    subject: "warm-up",
+    from: ZeroAddress,
+    topic: "auction",
+    responseInbox: WARM_UP_INBOX,
+    data: parseEnvelope(body, { requireInbox: true }).data,
+    receivedAtMs: nowMs,
+    sizeBytes: body.length,
+    raw: body,
+  };
+}
+
+/** The warm-up's answers: encoded as a reply would be, then dropped. */
+function warmUpReply(request: MessagingRequest, data: unknown): void {
+  encodeEnvelope({ responseInbox: request.responseInbox, data });
 }
 
 interface RouterFields {
