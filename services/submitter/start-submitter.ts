@@ -281,8 +281,8 @@ function createTxWorker(
     stalledInterval: options.stalledIntervalMs ?? DEFAULT_STALLED_INTERVAL_MS,
     maxStalledCount: BULLMQ_MAX_STALLED_COUNT,
     // After a Redis error BullMQ waits this long before it fetches again or records a finished job (its default is
-    // 15 s): Redis back from a 30 s outage, the chain's sending could sit idle that long. ioredis reconnects within
-    // 2 s by itself; a failed call is retried every second, and its error log is throttled.
+    // 15 s): Redis back from a 30 s outage, the chain's sending could sit idle that long. The connections come back
+    // within a second (reconnectDelayMs); a failed call is retried every second, and its error log is throttled.
     runRetryDelay: WORKER_RUN_RETRY_DELAY_MS,
   });
   attachWorkerListeners(worker, logger);
