@@ -31,6 +31,8 @@ describe("fault: re-org during confirmation", () => {
     const fromBlock = await s.receiving.provider.getBlockNumber();
     const procs = s.stopAfterTest(
       await startRouterProcs(s, s.scratchDir, {
+        // confirmationTimeoutMs shortened (shipped 90 s): a dropped prepare is sent again (bumped) once it has been
+        // unmined that long, which must fall within the test's 45 s wait. Confirmations and polling stay as shipped.
         chainOverrides: { [RECEIVING]: { confirmations: CONFIRMATIONS, confirmationTimeoutMs: 10_000 } },
       }),
     );
