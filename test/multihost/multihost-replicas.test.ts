@@ -105,6 +105,22 @@ describeBed("multi-host bed, redis.minReplicas 1: replica partitioned, primary k
       ).filter((l) => l.message === "sender term change failed" && l.code === "REDIS_NOT_REPLICATED");
     });
 
+  /**
+   * One submitter of the receiving chain holds the send lease with its term begun, and has for `settledMs`: the last
+   * lease line of either is the term's last step. Under a loaded start the 1 s lease can change hands once; a term
+   * still beginning at the cut could never finish (its writes need d's acknowledgement), and no job would run.
+   */
+  const senderSettled = (b: Bed, settledMs: number): boolean => {
+    const events = ["a", "b"]
+      .flatMap((h) => logLines(b.proc(`submitter-${RECEIVING}@${h}`).output()))
+      .filter((l) => l.at === "submitter.lease" || l.message === "liquidity holds reconciled")
+      .sort((x, y) => String(x.timestamp).localeCompare(String(y.timestamp)));
+    const last = events[events.length - 1];
+    return (
+      last?.message === "liquidity holds reconciled" && Date.now() - Date.parse(String(last.timestamp)) >= settledMs
+    );
+  };
+
   it(
     "sends nothing for the held job across the failover, then sends it exactly once when a replica is back",
     async () => {
@@ -122,6 +138,14 @@ describeBed("multi-host bed, redis.minReplicas 1: replica partitioned, primary k
         liquiditySending: await routerLiquidity(b.s, sending),
         liquidityReceiving: await routerLiquidity(b.s, receiving),
       };
+      // Two lease TTLs without a change (the shipped 1 s TTL).
+      await withOutputs(b, () =>
+        waitFor(
+          "a settled sender on the receiving chain",
+          async () => (senderSettled(b, 2_000) ? true : undefined),
+          30_000,
+        ),
+      );
       // The bid before the cut: the auction waits for d's acknowledgement of its reservation before it answers.
       const { reply } = await withOutputs(b, () => (client as BedClient).requestBid(u.user.address));
       const pendingBefore = await receiving.provider.getTransactionCount(router, "pending");
