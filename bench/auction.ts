@@ -31,8 +31,17 @@ import { Redis } from "ioredis";
 import { createAuthServer } from "../services/messaging-auth/app";
 import { anvilBinary, natsServerBinary, redisServerBinary } from "../scripts/local/binaries";
 import { getFreePort } from "../scripts/local/free-port";
-import { anvilAnswers, anvilArgs, natsAnswers, natsArgs, redisAnswers, redisArgs } from "../scripts/local/probes";
-import { percentile, waitUntil } from "./support";
+import {
+  anvilAnswers,
+  anvilArgs,
+  natsAnswers,
+  natsArgs,
+  redisAnswers,
+  redisArgs,
+  whileStarting,
+} from "../scripts/local/probes";
+import { pollUntil } from "../shared/timing";
+import { percentile } from "./support";
 import { startStack, stopStack } from "./recovery";
 import { pm2DaemonPid, pm2List, runPm2 } from "../scripts/local/pm2";
 import { packageArtifact, type NxtpContractName } from "../scripts/nxtp-package";
@@ -95,12 +104,20 @@ async function main(): Promise<void> {
     const redisUrl = `redis://127.0.0.1:${redisPort}`;
     const rpc1 = `http://127.0.0.1:${anvil1Port}`;
     const rpc2 = `http://127.0.0.1:${anvil2Port}`;
-    await waitUntil("redis", () => redisAnswers(redisPort, 500));
-    await waitUntil(
-      "anvil",
-      async () => (await anvilAnswers(anvil1Port, 1, 500)) && (await anvilAnswers(anvil2Port, SENDING, 500)),
+    await pollUntil(
+      "redis",
+      whileStarting(() => redisAnswers(redisPort, 500)),
     );
-    await waitUntil("nats", () => natsAnswers(natsPort, 500));
+    await pollUntil(
+      "anvil",
+      whileStarting(
+        async () => (await anvilAnswers(anvil1Port, 1, 500)) && (await anvilAnswers(anvil2Port, SENDING, 500)),
+      ),
+    );
+    await pollUntil(
+      "nats",
+      whileStarting(() => natsAnswers(natsPort, 500)),
+    );
     await runBench({ instances, redisUrl, natsUrl: `nats://127.0.0.1:${natsPort}`, rpc1, rpc2, dir, children });
   } finally {
     children.forEach((c) => c.kill("SIGKILL"));
@@ -121,7 +138,7 @@ async function benchPm2Stack(instances: number): Promise<void> {
       const scaled = runPm2(stack.paths, ["scale", "auction", String(instances)]);
       if (scaled.status !== 0) throw new Error(`pm2 scale failed: ${scaled.output.slice(-500)}`);
     }
-    await waitUntil(
+    await pollUntil(
       `${instances} auction processes online`,
       async () =>
         pm2List(stack.paths).filter((a) => a.name === "auction" && a.status === "online").length === instances,
@@ -244,7 +261,7 @@ async function runBench(p: BenchParams): Promise<void> {
     child.on("message", (m) => {
       ready ||= m === "ready";
     });
-    await waitUntil(`auction process ${i + 1}`, async () => ready || child.exitCode !== null, 60_000);
+    await pollUntil(`auction process ${i + 1}`, async () => ready || child.exitCode !== null, 60_000);
     if (child.exitCode !== null || child.pid === undefined)
       throw new Error(`auction process exited early (${child.exitCode})`);
     pids.push(child.pid);
@@ -269,7 +286,7 @@ async function runBench(p: BenchParams): Promise<void> {
     const auctions = p.children.slice(-p.instances);
     for (const child of auctions) child.kill("SIGTERM");
     // A clean exit (profiles written, connections drained) before the servers go away.
-    await waitUntil(
+    await pollUntil(
       "auction processes to exit",
       async () => auctions.every((c) => c.exitCode !== null || c.signalCode !== null),
       15_000,

@@ -48,7 +48,7 @@ import { emptyState, type LocalProcess, type LocalState } from "../scripts/local
 import { stopLocalStack } from "../scripts/local/stop-stack";
 import { createLogger } from "../shared/logging/create-logger";
 import { connectMessaging, type Messaging } from "../shared/messaging";
-import { sleep } from "../shared/timing";
+import { pollUntil, sleep } from "../shared/timing";
 import { createTransferStore } from "../shared/transfers/transfer-store";
 import { isAlive } from "../scripts/local/detached";
 import { percentile, runBench } from "./support";
@@ -251,21 +251,6 @@ async function appPids(paths: LocalPaths, app: string): Promise<number[]> {
     .filter((a) => a.name === app && a.pm2_env?.status === "online" && a.pid > 0)
     .sort((x, y) => x.pm_id - y.pm_id)
     .map((a) => a.pid);
-}
-
-async function pollUntil<T>(
-  what: string,
-  probe: () => Promise<T | undefined> | T | undefined,
-  timeoutMs: number,
-  everyMs = 25,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(everyMs);
-  }
 }
 
 // ---- units of work ------------------------------------------------------------------------------------

@@ -13,11 +13,12 @@ import { performance } from "node:perf_hooks";
 import { Redis } from "ioredis";
 import { redisServerBinary } from "../scripts/local/binaries";
 import { getFreePort } from "../scripts/local/free-port";
-import { redisAnswers, redisArgs } from "../scripts/local/probes";
+import { redisAnswers, redisArgs, whileStarting } from "../scripts/local/probes";
 import { ensureReplicated, replicationProbeKey } from "../shared/queues/replication";
 import { createBalanceStore } from "../shared/transfers/balance-store";
 import { createBidReservations } from "../shared/transfers/bid-reservations";
-import { percentile, waitUntil } from "./support";
+import { pollUntil } from "../shared/timing";
+import { percentile } from "./support";
 
 const ROUNDS = 2_000;
 const IN_FLIGHT = 50;
@@ -35,11 +36,17 @@ async function main(): Promise<void> {
         stdio: "ignore",
       }),
     );
-    await waitUntil("redis primary", () => redisAnswers(primaryPort, 500));
-    await waitUntil("redis replica", () => redisAnswers(replicaPort, 500));
+    await pollUntil(
+      "redis primary",
+      whileStarting(() => redisAnswers(primaryPort, 500)),
+    );
+    await pollUntil(
+      "redis replica",
+      whileStarting(() => redisAnswers(replicaPort, 500)),
+    );
     const redis = new Redis({ host: "127.0.0.1", port: primaryPort });
     redisClients.push(redis);
-    await waitUntil("the replica to sync", async () => Number(await redis.call("WAIT", 1, 100)) >= 1);
+    await pollUntil("the replica to sync", async () => Number(await redis.call("WAIT", 1, 100)) >= 1);
 
     const record = JSON.stringify({ raw: `0x${randomBytes(700).toString("hex")}` });
     let n = 0;

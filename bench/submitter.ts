@@ -27,12 +27,13 @@ import {
 import { startSubmitter, type RunningSubmitter } from "../services/submitter/start-submitter";
 import { anvilBinary, redisServerBinary } from "../scripts/local/binaries";
 import { getFreePort } from "../scripts/local/free-port";
-import { anvilAnswers, anvilArgs, redisAnswers, redisArgs } from "../scripts/local/probes";
+import { anvilAnswers, anvilArgs, redisAnswers, redisArgs, whileStarting } from "../scripts/local/probes";
 import { packageArtifact, type NxtpContractName } from "../scripts/nxtp-package";
 import { loadConfig } from "../shared/config";
 import { createLogger } from "../shared/logging/create-logger";
 import { TX_JOB, txJobId, txJobOptions, txQueueName, type TxJobData, type TxJobResult } from "../shared/queues";
-import { percentile, waitUntil } from "./support";
+import { pollUntil } from "../shared/timing";
+import { percentile } from "./support";
 
 const CHAIN_IDS = [1337, 1338] as const;
 /** anvil's account 0 (public test key): deploys and funds. */
@@ -75,9 +76,15 @@ async function main(): Promise<void> {
       anvilPorts.push(port);
     }
     const redisUrl = `redis://127.0.0.1:${redisPort}`;
-    await waitUntil("redis", () => redisAnswers(redisPort, 500));
+    await pollUntil(
+      "redis",
+      whileStarting(() => redisAnswers(redisPort, 500)),
+    );
     for (const [i, port] of anvilPorts.entries()) {
-      await waitUntil("anvil", () => anvilAnswers(port, CHAIN_IDS[i], 500));
+      await pollUntil(
+        "anvil",
+        whileStarting(() => anvilAnswers(port, CHAIN_IDS[i], 500)),
+      );
     }
     const router = Wallet.createRandom();
     const funding = BigInt(jobs + baselineJobs) * BigInt(confirmations.length) * AMOUNT;
@@ -219,7 +226,7 @@ async function runScenario(p: {
             };
           }),
         );
-        await waitUntil(
+        await pollUntil(
           `chain ${c.chainId}: all jobs`,
           async () => {
             const counts = await queue.getJobCounts("completed", "failed");

@@ -1,15 +1,4 @@
-import { sleep } from "../shared/timing";
-
 /** Helpers every benchmark shares (benchmarks start their servers with scripts/local's binaries and probes). */
-
-/** Polls `probe` (a throw counts as "not yet": the server may not listen yet) until true, or fails after `timeoutMs`. */
-export async function waitUntil(what: string, probe: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 /** The `q` quantile (0..1) of ascending `sorted` values, nearest-rank; NaN for no values. */
 export function percentile(sorted: readonly number[], q: number): number {

@@ -11,6 +11,27 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/**
+ * The one "poll until" of tests, benches and tools: calls `probe` every `everyMs` until it returns something
+ * other than `undefined` or `false`, and resolves with that; rejects naming `what` after `timeoutMs`. A probe
+ * that throws fails the wait at once, so a broken probe never looks like a slow system (a probe for a server
+ * that may not listen yet returns false on a refused connection instead).
+ */
+export async function pollUntil<T>(
+  what: string,
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 20_000,
+  everyMs = 25,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
+
 /** Resolves after `ms`, or at once when `signal` aborts; never rejects. */
 export function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {

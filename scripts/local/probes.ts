@@ -152,3 +152,11 @@ export async function httpAnswers(port: number, timeoutMs: number): Promise<bool
   });
   return reply.startsWith("HTTP/1.");
 }
+
+/**
+ * A probe for a server that may not listen yet, for pollUntil: a refused or failed exchange reads "not yet"
+ * (false) instead of failing the wait, which is what pollUntil does with a throw.
+ */
+export function whileStarting(probe: () => Promise<boolean>): () => Promise<boolean> {
+  return () => probe().catch(() => false);
+}

@@ -1,5 +1,5 @@
 import type { ChainProvider } from "../../shared/chain/chain-provider";
-import { observeHeartbeats } from "../../shared/metrics/observe-chain";
+import { observeHeartbeats } from "../../shared/process/observe-chain";
 import type { ServiceContext } from "../../shared/process/run-service";
 import { createRouterBalanceReader } from "../../shared/chain/router-balances";
 import { createProcessResources } from "../../shared/process/process-resources";

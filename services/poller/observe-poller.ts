@@ -1,5 +1,5 @@
 import type { RouterConfig } from "../../shared/config/types";
-import { observeChainState, observeProviders } from "../../shared/metrics/observe-chain";
+import { observeChainState, observeProviders } from "../../shared/process/observe-chain";
 import type { Observability } from "../../shared/metrics/process-observability";
 import type { RunningPoller } from "./start-poller";
 

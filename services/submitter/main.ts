@@ -1,4 +1,4 @@
-import { observeProviders, observeTxWorker } from "../../shared/metrics/observe-chain";
+import { observeProviders, observeTxWorker } from "../../shared/process/observe-chain";
 import { runService } from "../../shared/process/run-service";
 import { readSubmitterEnv } from "./env";
 import { startSubmitter } from "./start-submitter";

@@ -5,6 +5,7 @@ import { anvilWallet, startAnvil, type Anvil } from "../harness/anvil";
 import { liveChildPids } from "../harness/child-process";
 import { getFreePort } from "../harness/free-port";
 import { captureLogs } from "../harness/logs";
+import { waitFor } from "../harness/wait";
 import type { Logger } from "../../shared/logging/create-logger";
 
 /** Two anvils with one chain id stand for two providers of one chain; their heads can differ on purpose. */
@@ -26,13 +27,13 @@ async function signedTransfer(nonce: number): Promise<string> {
   });
 }
 
-async function receiptOf(chain: ChainProvider, hash: string): Promise<unknown> {
-  for (let i = 0; i < 100; i += 1) {
-    const receipt = await chain.getTransactionReceipt(hash);
-    if (receipt) return receipt;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return null;
+function receiptOf(chain: ChainProvider, hash: string): Promise<unknown> {
+  return waitFor(
+    `the receipt of ${hash}`,
+    async () => (await chain.getTransactionReceipt(hash)) ?? undefined,
+    2_000,
+    20,
+  );
 }
 
 describe("ChainProvider (two anvils, one chain id)", () => {

@@ -6,6 +6,7 @@ import type { RedisSentinelConfig } from "../../shared/config/types";
 import { redisAnswers, redisArgs } from "../../scripts/local/probes";
 import { sleep } from "../../shared/timing";
 import { startOnFreePort, type ManagedProcess } from "./child-process";
+import { waitFor } from "./wait";
 import { redisServerBinary } from "./redis";
 
 /**
@@ -174,14 +175,9 @@ async function isPrimary(port: number): Promise<boolean> {
   return withClient(port, async (r) => ((await r.call("ROLE")) as unknown[])[0] === "master");
 }
 
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}`);
-    }
-    await sleep(100);
-  }
+/** Polls a check against servers that may refuse a connection while they start or fail over (that reads "not yet"). */
+async function until(what: string, check: () => Promise<boolean>): Promise<void> {
+  await waitFor(what, () => check().catch(() => false), 20_000, 100);
 }
 
 /** A replica that has not finished its first sync cannot be promoted: wait for every link to be up. */

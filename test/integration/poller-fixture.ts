@@ -37,6 +37,7 @@ import { anvilWallet } from "../harness/anvil";
 import { fundRouterLiquidity, mintToken, nxtpContractAt, sendTx } from "../harness/deploy";
 import { spawnRouterProcess, type ManagedProcess } from "../harness/child-process";
 import { startStack, useStack, type Stack, type StackChain, type Suite } from "../harness/stack";
+import { waitFor } from "../harness/wait";
 import { captureLogs, uniquePrefix, type CapturedLogger } from "./submitter-fixture";
 
 /** Two anvil chains with NXTP, redis, and a router signer of its own (account 0 of a fresh mnemonic). */
@@ -432,10 +433,9 @@ export function openQueues(
       const q = queue(chainId);
       const pending = async (): Promise<number> =>
         Object.values(await q.getJobCounts("wait", "active", "delayed")).reduce((a, b) => a + b, 0);
-      for (let i = 0; i < 200 && (await pending()) > 0; i += 1) {
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      await worker.close();
+      await waitFor(`every job of chain ${chainId} failed`, async () => (await pending()) === 0, 10_000, 50).finally(
+        () => worker.close(),
+      );
     },
     count: async (chainId) => {
       const counts = await queue(chainId).getJobCounts();
@@ -479,12 +479,14 @@ export async function nextTick(s: PollerSuite, chainId: number, prefix = s.prefi
 
 /** Resolves once this chain's poller stored a head at or past `block` (its records are complete to there). */
 export async function syncedPast(queues: Queues, prefix: string, chainId: number, block: number): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const json = await queues.redis.get(chainHeadKey(prefix, chainId));
-    const head = json === null ? undefined : (JSON.parse(json) as { syncedBlock?: number });
-    if ((head?.syncedBlock ?? -1) >= block) return;
-    if (Date.now() > deadline) throw new Error(`chain ${chainId} not synced past ${block}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await waitFor(
+    `chain ${chainId} synced past ${block}`,
+    async () => {
+      const json = await queues.redis.get(chainHeadKey(prefix, chainId));
+      const head = json === null ? undefined : (JSON.parse(json) as { syncedBlock?: number });
+      return (head?.syncedBlock ?? -1) >= block;
+    },
+    20_000,
+    50,
+  );
 }

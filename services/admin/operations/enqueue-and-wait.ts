@@ -3,10 +3,10 @@ import { errorMessage } from "../../../shared/errors";
 import {
   DEFAULT_QUEUE_CALL_TIMEOUT_MS,
   boundedQueueCall,
-  waitForBroadcastAs,
+  waitForBroadcast,
   type BroadcastOutcome,
 } from "../../../shared/queues/wait-for-broadcast";
-import { BroadcastTimeoutError, QueueUnavailableError, TransactionFailedError } from "./errors";
+import { QueueUnavailableError } from "./errors";
 
 export type { BroadcastOutcome } from "../../../shared/queues/wait-for-broadcast";
 export { withTimeout } from "../../../shared/queues/wait-for-broadcast";
@@ -27,14 +27,11 @@ export interface EnqueueAndWaitParams {
 /**
  * What every admin operation that sends a transaction does after its checks: enqueue (or find) the job,
  * then answer as soon as the submitter reports the broadcast (shared/queues/wait-for-broadcast.ts). Never
- * waits for confirmations. A failed job is a TransactionFailedError (502); no answer in time a
- * BroadcastTimeoutError (504).
+ * waits for confirmations. The wait's own errors reach the client as they are: a failed job is
+ * TRANSACTION_FAILED (502), no answer in time BROADCAST_TIMEOUT (504), both with the job id.
  */
 export function enqueueAndWaitForBroadcast(params: EnqueueAndWaitParams): Promise<BroadcastOutcome> {
-  return waitForBroadcastAs(params, {
-    timedOut: (err) => new BroadcastTimeoutError(err.message, { ...err.context }, { cause: err }),
-    failed: (err) => new TransactionFailedError(err.message, { ...err.context }, { cause: err }),
-  });
+  return waitForBroadcast(params);
 }
 
 /** A queue command, bounded; any failure is QueueUnavailableError (503). */

@@ -2,7 +2,8 @@ import { RouterError } from "../../../shared/errors";
 
 /**
  * Conditions of admin operations. Their codes are keys of HTTP_STATUS (services/admin/errors.ts), which is
- * where each gets its status; operations themselves know nothing about HTTP.
+ * where each gets its status; operations themselves know nothing about HTTP. The broadcast wait's two
+ * failures (TRANSACTION_FAILED, BROADCAST_TIMEOUT) are shared/queues/wait-for-broadcast.ts's own classes.
  */
 
 /** The router's unlocked balance on the chain is below the amount asked for. */
@@ -26,18 +27,6 @@ export class BalanceUnavailableError extends RouterError {
 /** Redis did not take or answer a queue command in time; the job may or may not exist. */
 export class QueueUnavailableError extends RouterError {
   readonly code = "QUEUE_UNAVAILABLE";
-  readonly retriable = true;
-}
-
-/** The submitter gave up on the job (its attempts are exhausted or the failure is terminal). */
-export class TransactionFailedError extends RouterError {
-  readonly code = "TRANSACTION_FAILED";
-  readonly retriable = false;
-}
-
-/** No broadcast was reported in time; the job stays queued and a retry with the same request id waits on it. */
-export class BroadcastTimeoutError extends RouterError {
-  readonly code = "BROADCAST_TIMEOUT";
   readonly retriable = true;
 }
 

@@ -3,10 +3,10 @@ import type { ChainProvider } from "../chain/chain-provider";
 import type { RouterConfig } from "../config/types";
 import type { Logger } from "../logging/create-logger";
 import { TX_JOB, transferKey, transferRecordKey, txQueueName } from "../queues";
-import type { Observability } from "./process-observability";
-import { readHeartbeats } from "./heartbeat";
-import { JOB_STATES, pendingTransactions, queueCounts, readChainState } from "./router-state";
-import { routerMetrics } from "./router-metrics";
+import type { Observability } from "../metrics/process-observability";
+import { readHeartbeats } from "../metrics/heartbeat";
+import { JOB_STATES, pendingTransactions, queueCounts, readChainState } from "../metrics/router-state";
+import { routerMetrics } from "../metrics/router-metrics";
 
 /** A provider further behind than this (or without any head) makes pollers and submitters unready. */
 export const READY_MAX_LAG_BLOCKS = 20;

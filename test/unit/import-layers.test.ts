@@ -1,0 +1,149 @@
+import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import ts from "typescript";
+
+/**
+ * The layering rules of docs/architecture.md, checked on the source: a newcomer who adds an import that points
+ * up a floor or closes a loop learns it here, with the offending edge named, not in a review.
+ */
+
+const ROOT = resolve(__dirname, "../..");
+
+function sourceFiles(folder: string): string[] {
+  const out: string[] = [];
+  for (const entry of readdirSync(join(ROOT, folder), { withFileTypes: true })) {
+    const path = join(folder, entry.name);
+    if (entry.isDirectory()) out.push(...sourceFiles(path));
+    else if (entry.name.endsWith(".ts")) out.push(path);
+  }
+  return out;
+}
+
+function resolveImport(from: string, specifier: string): string | undefined {
+  if (!specifier.startsWith(".")) return undefined;
+  const base = join(dirname(from), specifier);
+  for (const candidate of [`${base}.ts`, join(base, "index.ts")]) {
+    const full = join(ROOT, candidate);
+    if (existsSync(full) && statSync(full).isFile()) return relative(ROOT, full);
+  }
+  return undefined;
+}
+
+/** Every project file a file imports, type-only imports and re-exports included (they are edges too). */
+function importGraph(folders: readonly string[]): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const file of folders.flatMap(sourceFiles)) {
+    const { importedFiles } = ts.preProcessFile(readFileSync(join(ROOT, file), "utf8"), true, true);
+    const targets = importedFiles.map((imported) => resolveImport(file, imported.fileName));
+    graph.set(file, [...new Set(targets.filter((t): t is string => t !== undefined))]);
+  }
+  return graph;
+}
+
+/** Strongly connected components with more than one member (Tarjan): each is an import cycle. */
+function cycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (node: string): void => {
+    index.set(node, next);
+    low.set(node, next);
+    next += 1;
+    stack.push(node);
+    onStack.add(node);
+    for (const target of graph.get(node) ?? []) {
+      if (!graph.has(target)) continue;
+      if (!index.has(target)) {
+        visit(target);
+        low.set(node, Math.min(low.get(node)!, low.get(target)!));
+      } else if (onStack.has(target)) {
+        low.set(node, Math.min(low.get(node)!, index.get(target)!));
+      }
+    }
+    if (low.get(node) === index.get(node)) {
+      const component: string[] = [];
+      let member: string;
+      do {
+        member = stack.pop()!;
+        onStack.delete(member);
+        component.push(member);
+      } while (member !== node);
+      if (component.length > 1) found.push(component.sort());
+    }
+  };
+  for (const node of graph.keys()) if (!index.has(node)) visit(node);
+  return found;
+}
+
+/** The folder graph: an edge between two folders when a file of one imports a file of the other (not a parent's). */
+function folderGraph(graph: ReadonlyMap<string, readonly string[]>): Map<string, string[]> {
+  const folders = new Map<string, Set<string>>();
+  for (const [file, targets] of graph) {
+    const from = dirname(file);
+    const edges = folders.get(from) ?? new Set<string>();
+    folders.set(from, edges);
+    for (const target of targets) {
+      const to = dirname(target);
+      // A sub-folder reading its parent's context (send/ → the submitter's context.ts) is the normal nesting.
+      if (to !== from && !from.startsWith(`${to}/`) && !to.startsWith(`${from}/`)) edges.add(to);
+    }
+  }
+  return new Map([...folders].map(([folder, edges]) => [folder, [...edges]]));
+}
+
+function edgesWhere(
+  graph: ReadonlyMap<string, readonly string[]>,
+  bad: (from: string, to: string) => boolean,
+): string[] {
+  return [...graph].flatMap(([from, targets]) => targets.filter((to) => bad(from, to)).map((to) => `${from} → ${to}`));
+}
+
+const graph = importGraph(["services", "shared"]);
+
+describe("import layers (docs/architecture.md)", () => {
+  it("reads the tree it checks", () => {
+    expect(graph.size).toBeGreaterThan(100);
+    expect(graph.get("services/submitter/main.ts")).toContain("shared/process/run-service.ts");
+  });
+
+  it("has no import cycle between files", () => {
+    expect(cycles(graph)).toEqual([]);
+  });
+
+  it("has no cycle between folders", () => {
+    expect(cycles(folderGraph(graph))).toEqual([]);
+  });
+
+  it("never imports a process from shared/, nor one process from another", () => {
+    const service = (file: string): string | undefined => /^services\/([^/]+)\//.exec(file)?.[1];
+    expect(edgesWhere(graph, (from, to) => service(to) !== undefined && service(from) !== service(to))).toEqual([]);
+  });
+
+  it("keeps shared/process at the top of shared/: no other shared layer imports it", () => {
+    expect(
+      edgesWhere(
+        graph,
+        (from, to) =>
+          from.startsWith("shared/") && !from.startsWith("shared/process/") && to.startsWith("shared/process/"),
+      ),
+    ).toEqual([]);
+  });
+
+  it("keeps the leaves (timing, errors) free of project imports", () => {
+    expect(graph.get("shared/timing.ts")).toEqual([]);
+    expect(graph.get("shared/errors.ts")).toEqual([]);
+  });
+
+  it("finds a cycle when there is one (the checker itself can fail)", () => {
+    const looped = new Map([
+      ["a/x.ts", ["b/y.ts"]],
+      ["b/y.ts", ["a/x.ts"]],
+      ["c/z.ts", ["a/x.ts"]],
+    ]);
+    expect(cycles(looped)).toEqual([["a/x.ts", "b/y.ts"]]);
+    expect(cycles(folderGraph(looped))).toEqual([["a", "b"]]);
+  });
+});
