@@ -5,8 +5,9 @@ import { txQueueName } from "../../shared/queues";
 import { createApp } from "../../services/admin/app";
 import { closeServer, listen } from "../../services/admin/listen";
 import { startRedis, type RedisServer } from "../harness/redis";
-import { captureLogs, uniquePrefix, waitFor } from "../integration/submitter-fixture";
+import { captureLogs, uniquePrefix } from "../integration/submitter-fixture";
 import { OPS_ADMIN_TOKEN, ANVIL_MNEMONIC, basicAuth } from "../integration/metrics-fixture";
+import { waitFor } from "../harness/wait";
 
 /**
  * The dashboard with `dashboardActions` on: a job can be retried from the board's own origin, while the same

@@ -18,7 +18,8 @@ import { spawnRouterProcess, waitForReady, type ManagedProcess } from "../harnes
 import { fundRouterLiquidity, mintToken, nxtpContractAt, sendTx } from "../harness/deploy";
 import { getFreePort } from "../harness/free-port";
 import { startStack, type Stack, type StackChain } from "../harness/stack";
-import { captureLogs, uniquePrefix, waitFor, type CapturedLogger } from "../integration/submitter-fixture";
+import { captureLogs, uniquePrefix, type CapturedLogger } from "../integration/submitter-fixture";
+import { waitFor } from "../harness/wait";
 
 /**
  * One stack for the whole e2e suite (redis + anvil 1, 1337, 1338 with NXTP), and per test a running router:

@@ -17,8 +17,8 @@ import {
 } from "../../scripts/local/swap-user";
 import { nxtpContractAt, readBigInt, sendTx } from "../harness/deploy";
 import type { StackChain } from "../harness/stack";
-import { waitFor } from "../integration/submitter-fixture";
 import { AMOUNT, RECEIVING, SENDING, type E2eStack } from "./e2e-fixture";
+import { waitFor } from "../harness/wait";
 
 /** What an NXTP user does, and what the test reads back from the chains (never from the router's Redis). */
 export const EXPIRY_OFFSET_SEC = 3 * 86_400 + 3 * 3600; // the SDK's sending expiry

@@ -7,7 +7,6 @@ import { waitForAuctionStatus } from "../../scripts/local/demo-swap";
 import { auditRouterTxs, describeAudit, type ChainAudit } from "../fault/swap-audit";
 import { getFreePort } from "../harness/free-port";
 import type { StackChain } from "../harness/stack";
-import { waitFor } from "../integration/submitter-fixture";
 import { transferEvents } from "./e2e-user";
 import { runSdkSwap, type SdkSwapParams, type SdkSwapResult } from "./run-sdk-swap";
 import {
@@ -21,6 +20,7 @@ import {
   tokenBalance,
   type SdkStack,
 } from "./sdk-fixture";
+import { waitFor } from "../harness/wait";
 
 /**
  * The whole ecosystem under PM2 (ecosystem.config.js, the project's own pm2, a PM2_HOME of the test's own, one

@@ -12,7 +12,6 @@ import { sleep } from "../../shared/timing";
 import { startAuthServer } from "../harness/auth-server";
 import { getFreePort } from "../harness/free-port";
 import { startNats, type NatsServer } from "../harness/nats";
-import { waitFor } from "../integration/submitter-fixture";
 import {
   ADMIN_TOKEN,
   AMOUNT,
@@ -23,6 +22,7 @@ import {
   type E2eStack,
 } from "./e2e-fixture";
 import { routerLiquidity, tokenBalance, userFulfill, userPrepare, waitForEvent } from "./e2e-user";
+import { waitFor } from "../harness/wait";
 
 /**
  * The README's way of running the router: `npm run build && npx pm2 start ecosystem.config.js`, with the

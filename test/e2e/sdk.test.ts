@@ -1,7 +1,6 @@
 import { ZeroAddress, getAddress, parseEther, type Wallet } from "ethers";
 import { amountAfterRouterFee } from "../../shared/protocol/amounts";
 import type { StackChain } from "../harness/stack";
-import { waitFor } from "../integration/submitter-fixture";
 import { transferEvents } from "./e2e-user";
 import { runSdkSwap, type SdkSwapParams, type SdkSwapResult } from "./run-sdk-swap";
 import {
@@ -16,6 +15,7 @@ import {
   type SdkStack,
   type StatusResponse,
 } from "./sdk-fixture";
+import { waitFor } from "../harness/wait";
 
 /**
  * The real @connext/nxtp-sdk@0.1.42 (test/sdk: own node_modules, ethers v5, run as a child process) swaps

@@ -5,7 +5,6 @@ import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
 import { ANVIL_MNEMONIC } from "../harness/anvil";
 import { liveChildPids } from "../harness/child-process";
 import { startSubgraphServer, type SubgraphServer } from "../harness/subgraph-server";
-import { waitFor } from "../integration/submitter-fixture";
 import {
   ADMIN_TOKEN,
   AMOUNT,
@@ -36,6 +35,7 @@ import {
   type PrepareParams,
   type UserTransfer,
 } from "./e2e-user";
+import { waitFor } from "../harness/wait";
 
 const anotherKey = createMnemonicSigner(ANVIL_MNEMONIC); // anvil account 0: not the router signer
 const jobId = (name: TxJobName, t: UserTransfer): string => txJobId(name, t.key);

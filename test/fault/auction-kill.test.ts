@@ -16,8 +16,9 @@ import {
   type AuctionStack,
   type Client,
 } from "../integration/auction-fixture";
-import { uniquePrefix, waitFor } from "../integration/submitter-fixture";
+import { uniquePrefix } from "../integration/submitter-fixture";
 import { DIST, assertDistBuilt, supervise, type Supervised } from "./router-procs";
+import { waitFor } from "../harness/wait";
 
 /**
  * Issues 12 §3 and 16 §7: auction instances as real processes (dist/services/auction/main.js), restarted 250 ms

@@ -3,9 +3,9 @@ import { Queue } from "bullmq";
 import { txQueueName } from "../../shared/queues";
 import { RECEIVING, SENDING, startE2eStack, stopE2eStack } from "../e2e/e2e-fixture";
 import { useStack } from "../harness/stack";
-import { waitFor } from "../integration/submitter-fixture";
 import { assertDistBuilt, startRouterProcs, type RouterProcs, type Supervised } from "./router-procs";
 import { auditRouterTxs, describeAudit, fundUsers, runPool, runSwap } from "./swap-audit";
+import { waitFor } from "../harness/wait";
 
 /**
  * Issue 9: real lock loss with two submitter instances alive. The receiving chain's sending submitter is

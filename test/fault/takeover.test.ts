@@ -1,6 +1,6 @@
 import type { Job } from "bullmq";
 import { isTxJobProgress, type TxJobData, type TxJobProgress, type TxJobResult } from "../../shared/queues";
-import { CHAIN_ID, waitFor, type ConfigParams, type TxQueueClient } from "../integration/submitter-fixture";
+import { CHAIN_ID, type ConfigParams, type TxQueueClient } from "../integration/submitter-fixture";
 import {
   assertDistBuilt,
   isMessage,
@@ -10,6 +10,7 @@ import {
   type SubmitterCase,
   type SubmitterChild,
 } from "./fault-fixture";
+import { waitFor } from "../harness/wait";
 
 /**
  * Issue 12: submitter takeover in about a second, with real processes, Redis and anvil. The sender lease has a

@@ -5,6 +5,3 @@ import type { Logger } from "../../shared/logging/create-logger";
 export function startAuthServer(logger?: Logger): Promise<AuthServer> {
   return createAuthServer({ host: "127.0.0.1", port: 0, logger });
 }
-
-/** The older name of test/harness/wait.ts `waitFor`, kept for the tests that import it from here. */
-export { waitFor as waitUntil } from "./wait";

@@ -1,3 +1,4 @@
+import { Redis } from "ioredis";
 import { redisServerBinary } from "../../scripts/local/binaries";
 import { redisAnswers, redisArgs } from "../../scripts/local/probes";
 import { spawnManaged, startOnFreePort, waitForReady, type ManagedProcess } from "./child-process";
@@ -53,4 +54,39 @@ export async function startRedis(opts: StartRedisOptions = {}): Promise<RedisSer
     await waitForReady(proc, (timeoutMs) => redisAnswers(port, timeoutMs));
   }
   return { host, port, url: `redis://${host}:${port}`, pid: proc.pid, stop: proc.stop };
+}
+
+/** What useRedis gives a test file: its server and a client on it, both there once beforeAll has run. */
+export interface RedisSuite {
+  readonly server: RedisServer;
+  readonly redis: Redis;
+}
+
+/**
+ * A redis-server of the test file's own and one client on it: started in beforeAll, closed in afterAll. Read
+ * `server` and `redis` inside tests and hooks (they do not exist before beforeAll).
+ */
+export function useRedis(): RedisSuite {
+  let server: RedisServer | undefined;
+  let redis: Redis | undefined;
+  beforeAll(async () => {
+    server = await startRedis();
+    redis = new Redis(server.url);
+  });
+  afterAll(async () => {
+    await redis?.quit();
+    await server?.stop();
+  });
+  const ready = <T>(value: T | undefined, what: string): T => {
+    if (value === undefined) throw new Error(`useRedis: ${what} is read before beforeAll ran`);
+    return value;
+  };
+  return {
+    get server() {
+      return ready(server, "server");
+    },
+    get redis() {
+      return ready(redis, "redis");
+    },
+  };
 }

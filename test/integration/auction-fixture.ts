@@ -11,10 +11,11 @@ import { connectMessaging } from "../../shared/messaging";
 import type { Messaging, MessagingResponse } from "../../shared/messaging/types";
 import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
 import { createBalanceStore, type BalanceStore } from "../../shared/transfers/balance-store";
-import { startAuthServer, waitUntil } from "../harness/auth-server";
+import { startAuthServer } from "../harness/auth-server";
 import { captureLogs, type LogCapture } from "../harness/logs";
 import { sendTx } from "../harness/deploy";
 import { startStack, type Stack } from "../harness/stack";
+import { waitFor } from "../harness/wait";
 
 export const SENDING = 1337;
 export const RECEIVING = 1338;
@@ -215,7 +216,7 @@ export async function startClient(s: AuctionStack): Promise<Client> {
       return inbox;
     },
     responseTo: (inbox, timeoutMs = 10_000) =>
-      waitUntil(`a response on ${inbox}`, () => responsesTo(inbox)[0], timeoutMs),
+      waitFor(`a response on ${inbox}`, () => responsesTo(inbox)[0], timeoutMs),
     responsesTo,
     close: () => messaging.close(),
   };
@@ -246,4 +247,4 @@ export function sdkPayload(
   };
 }
 
-export { getAddress, waitUntil };
+export { getAddress };

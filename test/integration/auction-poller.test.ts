@@ -14,7 +14,8 @@ import {
   userPrepare,
   type PollerStack,
 } from "./poller-fixture";
-import { captureLogs, uniquePrefix, waitFor } from "./submitter-fixture";
+import { captureLogs, uniquePrefix } from "./submitter-fixture";
+import { waitFor } from "../harness/wait";
 
 jest.setTimeout(120_000);
 

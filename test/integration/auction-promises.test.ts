@@ -10,13 +10,13 @@ import {
   startAuctionStack,
   startClient,
   startInstance,
-  waitUntil,
   writeBalances,
   type AuctionInstance,
   type AuctionStack,
   type Client,
 } from "./auction-fixture";
 import { uniquePrefix } from "./submitter-fixture";
+import { waitFor } from "../harness/wait";
 
 jest.setTimeout(120_000);
 
@@ -68,13 +68,13 @@ function router(): AuctionInstance {
 /** This router's bid for `data`, or its refusal code: every request ends in exactly one outcome line. */
 async function ask(client: Client, data: Record<string, unknown>): Promise<AuctionBid | string> {
   const inbox = client.request(data);
-  const line = await waitUntil(`outcome of ${String(data.transactionId)}`, () =>
+  const line = await waitFor(`outcome of ${String(data.transactionId)}`, () =>
     router()
       .outcomes()
       .find((l) => l.transactionId === data.transactionId),
   );
   if (line.result !== "bid") return String(line.code);
-  const response = await waitUntil("the bid", () =>
+  const response = await waitFor("the bid", () =>
     client.responsesTo(inbox).find((r) => r.responder === router().running.signerAddress),
   );
   return (response.data as { bid: AuctionBid }).bid;

@@ -9,12 +9,12 @@ import {
   startAuctionStack,
   startClient,
   startInstance,
-  waitUntil,
   type AuctionInstance,
   type AuctionStack,
   type Client,
 } from "./auction-fixture";
 import { uniquePrefix } from "./submitter-fixture";
+import { waitFor } from "../harness/wait";
 
 jest.setTimeout(60_000);
 
@@ -53,7 +53,7 @@ describe("auction: ready means able to bid", () => {
 
     const payload = sdkPayload(s);
     const inbox = client.request(payload);
-    await waitUntil("the instance's first, cold, attempt", () =>
+    await waitFor("the instance's first, cold, attempt", () =>
       instance.logs.find("auction.cold").find((l) => l.transactionId === payload.transactionId),
     );
     const balances = createBalanceStore(s.redis, prefix);
@@ -63,7 +63,7 @@ describe("auction: ready means able to bid", () => {
 
     const response = await client.responseTo(inbox, 5_000);
     expect(response.responder).toBe(instance.running.signerAddress);
-    const outcome = await waitUntil("the outcome line", () =>
+    const outcome = await waitFor("the outcome line", () =>
       instance.outcomes().find((l) => l.transactionId === payload.transactionId),
     );
     expect(outcome).toMatchObject({ result: "bid", code: "ok" });

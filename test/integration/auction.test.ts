@@ -15,7 +15,6 @@ import {
   startAuctionStack,
   startClient,
   startInstance,
-  waitUntil,
   writeBalances,
   type AuctionInstance,
   type AuctionStack,
@@ -81,7 +80,7 @@ beforeEach(async () => {
 
 /** The outcome line of `transactionId` in `instance`'s log (a positive signal that the request was handled). */
 function outcomeOf(instance: AuctionInstance, transactionId: unknown): Promise<Record<string, unknown>> {
-  return waitUntil(`outcome of ${String(transactionId)}`, () =>
+  return waitFor(`outcome of ${String(transactionId)}`, () =>
     instance.outcomes().find((l) => l.transactionId === transactionId),
   );
 }
@@ -280,8 +279,8 @@ describe("auction: refusals (logged with a code, never answered)", () => {
     } finally {
       await nc.close();
     }
-    await waitUntil("two dropped messages", () => (main.logs.find("messaging.drop").length >= 2 ? true : undefined));
-    await waitUntil("the ParamsInvalid refusal", () =>
+    await waitFor("two dropped messages", () => (main.logs.find("messaging.drop").length >= 2 ? true : undefined));
+    await waitFor("the ParamsInvalid refusal", () =>
       main.outcomes().find((l) => l.code === "ParamsInvalid" && l.transactionId === undefined),
     );
     await expectRefused({ ...sdkPayload(s), transactionId: "0x" + "zz".repeat(32) }, "ParamsInvalid");
@@ -311,7 +310,7 @@ describe("auction: modes and several instances", () => {
     const inbox = client.request(payload);
     expect(await outcomeOf(instance, payload.transactionId)).toMatchObject({ result: "refused", code });
     // The main router (another signer) bid on the same request: it was delivered.
-    await waitUntil("the main router's bid", () =>
+    await waitFor("the main router's bid", () =>
       client.responsesTo(inbox).find((r) => r.responder === main.running.signerAddress),
     );
     await assertNothingFrom(instance, inbox);
@@ -345,7 +344,7 @@ describe("auction: modes and several instances", () => {
     const user = Wallet.createRandom().address;
     const r1 = sdkPayload(s, { user });
     const r1Inbox = client.request(r1);
-    await waitUntil("first instance's bid", () =>
+    await waitFor("first instance's bid", () =>
       client.responsesTo(r1Inbox).find((r) => r.responder === first.running.signerAddress),
     );
     await first.running.stop();
@@ -359,7 +358,7 @@ describe("auction: modes and several instances", () => {
     // Another user is not limited.
     const other = sdkPayload(s);
     const otherInbox = client.request(other);
-    await waitUntil("second instance's bid", () =>
+    await waitFor("second instance's bid", () =>
       client.responsesTo(otherInbox).find((r) => r.responder === second.running.signerAddress),
     );
     await second.running.stop();
@@ -377,7 +376,7 @@ describe("auction: modes and several instances", () => {
     const payloads = Array.from({ length: 24 }, () => sdkPayload(s));
     const inboxes = payloads.map((p) => client.request(p));
     const ours = (inbox: string): unknown[] => client.responsesTo(inbox).filter((r) => r.responder === signer);
-    await waitUntil("every bid", () => (inboxes.every((i) => ours(i).length >= 1) ? true : undefined));
+    await waitFor("every bid", () => (inboxes.every((i) => ours(i).length >= 1) ? true : undefined));
     await a.messaging?.flush();
     await b.messaging?.flush();
     await client.messaging.flush();

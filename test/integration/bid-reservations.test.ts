@@ -1,5 +1,4 @@
 import { getAddress, hexlify, randomBytes } from "ethers";
-import { Redis } from "ioredis";
 import { bidReservationExpiryKey } from "../../shared/queues";
 import {
   DIGIT_MATH_LUA,
@@ -9,29 +8,18 @@ import {
   type ReserveParams,
 } from "../../shared/transfers/bid-reservations";
 import { createBalanceStore, type BalanceStore } from "../../shared/transfers/balance-store";
-import { startRedis, type RedisServer } from "../harness/redis";
+import { useRedis } from "../harness/redis";
 import { uniquePrefix } from "./submitter-fixture";
 
 const MAX = (1n << 256n) - 1n;
 const ASSET = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512";
 const USER = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
 
-let server: RedisServer;
-let redis: Redis;
-
-beforeAll(async () => {
-  server = await startRedis();
-  redis = new Redis(server.url);
-});
-
-afterAll(async () => {
-  await redis?.quit();
-  await server?.stop();
-});
+const suite = useRedis();
 
 describe("digit-string arithmetic in Lua (real Redis)", () => {
   const op = (name: "dadd" | "dsub" | "dcmp" | "ddiv", a: string, b: string): Promise<string> =>
-    redis.eval(`${DIGIT_MATH_LUA}\nreturn tostring(${name}(ARGV[1], ARGV[2]))`, 0, a, b) as Promise<string>;
+    suite.redis.eval(`${DIGIT_MATH_LUA}\nreturn tostring(${name}(ARGV[1], ARGV[2]))`, 0, a, b) as Promise<string>;
 
   const samples = (): bigint[] => {
     const out = [
@@ -98,8 +86,8 @@ describe("bid reservations", () => {
 
   beforeEach(async () => {
     prefix = uniquePrefix();
-    store = createBidReservations(redis, prefix);
-    balances = createBalanceStore(redis, prefix);
+    store = createBidReservations(suite.redis, prefix);
+    balances = createBalanceStore(suite.redis, prefix);
     await balances.setRouterBalance(1338, ASSET, 1000n, NOW);
     await balances.setGasBalance(1337, 100n, NOW);
     await balances.setGasBalance(1338, 100n, NOW);
@@ -243,7 +231,7 @@ describe("bid reservations", () => {
       detail: expect.stringContaining("already prepared"),
     });
     expect(await store.pin(1338, ASSET, t.transferKey, NOW + 1, 1n)).toBe(true);
-    expect(await redis.zscore(bidReservationExpiryKey(prefix, 1338, ASSET), t.transferKey)).toBe(
+    expect(await suite.redis.zscore(bidReservationExpiryKey(prefix, 1338, ASSET), t.transferKey)).toBe(
       String(NOW + 3_600_000),
     );
     expect((await store.reserve(stranger({ amount: 601n }))).code).toBe("LiquidityUnavailable");

@@ -28,7 +28,7 @@ import {
   type LifecycleRun,
   type LifecycleStack,
 } from "./lifecycle-fixture";
-import { waitFor } from "./submitter-fixture";
+import { waitFor } from "../harness/wait";
 
 /**
  * Defect 4 of issue 9: a failed claim (fulfill-sender) used to end for good (alerted once, never retried). It is

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ManagedProcess } from "../harness/child-process";
 import { getFreePort } from "../harness/free-port";
-import { uniquePrefix, waitFor } from "./submitter-fixture";
+import { uniquePrefix } from "./submitter-fixture";
 import {
   OPS_ADMIN_TOKEN,
   basicAuth,
@@ -14,6 +14,7 @@ import {
   writeOpsConfig,
   type ServiceProcess,
 } from "./metrics-fixture";
+import { waitFor } from "../harness/wait";
 
 /**
  * The admin process as PM2 runs it (dist/, IPC channel): /healthz, /readyz and /metrics on its metrics port,

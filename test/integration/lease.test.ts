@@ -6,7 +6,7 @@ import { createLeaseKeeper, type LeaseKeeper } from "../../services/submitter/le
 import { createSenderLease } from "../../services/submitter/lease/sender-lease";
 import type { SenderTermStuckError } from "../../services/submitter/send/errors";
 import { captureLogs, type LogCapture } from "../harness/logs";
-import { startRedis, type RedisServer } from "../harness/redis";
+import { useRedis } from "../harness/redis";
 import { waitFor } from "../harness/wait";
 import { uniquePrefix } from "./submitter-fixture";
 
@@ -24,18 +24,7 @@ const INTERVAL_MS = TTL_MS / 4;
 const CHAIN_ID = 1337;
 const SIGNER = "0x1111111111111111111111111111111111111111";
 
-let server: RedisServer;
-let redis: Redis;
-
-beforeAll(async () => {
-  server = await startRedis();
-  redis = new Redis(server.url);
-});
-
-afterAll(async () => {
-  await redis?.quit();
-  await server?.stop();
-});
+const suite = useRedis();
 
 /** A minimal keeper around a lease loop: it records what the loop reports and holds what it was handed. */
 interface Keeper {
@@ -52,7 +41,7 @@ interface Keeper {
 describe("lease loop (real redis)", () => {
   const keepers: Keeper[] = [];
 
-  const keeper = (key: string, ownerId: string, client: Redis = redis): Keeper => {
+  const keeper = (key: string, ownerId: string, client: Redis = suite.redis): Keeper => {
     const lease = createLease({ redis: client, key, termKey: `${key}-term`, ownerId, ttlMs: TTL_MS });
     const logs = captureLogs();
     const k: Keeper = {
@@ -109,7 +98,7 @@ describe("lease loop (real redis)", () => {
     // Eight standby ticks span two TTLs: the holder's renewals must have kept the lease.
     await waitFor("eight standby ticks", () => b.notAcquired >= 8);
     expect(a.lease.current()).toBe(a.acquired[0]);
-    await expect(redis.get(key)).resolves.toBe(a.acquired[0].value);
+    await expect(suite.redis.get(key)).resolves.toBe(a.acquired[0].value);
 
     a.loop.halt();
     await a.loop.idle();
@@ -127,13 +116,13 @@ describe("lease loop (real redis)", () => {
     await a.loop.tick();
     const fence = a.acquired[0];
     a.loop.start();
-    await redis.set(key, `${fence.term + 1}|other`, "PX", 10_000);
+    await suite.redis.set(key, `${fence.term + 1}|other`, "PX", 10_000);
 
     await waitFor("the holder to see the lease lost", () => a.lost.length > 0);
     expect(a.lost).toEqual([fence]);
     expect(a.lease.current()).toBeUndefined();
     // The other owner's value is untouched: a lost holder neither renews nor deletes it.
-    await expect(redis.get(key)).resolves.toBe(`${fence.term + 1}|other`);
+    await expect(suite.redis.get(key)).resolves.toBe(`${fence.term + 1}|other`);
   });
 
   it("takes nothing while the keeper says not now (its previous term is still ending)", async () => {
@@ -143,11 +132,11 @@ describe("lease loop (real redis)", () => {
     await a.loop.tick();
     expect(a.acquired).toEqual([]);
     expect(a.notAcquired).toBe(0);
-    await expect(redis.get(key)).resolves.toBeNull();
+    await expect(suite.redis.get(key)).resolves.toBeNull();
 
     a.mayAcquire = true;
     await a.loop.tick();
-    await expect(redis.get(key)).resolves.toBe(a.acquired[0].value);
+    await expect(suite.redis.get(key)).resolves.toBe(a.acquired[0].value);
   });
 
   it("with Redis unreachable a take fails as not acquired, and the warning is logged once per interval", async () => {
@@ -178,7 +167,7 @@ describe("sender lease keeper (real redis)", () => {
     hooks: { onBegin?: (fence: Fence) => Promise<void>; onEnd?: () => Promise<void> } = {},
   ): Run => {
     const lease = createSenderLease({
-      redis,
+      redis: suite.redis,
       prefix,
       chainId: CHAIN_ID,
       signerAddress: SIGNER,
@@ -230,7 +219,7 @@ describe("sender lease keeper (real redis)", () => {
     expect(b.begun).toEqual([]);
     expect(a.keeper.signal().aborted).toBe(false);
     expect(b.keeper.signal().aborted).toBe(true);
-    await expect(redis.get(senderLeaseKey(prefix, CHAIN_ID, SIGNER))).resolves.toBe(a.begun[0].value);
+    await expect(suite.redis.get(senderLeaseKey(prefix, CHAIN_ID, SIGNER))).resolves.toBe(a.begun[0].value);
   });
 
   it("a job sees the term's signal only once its begin has completed (the nonce floor is set then)", async () => {
@@ -279,13 +268,13 @@ describe("sender lease keeper (real redis)", () => {
     const a = run(prefix, "a", { onEnd: () => new Promise<void>(() => undefined) });
     await a.keeper.start();
     const signal = a.keeper.signal();
-    await redis.set(key, `${a.begun[0].term + 1}|other`, "PX", 60_000);
+    await suite.redis.set(key, `${a.begun[0].term + 1}|other`, "PX", 60_000);
 
     const [err] = await waitFor("the term to be stuck", () => (a.stuck.length > 0 ? a.stuck : undefined));
     expect(err.code).toBe("SENDER_TERM_STUCK");
     expect(signal.aborted).toBe(true);
     expect([a.keeper.role(), a.keeper.isReady()]).toEqual(["standby", false]);
     expect(a.ended).toBe(1);
-    await expect(redis.get(key)).resolves.toBe(`${a.begun[0].term + 1}|other`);
+    await expect(suite.redis.get(key)).resolves.toBe(`${a.begun[0].term + 1}|other`);
   });
 });

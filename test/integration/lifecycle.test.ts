@@ -30,7 +30,7 @@ import {
   type RouterMode,
   type Transfer,
 } from "./lifecycle-fixture";
-import { waitFor } from "./submitter-fixture";
+import { waitFor } from "../harness/wait";
 
 /**
  * The transfer lifecycle through the submitter's jobs, on two anvil chains with the real NXTP contracts:

@@ -7,12 +7,12 @@ import {
   startAuctionStack,
   startClient,
   startInstance,
-  waitUntil,
   writeBalances,
   type AuctionInstance,
   type AuctionStack,
   type Client,
 } from "./auction-fixture";
+import { waitFor } from "../harness/wait";
 
 /**
  * `messagingUrl` listing a cluster of three real nats-servers: two auction instances of one router (as on two
@@ -56,7 +56,7 @@ describe("messaging over a NATS cluster", () => {
     const ours = (inbox: string): unknown[] => client.responsesTo(inbox).filter((r) => r.responder === signer);
     const bidRound = async (n: number): Promise<string[]> => {
       const inboxes = Array.from({ length: n }, () => client.request(sdkPayload(s)));
-      await waitUntil(`${n} bids`, () => (inboxes.every((i) => ours(i).length >= 1) ? true : undefined), 20_000);
+      await waitFor(`${n} bids`, () => (inboxes.every((i) => ours(i).length >= 1) ? true : undefined), 20_000);
       await client.messaging.flush();
       return inboxes;
     };
@@ -72,7 +72,7 @@ describe("messaging over a NATS cluster", () => {
     node.kill();
 
     // a reconnects to another server of the list, and a login happens after the disconnect.
-    const reconnected = await waitUntil(
+    const reconnected = await waitFor(
       "instance a reconnected to another server",
       () => a.logs.find("messaging.status", "messaging reconnected").at(-1),
       30_000,
@@ -87,7 +87,7 @@ describe("messaging over a NATS cluster", () => {
     expect(a.logs.find("messaging.auth", "messaging token refreshed").length).toBeGreaterThan(loginsBefore);
 
     // After: bids continue, still one per request. The client itself may have been on the killed server.
-    await waitUntil("the client connected", () => (client.messaging.isConnected() ? true : undefined), 30_000);
+    await waitFor("the client connected", () => (client.messaging.isConnected() ? true : undefined), 30_000);
     const after = await bidRound(12);
     for (const inbox of after) expect(ours(inbox)).toHaveLength(1);
     const bidsBy = (instance: AuctionInstance): number => instance.outcomes().filter((l) => l.result === "bid").length;

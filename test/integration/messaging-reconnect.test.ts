@@ -10,11 +10,12 @@ import {
   type MessagingAuthSigner,
   type MessagingResponse,
 } from "../../shared/messaging";
-import { startAuthServer, waitUntil } from "../harness/auth-server";
+import { startAuthServer } from "../harness/auth-server";
 import { captureLogs } from "../harness/logs";
 import { spawnManaged, tcpExchange, waitForReady, type ManagedProcess } from "../harness/child-process";
 import { getFreePort } from "../harness/free-port";
 import { natsServerBinary } from "../harness/nats";
+import { waitFor } from "../harness/wait";
 
 /** The `jwt` of every CONNECT a client named `name` sent, in order. */
 function connectJwts(logFile: string, name: string): string[] {
@@ -101,18 +102,18 @@ describe("messaging reconnect", () => {
     const roundTrip = async (round: number): Promise<MessagingResponse> => {
       const inbox = `_INBOX.${randomUUID()}`;
       client.request("auction", { round }, inbox);
-      return waitUntil(`round ${round} response`, () => responses.get(inbox));
+      return waitFor(`round ${round} response`, () => responses.get(inbox));
     };
     expect((await roundTrip(1)).data).toEqual({ round: 1 });
     const tokensBefore = auth.stats().tokensIssued;
 
     await first.stop();
-    await waitUntil("router sees the disconnect", () => !router.isConnected());
+    await waitFor("router sees the disconnect", () => !router.isConnected());
     nats = await natsOnPort(port, secondLog);
 
-    await waitUntil("both reconnected", () => router.isConnected() && client.isConnected());
+    await waitFor("both reconnected", () => router.isConnected() && client.isConnected());
     // Each client logged in again (the second login of the router and of the client).
-    await waitUntil("fresh tokens", () => auth.stats().tokensIssued >= tokensBefore + 2);
+    await waitFor("fresh tokens", () => auth.stats().tokensIssued >= tokensBefore + 2);
     expect(routerLogs.find("messaging.status", "messaging disconnected")).not.toHaveLength(0);
     expect(routerLogs.find("messaging.status", "messaging reconnected")).not.toHaveLength(0);
     expect(routerLogs.find("messaging.auth", "messaging token refreshed")).not.toHaveLength(0);

@@ -13,10 +13,11 @@ import {
   type MessagingRequest,
   type MessagingResponse,
 } from "../../shared/messaging";
-import { startAuthServer, waitUntil } from "../harness/auth-server";
+import { startAuthServer } from "../harness/auth-server";
 import { captureLogs, type LogCapture } from "../harness/logs";
 import { getFreePort } from "../harness/free-port";
 import { startNats, type NatsServer } from "../harness/nats";
+import { waitFor } from "../harness/wait";
 
 function walletSigner(): MessagingAuthSigner & { address: string } {
   const wallet = Wallet.createRandom();
@@ -128,7 +129,7 @@ describe("messaging over a real nats-server with the local auth service", () => 
     client.request("auction", { amount: "10", dryRun: true }, auctionInbox);
     client.request("status", { requestee: routerSigner.address }, statusInbox);
 
-    const response = await waitUntil("auction response", () => responses.get(auctionInbox));
+    const response = await waitFor("auction response", () => responses.get(auctionInbox));
     expect(response).toMatchObject({
       subject: `${clientSigner.address}.${routerSigner.address}.auction.response`,
       responder: routerSigner.address,
@@ -146,7 +147,7 @@ describe("messaging over a real nats-server with the local auth service", () => 
     });
     expect(seen[0]?.sizeBytes).toBeGreaterThan(0);
 
-    const failed = await waitUntil("status error response", () => statusResponses.get(statusInbox));
+    const failed = await waitFor("status error response", () => statusResponses.get(statusInbox));
     expect(failed).toMatchObject({
       data: null,
       error: { message: "nope", type: "StatusUnavailable", context: { why: "test" } },
@@ -178,11 +179,11 @@ describe("messaging over a real nats-server with the local auth service", () => 
 
     const inboxes = Array.from({ length: 50 }, inbox);
     for (const i of inboxes) client.request("auction", { n: i }, i);
-    await waitUntil("50 responses", () => responses.size === 50);
+    await waitFor("50 responses", () => responses.size === 50);
     // The next round trip proves no late duplicate is still on its way.
     const marker = inbox();
     client.request("auction", { marker: true }, marker);
-    await waitUntil("marker response", () => responses.get(marker));
+    await waitFor("marker response", () => responses.get(marker));
 
     for (const i of inboxes) expect(handledBy.get(i)).toHaveLength(1);
     const perInstance = { a: 0, b: 0 };
@@ -229,7 +230,7 @@ describe("messaging over a real nats-server with the local auth service", () => 
     const last = inbox();
     client.request("auction", { fine: true }, last);
 
-    await waitUntil("the valid request's response", () => responses.get(last));
+    await waitFor("the valid request's response", () => responses.get(last));
     // Only the three well-formed requests reached the handler, in order.
     expect(handled).toEqual([{ boom: "sync" }, { boom: "async" }, { fine: true }]);
     const drops = logs.find("messaging.drop");
@@ -257,7 +258,7 @@ describe("messaging over a real nats-server with the local auth service", () => 
     await Promise.all([router.flush(), client.flush()]);
     const i = inbox();
     client.request("metatx", { type: "Fulfill" }, i);
-    await waitUntil("handler started", () => started);
+    await waitFor("handler started", () => started);
 
     const closing = router.close();
     expect(router.close()).toBe(closing);
@@ -265,7 +266,7 @@ describe("messaging over a real nats-server with the local auth service", () => 
     release();
     await closing;
     // The handler that was running when close() began still got its answer out.
-    await waitUntil("response of the drained handler", () => responses.get(i));
+    await waitFor("response of the drained handler", () => responses.get(i));
     expect(() => router.serve("auction", () => undefined)).toThrow(/closed/);
     await router.close();
   });

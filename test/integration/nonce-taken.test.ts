@@ -11,10 +11,10 @@ import {
   tokenBalance,
   txQueueClient,
   uniquePrefix,
-  waitFor,
   type SubmitterStack,
   type TxQueueClient,
 } from "./submitter-fixture";
+import { waitFor } from "../harness/wait";
 
 interface HidingProxy {
   readonly url: string;

@@ -30,7 +30,8 @@ import {
   type StoredCursor,
   type UserPrepared,
 } from "./poller-fixture";
-import { captureLogs, waitFor, type CapturedLogger } from "./submitter-fixture";
+import { captureLogs, type CapturedLogger } from "./submitter-fixture";
+import { waitFor } from "../harness/wait";
 
 /**
  * Issue 15 item 4, poller part: one active poller per chain under a fenced Redis lease (docs/poller.md,

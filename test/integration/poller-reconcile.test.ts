@@ -17,7 +17,7 @@ import {
   type UserFulfilled,
   type UserPrepared,
 } from "./poller-fixture";
-import { waitFor } from "./submitter-fixture";
+import { waitFor } from "../harness/wait";
 
 /**
  * Issue 9: a receiving-side fulfill log the poller never saw (a lookback that starts after it, a log dropped by

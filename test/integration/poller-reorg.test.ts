@@ -14,7 +14,7 @@ import {
   userPrepare,
   type UserPrepared,
 } from "./poller-fixture";
-import { waitFor } from "./submitter-fixture";
+import { waitFor } from "../harness/wait";
 
 /**
  * Issue 9, the cursor's side: the logs source stores the hash of the block it read up to, rewinds when that

@@ -14,7 +14,7 @@ import {
   userPrepare,
   type UserPrepared,
 } from "./poller-fixture";
-import { waitFor } from "./submitter-fixture";
+import { waitFor } from "../harness/wait";
 
 /**
  * Issue 12 for the poller: ready only once it has taken back what it owns (cursor loaded, a first tick done),

@@ -14,7 +14,7 @@ import {
   userPrepare,
   type UserPrepared,
 } from "./poller-fixture";
-import { waitFor } from "./submitter-fixture";
+import { waitFor } from "../harness/wait";
 
 /** (e) The same detection through the subgraph source, served by the test GraphQL server over anvil's logs. */
 

@@ -26,7 +26,8 @@ import {
   type UserPrepareParams,
   type UserPrepared,
 } from "./poller-fixture";
-import { captureLogs, uniquePrefix, waitFor } from "./submitter-fixture";
+import { captureLogs, uniquePrefix } from "./submitter-fixture";
+import { waitFor } from "../harness/wait";
 
 /** Pollers of both chains in-process (startPoller, as main.ts runs them) against two anvil chains + redis. */
 

@@ -32,10 +32,10 @@ import {
   submitterConfig,
   txQueueClient,
   uniquePrefix,
-  waitFor,
   type SubmitterStack,
   type TxQueueClient,
 } from "./submitter-fixture";
+import { waitFor } from "../harness/wait";
 
 /**
  * `redis.minReplicas: 1` against a real primary, one replica and three sentinels (test/harness/redis-sentinel.ts).

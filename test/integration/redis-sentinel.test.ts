@@ -5,7 +5,7 @@ import { loadConfig } from "../../shared/config";
 import type { RedisConnectionConfig } from "../../shared/config/types";
 import { producerConnection, redisOptions, workerConnection } from "../../shared/queues";
 import { startSentinelGroup, type SentinelGroup } from "../harness/redis-sentinel";
-import { waitFor } from "./submitter-fixture";
+import { waitFor } from "../harness/wait";
 
 /**
  * The `redis` Sentinel config against a real group: a primary, one replica and three sentinels (redis-server

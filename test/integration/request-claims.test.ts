@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { Wallet } from "ethers";
-import { Redis } from "ioredis";
 import type { AuthServer } from "../../services/messaging-auth/app";
 import { serveClaimed, type ClaimedDelivery, type ClaimedHandler } from "../../services/auction/claimed-delivery";
 import { createRequestClaims, type RequestClaims } from "../../services/auction/request-claims";
@@ -8,11 +7,12 @@ import { connectMessaging, routerQueueGroup, type Messaging, type MessagingRespo
 import { sleep } from "../../shared/timing";
 import { createBidReservations, type ReserveParams } from "../../shared/transfers/bid-reservations";
 import { createBalanceStore } from "../../shared/transfers/balance-store";
-import { startAuthServer, waitUntil } from "../harness/auth-server";
+import { startAuthServer } from "../harness/auth-server";
 import { captureLogs } from "../harness/logs";
 import { startNats, type NatsServer } from "../harness/nats";
-import { startRedis, type RedisServer } from "../harness/redis";
+import { useRedis } from "../harness/redis";
 import { uniquePrefix } from "./submitter-fixture";
+import { waitFor } from "../harness/wait";
 
 /**
  * The auction's request claims (services/auction/request-claims.ts) and the reservation step fenced on them,
@@ -26,18 +26,7 @@ const USER = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
 // Shortened (300 ms in production) so a lease runs out within the test; the logic does not depend on its length.
 const LEASE_MS = 150;
 
-let server: RedisServer;
-let redis: Redis;
-
-beforeAll(async () => {
-  server = await startRedis();
-  redis = new Redis(server.url);
-});
-
-afterAll(async () => {
-  await redis?.quit();
-  await server?.stop();
-});
+const suite = useRedis();
 
 describe("auction request claims (real Redis)", () => {
   let prefix: string;
@@ -46,8 +35,8 @@ describe("auction request claims (real Redis)", () => {
 
   beforeEach(async () => {
     prefix = uniquePrefix();
-    claims = createRequestClaims(redis, prefix, { leaseMs: LEASE_MS });
-    const balances = createBalanceStore(redis, prefix);
+    claims = createRequestClaims(suite.redis, prefix, { leaseMs: LEASE_MS });
+    const balances = createBalanceStore(suite.redis, prefix);
     await balances.setRouterBalance(1338, ASSET, 1000n, NOW);
     await balances.setGasBalance(1337, 100n, NOW);
     await balances.setGasBalance(1338, 100n, NOW);
@@ -84,9 +73,9 @@ describe("auction request claims (real Redis)", () => {
   const leaseRunsOut = async (requestId: string): Promise<void> => {
     const deadline = Date.now() + 5_000;
     for (;;) {
-      const raw = (await redis.get(claims.key(requestId))) ?? "";
+      const raw = (await suite.redis.get(claims.key(requestId))) ?? "";
       const leaseUntil = Number(raw.split("|")[2]);
-      const [sec, micro] = await redis.time();
+      const [sec, micro] = await suite.redis.time();
       if (Number(sec) * 1000 + Math.floor(Number(micro) / 1000) >= leaseUntil) return;
       if (Date.now() > deadline) throw new Error(`lease of ${raw} never ran out`);
       await sleep(20);
@@ -97,13 +86,13 @@ describe("auction request claims (real Redis)", () => {
     expect(await claims.claim("r1", "a.1")).toBe(true);
     expect(await claims.claim("r1", "b.1")).toBe(false);
     expect(await claims.check([{ requestId: "r1", token: "b.2" }])).toEqual([{ status: "held" }]);
-    await redis.set(claims.key("r1"), "d", "KEEPTTL"); // written by versions before the settled notice
+    await suite.redis.set(claims.key("r1"), "d", "KEEPTTL"); // written by versions before the settled notice
     expect(await claims.check([{ requestId: "r1", token: "b.3" }])).toEqual([{ status: "done" }]);
     expect(await claims.claim("r1", "b.4")).toBe(false);
   });
 
   it("a watcher takes over a claim whose lease ran out, and the stale owner's reservation is fenced off", async () => {
-    const reservations = createBidReservations(redis, prefix);
+    const reservations = createBidReservations(suite.redis, prefix);
     expect(await claims.claim("r2", "a.1")).toBe(true);
     expect(await claims.renew([{ requestId: "r2", token: "a.1" }])).toEqual([true]);
     await leaseRunsOut("r2");
@@ -115,11 +104,11 @@ describe("auction request claims (real Redis)", () => {
     expect(await reservations.reservedTotal(1338, ASSET)).toBe(0n);
     const taker = await reservations.reserve(reserveParams(fence("r2", "b.1", 1, "7")));
     expect(taker.code).toBe("ok");
-    expect(await redis.get(claims.key("r2"))).toMatch(/^r\|b\.1\|/);
+    expect(await suite.redis.get(claims.key("r2"))).toMatch(/^r\|b\.1\|/);
   });
 
   it("a takeover after the owner reserved re-sends the stored bid; the promise is not taken twice", async () => {
-    const reservations = createBidReservations(redis, prefix);
+    const reservations = createBidReservations(suite.redis, prefix);
     expect(await claims.claim("r3", "a.1")).toBe(true);
     const reserved = await reservations.reserve(reserveParams(fence("r3", "a.1", 1_800_000_300, "12345")));
     expect(reserved.code).toBe("ok");
@@ -135,10 +124,10 @@ describe("auction request claims (real Redis)", () => {
   });
 
   it("the owner's normal path: the reservation step creates the claim, in state r, its only claim write", async () => {
-    const reservations = createBidReservations(redis, prefix);
+    const reservations = createBidReservations(suite.redis, prefix);
     expect((await reservations.reserve(reserveParams(fence("r5", "a.1", 1_800_000_300, "9")))).code).toBe("ok");
-    expect(await redis.get(claims.key("r5"))).toMatch(/^r\|a\.1\|[0-9]+\|100\|1800000300\|9$/);
-    expect(await redis.pttl(claims.key("r5"))).toBeGreaterThan(20_000);
+    expect(await suite.redis.get(claims.key("r5"))).toMatch(/^r\|a\.1\|[0-9]+\|100\|1800000300\|9$/);
+    expect(await suite.redis.pttl(claims.key("r5"))).toBeGreaterThan(20_000);
     // Once reserved, not a second time under the same claim (a retry re-sends instead).
     expect((await reservations.reserve(reserveParams(fence("r5", "a.1", 1_800_000_300, "9")))).code).toBe("ClaimLost");
   });
@@ -224,7 +213,7 @@ describe("claimed delivery: the settled notice (real NATS and Redis)", () => {
         serveClaimed("auction", {
           messaging,
           queueGroup: routerQueueGroup(router.address),
-          claims: createRequestClaims(redis, prefix, { leaseMs: LEASE_MS }),
+          claims: createRequestClaims(suite.redis, prefix, { leaseMs: LEASE_MS }),
           logger: captureLogs().logger,
           handler: handler(messaging),
           leaseMs: LEASE_MS,
@@ -241,14 +230,14 @@ describe("claimed delivery: the settled notice (real NATS and Redis)", () => {
     client.request("auction", { mode: "answer-then-silent" }, answered);
     client.request("auction", { mode: "refuse" }, refused);
     const sentAtMs = Date.now();
-    await waitUntil("the first answer", () => responsesTo(answered)[0], 5_000);
+    await waitFor("the first answer", () => responsesTo(answered)[0], 5_000);
     // The answered request's lease runs out (Redis time), and its watch (had it stood) falls due.
     const { key } = ownerClaims.get(answered) ?? { key: "" };
-    await waitUntil(
+    await waitFor(
       "the answered request's lease run out",
       async () => {
-        const leaseUntil = Number(((await redis.get(key)) ?? "").split("|")[2]);
-        const [sec, micro] = await redis.time();
+        const leaseUntil = Number(((await suite.redis.get(key)) ?? "").split("|")[2]);
+        const [sec, micro] = await suite.redis.time();
         const overdue = Number(sec) * 1000 + Math.floor(Number(micro) / 1000) >= leaseUntil;
         return (overdue && Date.now() > sentAtMs + LEASE_MS + 100) || undefined;
       },
@@ -256,11 +245,11 @@ describe("claimed delivery: the settled notice (real NATS and Redis)", () => {
     );
     // The event to wait for: a takeover of this one comes on a tick after the first ones were due (one event loop).
     client.request("auction", { mode: "silent" }, silent);
-    expect(await waitUntil("the takeover's answer", () => responsesTo(silent)[0], 5_000)).toEqual({ by: "taker" });
+    expect(await waitFor("the takeover's answer", () => responsesTo(silent)[0], 5_000)).toEqual({ by: "taker" });
     await client.flush();
     expect(responsesTo(answered)).toEqual([{ by: "owner" }]);
     expect(calls.get(answered)).toBe(1);
-    expect(await redis.get(key)).toMatch(new RegExp(`^c\\|${ownerClaims.get(answered)?.token}\\|`)); // never taken
+    expect(await suite.redis.get(key)).toMatch(new RegExp(`^c\\|${ownerClaims.get(answered)?.token}\\|`)); // never taken
     expect(responsesTo(refused)).toEqual([]);
     expect(calls.get(refused)).toBe(1);
     expect(calls.get(silent)).toBe(2);

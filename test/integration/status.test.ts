@@ -15,7 +15,8 @@ import { startAuthServer } from "../harness/auth-server";
 import { getFreePort } from "../harness/free-port";
 import { startNats, type NatsServer } from "../harness/nats";
 import { startRedis, type RedisServer } from "../harness/redis";
-import { captureLogs, uniquePrefix, waitFor } from "./submitter-fixture";
+import { captureLogs, uniquePrefix } from "./submitter-fixture";
+import { waitFor } from "../harness/wait";
 
 /**
  * `status.request` through the real auction process (startAuction) on real nats-server and Redis; the

@@ -24,10 +24,10 @@ import {
   submitterConfig,
   tokenBalance,
   uniquePrefix,
-  waitFor,
   type CapturedLogger,
   type SubmitterStack,
 } from "./submitter-fixture";
+import { waitFor } from "../harness/wait";
 
 /**
  * A sender with a job in flight rides a Redis Sentinel failover (#15): the primary is SIGKILLed while the job waits

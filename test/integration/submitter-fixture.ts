@@ -173,6 +173,3 @@ export function routerBalance(s: SubmitterStack, router: string, assetId: string
 export function tokenBalance(s: SubmitterStack, owner: string): Promise<bigint> {
   return readBigInt(s.chain.deployment.contracts.token, "balanceOf", [owner]);
 }
-
-/** test/harness/wait.ts, re-exported for the many tests that take it from this fixture. */
-export { waitFor } from "../harness/wait";

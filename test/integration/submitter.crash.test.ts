@@ -10,10 +10,10 @@ import {
   submitterConfig,
   txQueueClient,
   uniquePrefix,
-  waitFor,
   type SubmitterStack,
   type TxQueueClient,
 } from "./submitter-fixture";
+import { waitFor } from "../harness/wait";
 
 /**
  * Crash safety with the real process: `node dist/services/submitter/main.js` is SIGKILLed after its

@@ -19,7 +19,7 @@ import {
   type LifecycleStack,
   type Transfer,
 } from "./lifecycle-fixture";
-import { waitFor } from "./submitter-fixture";
+import { waitFor } from "../harness/wait";
 
 /**
  * Issue 16 items 5 and 9. The receiving chain's submitters talk to it through a proxy whose eth_estimateGas runs

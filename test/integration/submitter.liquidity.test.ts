@@ -11,7 +11,7 @@ import {
   type LifecycleRun,
   type LifecycleStack,
 } from "./lifecycle-fixture";
-import { waitFor } from "./submitter-fixture";
+import { waitFor } from "../harness/wait";
 
 /**
  * Jobs of a chain run concurrently, so two receiving prepares can both see enough liquidity before either is

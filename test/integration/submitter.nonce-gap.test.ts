@@ -13,10 +13,10 @@ import {
   submitterConfig,
   txQueueClient,
   uniquePrefix,
-  waitFor,
   type SubmitterStack,
   type TxQueueClient,
 } from "./submitter-fixture";
+import { waitFor } from "../harness/wait";
 
 /**
  * Issue 9: a nonce gap is closed. Reproduced as reported: the stored next nonce is one above the chain's

@@ -14,11 +14,11 @@ import {
   tokenBalance,
   txQueueClient,
   uniquePrefix,
-  waitFor,
   type CapturedLogger,
   type SubmitterStack,
   type TxQueueClient,
 } from "./submitter-fixture";
+import { waitFor } from "../harness/wait";
 
 /** The submitter in-process (startSubmitter, as main.ts runs it) against anvil + NXTP + a real redis-server. */
 

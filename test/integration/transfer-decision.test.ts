@@ -19,7 +19,7 @@ import {
   type LifecycleStack,
   type Transfer,
 } from "./lifecycle-fixture";
-import { waitFor } from "./submitter-fixture";
+import { waitFor } from "../harness/wait";
 
 /**
  * Defect 1 of issue 9: a receiving prepare and a sender cancel of one transfer must exclude each other, also

@@ -1,10 +1,9 @@
 import { ZeroAddress, keccak256 } from "ethers";
-import { Redis } from "ioredis";
 import type { TransferRecord } from "../../shared/protocol/types";
 import { openTransfersKey, transferKey, transferRecordKey } from "../../shared/queues";
 import { createBalanceStore } from "../../shared/transfers/balance-store";
 import { CLOSED_TRANSFER_TTL_MS, createTransferStore, type TransferStore } from "../../shared/transfers/transfer-store";
-import { startRedis, type RedisServer } from "../harness/redis";
+import { useRedis } from "../harness/redis";
 import { uniquePrefix } from "./submitter-fixture";
 
 const USER = "0x1111111111111111111111111111111111111111";
@@ -50,22 +49,13 @@ function cancelled(record: TransferRecord): TransferRecord {
 }
 
 describe("transfer store (real redis)", () => {
-  let server: RedisServer;
-  let redis: Redis;
+  const suite = useRedis();
   let store: TransferStore;
   let prefix: string;
 
-  beforeAll(async () => {
-    server = await startRedis();
-    redis = new Redis(server.url);
-  });
   beforeEach(() => {
     prefix = uniquePrefix();
-    store = createTransferStore(redis, prefix);
-  });
-  afterAll(async () => {
-    redis.disconnect();
-    await server.stop();
+    store = createTransferStore(suite.redis, prefix);
   });
 
   it("indexes Prepared records by expiry and drops them from the index when they settle, never reopening them", async () => {
@@ -86,18 +76,20 @@ describe("transfer store (real redis)", () => {
     });
     await expect(store.put(early)).resolves.toBe("stale");
     expect(
-      await redis.zscore(openTransfersKey(prefix, 1337), transferKey(early.txData.transactionId, USER)),
+      await suite.redis.zscore(openTransfersKey(prefix, 1337), transferKey(early.txData.transactionId, USER)),
     ).toBeNull();
-    expect(await redis.exists(transferRecordKey(prefix, 1337, transferKey(early.txData.transactionId, USER)))).toBe(1);
+    expect(
+      await suite.redis.exists(transferRecordKey(prefix, 1337, transferKey(early.txData.transactionId, USER))),
+    ).toBe(1);
   });
 
   it("keeps an open record for ever, and a closed one CLOSED_TRANSFER_TTL_MS after it closed", async () => {
     const record = prepared(3, 300);
     const key = transferRecordKey(prefix, 1337, transferKey(record.txData.transactionId, USER));
     await store.put(record);
-    expect(await redis.pttl(key)).toBe(-1);
+    expect(await suite.redis.pttl(key)).toBe(-1);
     await store.put(cancelled(record));
-    const ttl = await redis.pttl(key);
+    const ttl = await suite.redis.pttl(key);
     expect(ttl).toBeGreaterThan(CLOSED_TRANSFER_TTL_MS - 60_000);
     expect(ttl).toBeLessThanOrEqual(CLOSED_TRANSFER_TTL_MS);
     // Longer than any transfer can live: the contract's maximum timeout is 30 days.
@@ -106,7 +98,7 @@ describe("transfer store (real redis)", () => {
     const seenClosed = cancelled(prepared(4, 400));
     await store.put(seenClosed);
     expect(
-      await redis.pttl(transferRecordKey(prefix, 1337, transferKey(seenClosed.txData.transactionId, USER))),
+      await suite.redis.pttl(transferRecordKey(prefix, 1337, transferKey(seenClosed.txData.transactionId, USER))),
     ).toBeGreaterThan(CLOSED_TRANSFER_TTL_MS - 60_000);
   });
 
@@ -135,7 +127,7 @@ describe("transfer store (real redis)", () => {
       updatedAtMs: 5,
     });
     await expect(store.getHead(1)).resolves.toBeUndefined();
-    const balances = createBalanceStore(redis, prefix);
+    const balances = createBalanceStore(suite.redis, prefix);
     await balances.setRouterBalance(1338, "0xAbCdEf0000000000000000000000000000000001", 123n, 7);
     await expect(balances.getRouterBalance(1338, "0xabcdef0000000000000000000000000000000001")).resolves.toEqual({
       amount: 123n,

@@ -7,8 +7,8 @@ import { AMOUNT, RECEIVING, SENDING, type E2eStack } from "../e2e/e2e-fixture";
 import { userFulfill, waitForEvent } from "../e2e/e2e-user";
 import { auditRouterTxs, describeAudit, type ChainAudit } from "../fault/swap-audit";
 import { captureLogs } from "../harness/logs";
-import { waitFor } from "../integration/submitter-fixture";
 import type { Bed } from "./bed";
+import { waitFor } from "../harness/wait";
 
 /**
  * The test process's side of the bed, shared by the direct and the PM2 suites: a NATS client that asks for bids

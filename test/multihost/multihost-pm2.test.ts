@@ -8,7 +8,6 @@ import { describeAudit, fundUsers } from "../fault/swap-audit";
 import { mintToken } from "../harness/deploy";
 import type { StackChain } from "../harness/stack";
 import { startSubgraphServer, type SubgraphServer } from "../harness/subgraph-server";
-import { waitFor } from "../integration/submitter-fixture";
 import { PM2_ROLES, pm2AppsOf, startBed, type Bed } from "./bed";
 import {
   SWAP_STEP_MS,
@@ -23,6 +22,7 @@ import {
 } from "./bed-client";
 import { cleanupBeds, heal, killIn, netnsUnavailable, partition } from "./netns";
 import type { Pm2Host } from "./pm2-host";
+import { waitFor } from "../harness/wait";
 
 /**
  * Issue 15 item 5, as an operator deploys it: the bed of multihost.test.ts, but each router host runs

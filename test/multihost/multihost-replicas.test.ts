@@ -4,7 +4,6 @@ import { TX_JOB, transferKey, txJobId, txQueueName, txRecordKey } from "../../sh
 import { RECEIVING, SENDING } from "../e2e/e2e-fixture";
 import { routerLiquidity, tokenBalance, userFulfill, waitForEvent } from "../e2e/e2e-user";
 import { describeAudit, fundUsers } from "../fault/swap-audit";
-import { waitFor } from "../integration/submitter-fixture";
 import { startBed, type Bed } from "./bed";
 import {
   SWAP_STEP_MS,
@@ -16,6 +15,7 @@ import {
   type BedClient,
 } from "./bed-client";
 import { cleanupBeds, heal, killIn, netnsUnavailable, partition, type Host } from "./netns";
+import { waitFor } from "../harness/wait";
 
 /**
  * Issue 15, `redis.minReplicas: 1` across hosts: a write the replica has not acknowledged is never followed by a

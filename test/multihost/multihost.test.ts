@@ -2,7 +2,6 @@ import { Wallet } from "ethers";
 import { AMOUNT, RECEIVING, SENDING } from "../e2e/e2e-fixture";
 import { routerLiquidity, tokenBalance, userFulfill, waitForEvent } from "../e2e/e2e-user";
 import { describeAudit, fundUsers, percentile } from "../fault/swap-audit";
-import { waitFor } from "../integration/submitter-fixture";
 import { startBed, type Bed } from "./bed";
 import {
   SDK_BID_WINDOW_MS,
@@ -16,6 +15,7 @@ import {
   type BedClient,
 } from "./bed-client";
 import { addLatency, cleanupBeds, heal, killIn, latencyUnavailable, netnsUnavailable, partition } from "./netns";
+import { waitFor } from "../harness/wait";
 
 /**
  * Issue 15 item 5: the router spread over hosts (network namespaces on one bridge, test/multihost/bed.ts),
