@@ -40,7 +40,7 @@ import {
   redisArgs,
   whileStarting,
 } from "../scripts/local/probes";
-import { pollUntil } from "../shared/timing";
+import { pollUntil, sleep } from "../shared/timing";
 import { percentile } from "./support";
 import { startStack, stopStack } from "./recovery";
 import { pm2DaemonPid, pm2List, runPm2 } from "../scripts/local/pm2";
@@ -398,7 +398,7 @@ async function runPhases(p: PhaseParams): Promise<void> {
     // phase's CPU figure, so it is printed beside them.
     const idleBefore = cpu().total;
     const idleStartedAt = performance.now();
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    await sleep(2_000);
     const idleMsPerSec = ((cpu().total - idleBefore) / (performance.now() - idleStartedAt)) * 1000;
     const othersBefore = othersCpu();
     const sequential = await measure("sequential (200)", async (ask) => {

@@ -3,6 +3,7 @@ import type { RouterConfig } from "../../shared/config/types";
 import type { Logger } from "../../shared/logging/create-logger";
 import { throttledErrorLog } from "../../shared/logging/throttled-error-log";
 import { producerConnection, txQueueName } from "../../shared/queues";
+import { withTimeout } from "../../shared/timing";
 
 /** Concurrent admin requests each listen on the shared QueueEvents; the default cap of 10 would warn. */
 const MAX_EVENT_LISTENERS = 200;
@@ -42,7 +43,7 @@ export function createChainQueues(config: RouterConfig, logger: Logger): ChainQu
     queueEventsFor: (chainId) => lookup(events, chainId),
     close: async () => {
       const all = [...events.values(), ...queues.values()];
-      const results = await Promise.allSettled(all.map((c) => settleWithin(c.close(), CLOSE_TIMEOUT_MS)));
+      const results = await Promise.allSettled(all.map((c) => withTimeout(c.close(), CLOSE_TIMEOUT_MS)));
       const failed = results.filter((r) => r.status === "rejected").length;
       if (failed > 0) {
         // With Redis down BullMQ's close() rejects or waits for a reconnect; the process exits anyway.
@@ -59,12 +60,4 @@ function lookup<T>(map: ReadonlyMap<number, T>, chainId: number): T {
     throw new Error(`no transaction queue for chain ${chainId}`);
   }
   return found;
-}
-
-function settleWithin(promise: Promise<void>, timeoutMs: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`not closed within ${timeoutMs} ms`)), timeoutMs);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

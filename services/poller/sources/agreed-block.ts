@@ -1,5 +1,6 @@
 import type { ChainProvider } from "../../../shared/chain/chain-provider";
 import type { Logger } from "../../../shared/logging/create-logger";
+import { withTimeout } from "../../../shared/timing";
 import type { BlockCheckpoint } from "./log-cursor";
 
 /** Steps back (1, 2, 4, … blocks) looking for a block the providers agree on before giving up for this tick. */
@@ -23,7 +24,7 @@ export async function agreedBlock(
   let block = p.target;
   for (let step = 0; step < MAX_AGREEMENT_STEPS && block >= p.from; step += 1) {
     const answers = await provider.readEach(
-      (rpc) => withinTimeout(rpc.getBlock(block), AGREEMENT_ANSWER_TIMEOUT_MS),
+      (rpc) => withTimeout(rpc.getBlock(block), AGREEMENT_ANSWER_TIMEOUT_MS),
       "getBlock",
     );
     const hashes = answers.map((a) => a.value?.hash ?? undefined).filter((h): h is string => typeof h === "string");
@@ -41,12 +42,4 @@ export async function agreedBlock(
     block = p.target - 2 ** step;
   }
   return undefined;
-}
-
-function withinTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
