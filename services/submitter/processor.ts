@@ -7,6 +7,7 @@ import {
   txJobOptions,
   transferKey,
   txJobId,
+  transferExpiryOf,
   validateTxJobData,
   type CancelReceiverJobData,
   type CancelSenderJobData,
@@ -118,6 +119,7 @@ async function runJob(ctx: SubmitterContext, job: TxJob, trace: SendTrace): Prom
       jobId: job.id,
       jobName: job.name,
       dataHash: hashJobData(job.name, job.data),
+      transferExpirySec: transferExpiryOf(job.data),
       reportBroadcast: async (transactionHash, nonce) => {
         const progress: TxJobProgress = { stage: "broadcast", transactionHash, nonce };
         await job.updateProgress(progress);

@@ -124,6 +124,17 @@ export interface TxJobDataByName {
 }
 export type TxJobData = TxJobDataByName[TxJobName];
 
+/**
+ * The expiry (unix seconds, either side's) of the transfer a job acts on; undefined for a job that acts on no
+ * transfer (remove-liquidity). What the job leaves behind in Redis is kept until that transfer ended
+ * (shared/protocol/retention.ts).
+ */
+export function transferExpiryOf(data: TxJobData): number | undefined {
+  if ("sender" in data) return data.sender.txData.expiry;
+  if ("txData" in data) return data.txData.expiry;
+  return undefined;
+}
+
 export interface TxJobResult {
   readonly transactionHash: string;
   readonly blockNumber: number;

@@ -2,6 +2,7 @@ import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { TX_JOB, transferKey, txJobId } from "./jobs";
 import { transferDecisionKey, txRecordKey } from "./keys";
+import { transferRetentionSec } from "../protocol/retention";
 import { readAhead } from "../timing";
 
 /**
@@ -10,9 +11,6 @@ import { readAhead } from "../timing";
  * lose the receiving amount. Whichever claims the transfer's decision first wins; the other refuses.
  */
 export type TransferDecision = "prepare" | "cancel-sender";
-
-/** Outlives any transfer (the contract's 30-day maximum timeout) and the jobs that act on it. */
-export const TRANSFER_DECISION_TTL_SEC = 31 * 24 * 3600;
 
 /**
  * Sets ARGV[1] when the key is empty or already holds it (a retry re-asserts its own decision), or when it
@@ -49,12 +47,18 @@ export async function claimTransferDecision(
     readonly redis: Pick<Redis, "eval">;
     readonly decision: TransferDecision;
     readonly replacing?: TransferDecision;
+    /**
+     * Either side's expiry (unix seconds): the decision is kept until both sides expired, plus a day
+     * (shared/protocol/retention.ts). It must outlive every job that could act on the transfer, and nothing
+     * but a refund can happen to a transfer once both its sides expired.
+     */
+    readonly expirySec: number;
+    readonly nowSec?: number;
   },
 ): Promise<ClaimResult> {
   const key = transferDecisionKey(params.prefix, transferKey(params.transactionId, params.user));
-  const found = String(
-    await params.redis.eval(CLAIM_SCRIPT, 1, key, params.decision, params.replacing ?? "", TRANSFER_DECISION_TTL_SEC),
-  );
+  const ttlSec = transferRetentionSec(params.expirySec, params.nowSec ?? Math.floor(Date.now() / 1000));
+  const found = String(await params.redis.eval(CLAIM_SCRIPT, 1, key, params.decision, params.replacing ?? "", ttlSec));
   if (found === "" || found === params.decision) {
     return { ok: true, ...(found === "" ? {} : { previous: found }) };
   }

@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
 import type { TransferRecord, TransferStatus } from "../protocol/types";
+import { transferRetentionSec } from "../protocol/retention";
 import { chainHeadKey, openTransfersKey, transferKey, transferRecordKey } from "../queues";
 import { fenceArgsOf, fenceCheckLua, fencedOut, type FenceSource } from "../queues/lease";
 
@@ -44,13 +45,16 @@ export interface ChainHead extends ChainHeadInput {
 }
 
 /**
- * A closed record (Fulfilled or Cancelled on its chain) is kept this long after it closed, then Redis drops it:
- * without an end, the records were the one kind of key that grew with every swap for ever (docs/scaling.md).
- * Nothing needs it later: the other side of its transfer was prepared before it closed, with the contract's
- * 30-day maximum timeout, so that side too is past its expiry by then; and a re-read of old blocks (a re-org
- * rewind: at most 256 blocks) happens within minutes. An open record never expires.
+ * How long a closed record (Fulfilled or Cancelled on its chain) is kept, from the moment it closes: until
+ * both sides of its transfer expired, plus a day (shared/protocol/retention.ts), then Redis drops it. Nothing
+ * needs it later: the other side of the transfer was prepared before this one closed and is past its expiry by
+ * then, and a re-read of old blocks (a re-org rewind: at most 256 blocks) happens within minutes. Without an
+ * end the records grew with every swap for ever; with the contract's 30-day maximum for every record they held
+ * Redis to about 0.75 swaps/s (docs/scaling.md). An open record never expires.
  */
-export const CLOSED_TRANSFER_TTL_MS = 31 * 24 * 3600 * 1000;
+export function closedTransferTtlMs(record: Pick<TransferRecord, "txData">, nowMs: number): number {
+  return transferRetentionSec(record.txData.expiry, Math.floor(nowMs / 1000)) * 1000;
+}
 
 /** Compare-and-set attempts before put() gives up; only concurrent writers of one record ever need a second. */
 const MAX_CAS_ATTEMPTS = 5;
@@ -120,7 +124,7 @@ export function createTransferStore(redis: Redis, prefix: string, options: Trans
         String(merged.txData.expiry),
         member,
         f.value,
-        String(CLOSED_TRANSFER_TTL_MS),
+        String(closedTransferTtlMs(merged, Date.now())),
       ];
       const done = await redis.eval(CAS_SCRIPT, 3, key, openTransfersKey(prefix, record.chainId), f.key, ...args);
       if (done === -1) {

@@ -1,9 +1,11 @@
 import { Wallet, ZeroAddress } from "ethers";
 import { startSubmitter, type RunningSubmitter, type SubmitterOptions } from "../../services/submitter/start-submitter";
 import type { RouterConfig } from "../../shared/config/types";
-import { TX_JOB, isTxJobProgress, txJobId, txJobOptions, type TxJobData } from "../../shared/queues";
+import { TX_JOB, isTxJobProgress, txJobId, txJobOptions, txRecordKey, type TxJobData } from "../../shared/queues";
 import { TxRecordConflictError } from "../../services/submitter/send/errors";
-import { createTxRecordStore, newTxRecord } from "../../services/submitter/send/tx-record";
+import { FINISHED_RECORD_TTL_MS, createTxRecordStore, newTxRecord } from "../../services/submitter/send/tx-record";
+import { RECEIVER_EXPIRY_OFFSET_SEC } from "../../shared/protocol/expiry";
+import { RETENTION_MARGIN_SEC } from "../../shared/protocol/retention";
 import { liveChildPids } from "../harness/child-process";
 import {
   CHAIN_ID,
@@ -334,6 +336,42 @@ describe("submitter (in-process)", () => {
     await expect(store.save({ ...saved, bumps: 2 })).rejects.toBeInstanceOf(TxRecordConflictError);
     await expect(store.save({ ...draft, nonce: 4 })).rejects.toBeInstanceOf(TxRecordConflictError);
     await expect(store.load("job-cas")).resolves.toMatchObject({ version: 2, bumps: 1, nonce: 3 });
+  });
+
+  it("keeps a finished record until its transfer ended plus a day, one of no transfer a month, an unfinished one for ever", async () => {
+    const prefix = uniquePrefix();
+    client = await txQueueClient(s.redisUrl, prefix);
+    const store = createTxRecordStore({ redis: client.redis, prefix, chainId: CHAIN_ID });
+    const nowSec = Math.floor(Date.now() / 1000);
+    const expiry = nowSec + 3 * 86_400 + 3600; // the SDK's usual sending expiry
+    const draft = (jobId: string, transferExpirySec?: number) =>
+      newTxRecord({
+        jobId,
+        jobName: transferExpirySec === undefined ? "remove-liquidity" : "fulfill-sender",
+        chainId: CHAIN_ID,
+        from: s.signer,
+        dataHash: "h",
+        call: { to: s.signer, data: "0x", value: "0", gasLimit: "21000" },
+        transferExpirySec,
+      });
+    const ttlOf = (jobId: string) => client.redis.pttl(txRecordKey(prefix, CHAIN_ID, jobId));
+    const claim = await store.save({ ...draft("job-claim", expiry), nonce: 1 });
+    expect(await ttlOf("job-claim")).toBe(-1);
+    await store.save({ ...claim, status: "confirmed" });
+    const wantedMs = (expiry + RECEIVER_EXPIRY_OFFSET_SEC + RETENTION_MARGIN_SEC - nowSec) * 1000;
+    expect(await ttlOf("job-claim")).toBeGreaterThan(wantedMs - 60_000);
+    expect(await ttlOf("job-claim")).toBeLessThanOrEqual(wantedMs);
+    const removal = await store.save({ ...draft("job-removal"), nonce: 2 });
+    await store.save({ ...removal, status: "confirmed" });
+    expect(await ttlOf("job-removal")).toBeGreaterThan(FINISHED_RECORD_TTL_MS - 60_000);
+    // A reverted record moved aside keeps the TTL it was saved with.
+    const reverted = await store.save({ ...draft("job-reverted", expiry), nonce: 3 });
+    await store.save({ ...reverted, status: "reverted" });
+    const archiveId = await store.archiveReverted("job-reverted");
+    expect(archiveId).toBe("job-reverted-reverted-2");
+    expect(await ttlOf("job-reverted")).toBe(-2);
+    expect(await ttlOf(archiveId ?? "")).toBeGreaterThan(wantedMs - 60_000);
+    expect(await ttlOf(archiveId ?? "")).toBeLessThanOrEqual(wantedMs);
   });
 
   it("closes a nonce gap at start unless an unfinished job holds a nonce inside it", async () => {

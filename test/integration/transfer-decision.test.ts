@@ -2,6 +2,8 @@ import { ZeroHash } from "ethers";
 import { completedVariantDigest } from "../../shared/protocol/digests";
 import { TX_JOB, transferDecisionKey, txJobId, txRecordKey } from "../../shared/queues";
 import { claimTransferDecision, readTransferDecision } from "../../shared/queues/transfer-decision";
+import { RECEIVER_EXPIRY_OFFSET_SEC } from "../../shared/protocol/expiry";
+import { RETENTION_MARGIN_SEC } from "../../shared/protocol/retention";
 import { liveChildPids } from "../harness/child-process";
 import {
   RECEIVING,
@@ -132,12 +134,23 @@ describe("transfer decision: prepare-receiver and cancel-sender exclude each oth
     await r.finish(refund);
     expect(await tokenBalance(s.sending, t.fallback)).toBe(BigInt(t.txData.amount));
     expect(await decisionOf(r, t)).toBe("cancel-sender");
+    // The refund's send record is kept until the transfer ended plus a day (the processor hands the job's expiry on).
+    const wantedMs = (t.txData.expiry + RECEIVER_EXPIRY_OFFSET_SEC + RETENTION_MARGIN_SEC) * 1000 - Date.now();
+    const recordTtlMs = await r.redis.pttl(txRecordKey(r.prefix, SENDING, txJobId(TX_JOB.cancelSender, keyOf(t))));
+    expect(recordTtlMs).toBeGreaterThan(wantedMs - 60_000);
+    expect(recordTtlMs).toBeLessThanOrEqual(wantedMs + 1_000);
   });
 
   it("the claim is atomic: the same decision is re-asserted, the other refused unless it is named as replaced", async () => {
     const r = (run = await startRun(s, "direct", { submitters: false }));
     const t = await makeTransfer(s, { mode: "direct" });
-    const params = { redis: r.redis, prefix: r.prefix, transactionId: t.txData.transactionId, user: t.txData.user };
+    const params = {
+      redis: r.redis,
+      prefix: r.prefix,
+      transactionId: t.txData.transactionId,
+      user: t.txData.user,
+      expirySec: t.txData.expiry,
+    };
     const both = await Promise.all([
       claimTransferDecision({ ...params, decision: "prepare" }),
       claimTransferDecision({ ...params, decision: "cancel-sender" }),
@@ -158,6 +171,12 @@ describe("transfer decision: prepare-receiver and cancel-sender exclude each oth
       previous: winner,
     });
     expect(await readTransferDecision(params)).toBe(loser);
-    expect(await r.redis.ttl(transferDecisionKey(r.prefix, keyOf(t)))).toBeGreaterThan(30 * 24 * 3600);
+    // Kept until both sides expired plus a day (the sending side's expiry here), not the contract's 30-day maximum.
+    const nowSec = Math.floor(Date.now() / 1000);
+    const wantedSec = t.txData.expiry + RECEIVER_EXPIRY_OFFSET_SEC + RETENTION_MARGIN_SEC - nowSec;
+    const ttlSec = await r.redis.ttl(transferDecisionKey(r.prefix, keyOf(t)));
+    expect(ttlSec).toBeGreaterThan(wantedSec - 60);
+    expect(ttlSec).toBeLessThanOrEqual(wantedSec + 1);
+    expect(t.txData.expiry - nowSec).toBeGreaterThan(86_400); // a live transfer: the TTL is not the minimum
   });
 });

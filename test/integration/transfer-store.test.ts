@@ -2,11 +2,14 @@ import { ZeroAddress, keccak256 } from "ethers";
 import type { TransferRecord } from "../../shared/protocol/types";
 import { openTransfersKey, transferKey, transferRecordKey } from "../../shared/queues";
 import { createBalanceStore } from "../../shared/transfers/balance-store";
-import { CLOSED_TRANSFER_TTL_MS, createTransferStore, type TransferStore } from "../../shared/transfers/transfer-store";
+import { createTransferStore, type TransferStore } from "../../shared/transfers/transfer-store";
+import { MAX_TIMEOUT_SEC, RECEIVER_EXPIRY_OFFSET_SEC } from "../../shared/protocol/expiry";
+import { MIN_RETENTION_SEC, RETENTION_MARGIN_SEC } from "../../shared/protocol/retention";
 import { useRedis } from "../harness/redis";
 import { uniquePrefix } from "./submitter-fixture";
 
 const USER = "0x1111111111111111111111111111111111111111";
+const DAY_SEC = 86_400;
 
 function prepared(id: number, expiry: number): TransferRecord {
   return {
@@ -83,23 +86,34 @@ describe("transfer store (real redis)", () => {
     ).toBe(1);
   });
 
-  it("keeps an open record for ever, and a closed one CLOSED_TRANSFER_TTL_MS after it closed", async () => {
-    const record = prepared(3, 300);
+  it("keeps an open record for ever, and a closed one until both sides expired plus a day", async () => {
+    const nowSec = Math.floor(Date.now() / 1000);
+    const expiry = nowSec + 3 * DAY_SEC + 3600; // the SDK's usual sending expiry
+    const record = prepared(3, expiry);
     const key = transferRecordKey(prefix, 1337, transferKey(record.txData.transactionId, USER));
     await store.put(record);
     expect(await suite.redis.pttl(key)).toBe(-1);
     await store.put(cancelled(record));
-    const ttl = await suite.redis.pttl(key);
-    expect(ttl).toBeGreaterThan(CLOSED_TRANSFER_TTL_MS - 60_000);
-    expect(ttl).toBeLessThanOrEqual(CLOSED_TRANSFER_TTL_MS);
-    // Longer than any transfer can live: the contract's maximum timeout is 30 days.
-    expect(CLOSED_TRANSFER_TTL_MS).toBeGreaterThan(30 * 86_400_000);
-    // A record first seen closed (its prepare before the cursor's start) gets the same end.
+    const ttlMs = await suite.redis.pttl(key);
+    const wantedMs = (expiry + RECEIVER_EXPIRY_OFFSET_SEC + RETENTION_MARGIN_SEC - nowSec) * 1000;
+    expect(ttlMs).toBeGreaterThan(wantedMs - 60_000);
+    expect(ttlMs).toBeLessThanOrEqual(wantedMs);
+    // Far less than the contract's 30-day maximum that every record used to be kept for.
+    expect(ttlMs).toBeLessThan(6 * DAY_SEC * 1000);
+    // A record first seen closed (its prepare before the cursor's start), long expired: still kept a day.
     const seenClosed = cancelled(prepared(4, 400));
     await store.put(seenClosed);
+    const expiredTtlMs = await suite.redis.pttl(
+      transferRecordKey(prefix, 1337, transferKey(seenClosed.txData.transactionId, USER)),
+    );
+    expect(expiredTtlMs).toBeGreaterThan(MIN_RETENTION_SEC * 1000 - 60_000);
+    expect(expiredTtlMs).toBeLessThanOrEqual(MIN_RETENTION_SEC * 1000);
+    // The longest transfer the contract allows is kept past its end, never longer.
+    const longest = cancelled(prepared(5, nowSec + MAX_TIMEOUT_SEC));
+    await store.put(longest);
     expect(
-      await suite.redis.pttl(transferRecordKey(prefix, 1337, transferKey(seenClosed.txData.transactionId, USER))),
-    ).toBeGreaterThan(CLOSED_TRANSFER_TTL_MS - 60_000);
+      await suite.redis.pttl(transferRecordKey(prefix, 1337, transferKey(longest.txData.transactionId, USER))),
+    ).toBeGreaterThan((MAX_TIMEOUT_SEC + DAY_SEC) * 1000);
   });
 
   it("keeps record and index consistent under concurrent writers of the same transfer", async () => {

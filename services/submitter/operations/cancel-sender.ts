@@ -81,6 +81,7 @@ export async function prepareCancelSender(ctx: LifecycleContext, data: CancelSen
     ...decisionParams,
     decision: "cancel-sender",
     replacing: receiverCancelled ? "prepare" : undefined,
+    expirySec: txData.expiry,
   });
   if (!claim.ok) {
     throw new ReceiverPrepareDecidedError(

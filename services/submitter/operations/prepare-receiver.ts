@@ -139,6 +139,7 @@ async function claimPrepare(ctx: LifecycleContext, data: PrepareReceiverJobData)
     transactionId: txData.transactionId,
     user: txData.user,
     decision: "prepare",
+    expirySec: txData.expiry,
   });
   if (!claim.ok) {
     throw new SenderCancelDecidedError(

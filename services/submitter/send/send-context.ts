@@ -67,6 +67,8 @@ export interface SendJob {
   readonly jobId: string;
   readonly jobName: string;
   readonly dataHash: string;
+  /** The expiry of the transfer the job acts on (jobs.ts transferExpiryOf): how long its finished record is kept. */
+  readonly transferExpirySec?: number;
   /** Called right after every successful broadcast: the admin API answers its HTTP request on this. */
   reportBroadcast(transactionHash: string, nonce: number): Promise<void>;
   readonly trace: SendTrace;

@@ -76,6 +76,7 @@ export async function sendJobTransaction(
       from: ctx.from,
       dataHash: job.dataHash,
       call,
+      transferExpirySec: job.transferExpirySec,
     });
     record = await submitWithFreshNonce(ctx, job, record);
   }

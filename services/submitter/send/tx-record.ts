@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
 import type { FeeJson } from "../../../shared/protocol/gas";
+import { transferRetentionSec } from "../../../shared/protocol/retention";
 import { nonceJobsKey, txRecordKey, type TxJobResult } from "../../../shared/queues";
 import { TxRecordConflictError } from "./errors";
 import { fenceCheckLua, senderFenceArgs, senderFencedOut, type FenceSource } from "./fence";
@@ -56,6 +57,12 @@ export interface TxRecord {
   /** sha256 of the job's name and data: a record never serves a different request under a reused job id. */
   readonly dataHash: string;
   readonly call: TxCall;
+  /**
+   * The expiry (unix seconds, either side's) of the transfer the job acts on; absent for a job that acts on
+   * none (remove-liquidity, a nonce-gap filler) and in records written before it existed. Sets how long the
+   * finished record is kept (finishedRecordTtlMs).
+   */
+  readonly transferExpirySec?: number;
   /** Nonce of the newest attempt; -1 before the first. */
   readonly nonce: number;
   /** Oldest first; may span nonces when a nonce was taken by a transaction this job did not send. */
@@ -74,10 +81,23 @@ export interface TxRecord {
 }
 
 /**
- * Finished records live as long as finished jobs (TX_JOB_DEFAULTS keeps them 31 days), so a re-run of a
- * completed job still finds its result. Unfinished records never expire: they may describe a live transaction.
+ * A finished record of a job that acts on no transfer is kept this long, like finished jobs (TX_JOB_DEFAULTS),
+ * so a re-run of a completed job still finds its result. Unfinished records never expire: they may describe a
+ * live transaction.
  */
 export const FINISHED_RECORD_TTL_MS = 31 * 24 * 3600 * 1000;
+
+/**
+ * How long a finished record is kept from `nowMs`. A transfer's record is kept until both sides of the transfer
+ * expired, plus a day (shared/protocol/retention.ts): after that no job can act on the transfer again, and the
+ * contract refuses a second execution of the job's call anyway. That is days for the SDK's 3-day expiry, where
+ * a fixed month held Redis to about 0.75 swaps/s (docs/scaling.md).
+ */
+export function finishedRecordTtlMs(record: Pick<TxRecord, "transferExpirySec">, nowMs: number): number {
+  return record.transferExpirySec === undefined
+    ? FINISHED_RECORD_TTL_MS
+    : transferRetentionSec(record.transferExpirySec, Math.floor(nowMs / 1000)) * 1000;
+}
 
 // Compare-and-set on the `version` field, fenced by the sender lease: returns -1 on success, -2 when the
 // lease is not the writer's, else the version found (0 = no record).
@@ -102,7 +122,7 @@ export interface TxRecordStore {
   /** Writes `record` if the stored version is still `record.version`; returns it with the version advanced. */
   save(record: TxRecord): Promise<TxRecord>;
   /**
-   * Moves a `reverted` record aside (kept `FINISHED_RECORD_TTL_MS` under `<jobId>-reverted-<version>`), so the
+   * Moves a `reverted` record aside (under `<jobId>-reverted-<version>`, with the TTL it was saved with), so the
    * job's next run builds a new transaction; returns the archive's job id, or undefined when the record is
    * absent or not reverted. Safe: a mined revert used the nonce, so none of the job's transactions can still
    * be mined. Only for jobs the contract protects from replays (a second fulfill reverts #F:019).
@@ -110,14 +130,15 @@ export interface TxRecordStore {
   archiveReverted(jobId: string): Promise<string | undefined>;
 }
 
-// Renames the record when its status is "reverted" (atomic: a record changed meanwhile is left alone).
+// Renames the record when its status is "reverted" (atomic: a record changed meanwhile is left alone). RENAME
+// keeps the TTL the record got when it was saved reverted; ARGV[1] only covers a record that has none.
 const ARCHIVE_REVERTED_SCRIPT = `
 ${fenceCheckLua("KEYS[3]", "ARGV[2]", "-2")}
 local json = redis.call("HGET", KEYS[1], "record")
 if not json then return 0 end
 if cjson.decode(json).status ~= "reverted" then return 0 end
 redis.call("RENAME", KEYS[1], KEYS[2])
-redis.call("PEXPIRE", KEYS[2], ARGV[1])
+if redis.call("PTTL", KEYS[2]) < 0 then redis.call("PEXPIRE", KEYS[2], ARGV[1]) end
 return 1
 `;
 
@@ -151,7 +172,7 @@ export function createTxRecordStore(params: {
       const fenced = senderFenceArgs(params.fence, key, recordOf(record.jobId));
       const owner = fenced.fence ? { id: fenced.fence.ownerId, term: fenced.fence.term } : record.owner;
       const next: TxRecord = { ...record, version: record.version + 1, updatedAtMs: Date.now(), owner };
-      const ttlMs = next.status === "sending" ? 0 : FINISHED_RECORD_TTL_MS;
+      const ttlMs = next.status === "sending" ? 0 : finishedRecordTtlMs(next, Date.now());
       const found = Number(
         await redis.eval(
           SAVE_SCRIPT,
@@ -206,7 +227,10 @@ export function createTxRecordStore(params: {
 }
 
 /** What a record is created with: the job and what it sends. */
-export type NewTxRecordParams = Pick<TxRecord, "jobId" | "jobName" | "chainId" | "from" | "dataHash" | "call">;
+export type NewTxRecordParams = Pick<
+  TxRecord,
+  "jobId" | "jobName" | "chainId" | "from" | "dataHash" | "call" | "transferExpirySec"
+>;
 
 /** An unsaved record (version 0: "must not exist yet"); it is first saved together with its first attempt. */
 export function newTxRecord(params: NewTxRecordParams): TxRecord {
