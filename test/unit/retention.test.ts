@@ -1,4 +1,6 @@
 import { MAX_TIMEOUT_SEC, RECEIVER_EXPIRY_OFFSET_SEC } from "../../shared/protocol/expiry";
+import type { TransactionData } from "../../shared/protocol/types";
+import { transferExpiryOf, type TxJobData } from "../../shared/queues";
 import {
   MAX_RETENTION_SEC,
   MIN_RETENTION_SEC,
@@ -36,5 +38,21 @@ describe("transferRetentionSec", () => {
   it("counts in whole seconds, rounding up", () => {
     expect(Number.isInteger(transferRetentionSec(NOW + 3 * DAY + 0.4, NOW))).toBe(true);
     expect(transferRetentionSec(NOW + 3 * DAY + 0.4, NOW)).toBe(5 * DAY + 1);
+  });
+});
+
+describe("transferExpiryOf (what a job's send record is kept by)", () => {
+  const txData = { expiry: NOW + 3 * DAY } as TransactionData;
+  it("finds the expiry in every job that acts on a transfer, and none in a liquidity removal", () => {
+    const jobs: Array<[TxJobData, number | undefined]> = [
+      [{ chainId: 1338, sender: { txData } } as unknown as TxJobData, NOW + 3 * DAY],
+      [
+        { chainId: 1337, txData, signature: "0x", relayerFee: "0", callData: "0x" } as unknown as TxJobData,
+        NOW + 3 * DAY,
+      ],
+      [{ chainId: 1337, txData, reason: "r", force: false } as unknown as TxJobData, NOW + 3 * DAY],
+      [{ chainId: 1, assetId: "0x", amount: "1", recipientAddress: "0x", requestId: "r" }, undefined],
+    ];
+    for (const [data, expected] of jobs) expect(transferExpiryOf(data)).toBe(expected);
   });
 });
