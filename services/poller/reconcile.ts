@@ -23,6 +23,11 @@ export interface ReconcileOptions {
    * plan's guard (no prepare-receiver job ever) covers that side then. A read that succeeds still counts.
    */
   readonly receivingReadBestEffort?: boolean;
+  /**
+   * A chain's head, read once for a batch of reconciles instead of once per record and side (the tick's batch
+   * is read within the same moment, so the head is the same). Absent: each side reads the head itself.
+   */
+  readonly headOf?: (chainId: number) => Promise<number>;
 }
 
 /**
@@ -47,7 +52,7 @@ export async function reconcileTransfer(
       continue; // an unconfigured receiving chain has no side the router could act on
     }
     const bestEffort = opts.receivingReadBestEffort === true && chainId === receivingChainId;
-    const side = await compareSide(ctx, { record, chainId, digest }).catch((err: unknown) => {
+    const side = await compareSide(ctx, { record, chainId, digest, headOf: opts.headOf }).catch((err: unknown) => {
       if (!bestEffort) {
         throw err;
       }
@@ -83,14 +88,15 @@ export async function reconcileTransfer(
 /** One side: the store's record against the contract, repaired from the logs when the store is behind. */
 async function compareSide(
   ctx: PollerContext,
-  p: { record: TransferRecord; chainId: number; digest: string },
+  p: { record: TransferRecord; chainId: number; digest: string; headOf?: (chainId: number) => Promise<number> },
 ): Promise<{ verdict: VariantVerdict; repaired: boolean; stored?: TransferRecord }> {
   const { record, chainId, digest } = p;
   const { transactionId, user } = record.txData;
   const chain = ctx.config.chainConfig[String(chainId)];
   const stored = chainId === record.chainId ? record : await ctx.store.get(chainId, transactionId, user);
   const provider = ctx.providerFor(chainId);
-  const confirmedBlock = (await provider.getBlockNumber()) - chain.confirmations + 1;
+  const head = p.headOf ? await p.headOf(chainId) : await provider.getBlockNumber();
+  const confirmedBlock = head - chain.confirmations + 1;
   const read = (blockTag: number | "latest"): Promise<string> =>
     readVariant(provider, chain.transactionManagerAddress, digest, blockTag);
   // At the confirmed block, the state the store is meant to hold; a store ahead of it is re-checked at the

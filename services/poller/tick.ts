@@ -8,7 +8,7 @@ import { refreshBalances } from "./balances";
 import type { PollerContext } from "./context";
 import { planReceiverSide, planSenderSide, transferKeyOf, type Plan, type ReceivingView } from "./plan-action";
 import { executePlan, type EnqueueOutcome } from "./plan-executor";
-import { tryReconcile } from "./reconcile";
+import { tryReconcile, type ReconcileOptions } from "./reconcile";
 import { SyncAbortedError, type SourceBatch, type TransferSource } from "./sources/transfer-source";
 
 export interface TickInput {
@@ -38,7 +38,8 @@ export interface TickResult {
  * 3. store the head with the block up to which the store is complete (other chains' pollers read it);
  * 4. decide every open record of this chain and enqueue the action's job under its deterministic id; when due
  *    (first tick, every reconcile interval, after a rewind) each record is first reconciled against the
- *    contract on both chains, held records are skipped, and a cancel needs a fresh reconcile (reconcile.ts);
+ *    contract on both chains (RECONCILE_BATCH_SIZE records at once, each decided right after its batch),
+ *    held records are skipped, and a cancel needs a fresh reconcile (reconcile.ts);
  * 5. refresh balances every N ticks, or when liquidity or a transfer changed.
  * Abortable between ranges and between records; an error fails the tick, and the loop runs it again.
  */
@@ -213,6 +214,15 @@ interface Decided {
   readonly enqueued: number;
 }
 
+/**
+ * Open records reconciled at once, when a reconcile is due. Each reconcile is two eth_calls and two head reads
+ * per record; one after another they held a tick for minutes on a slow public RPC with many transfers open
+ * (1 000 records × 4 calls × 50 ms ≈ 200 s), and every new transfer's decision waited behind them. A batch
+ * is reconciled concurrently, its heads read once, then decided in order, so a record is still decided right
+ * after its own read. Eight at a time keeps the burst within what a rate-limited public RPC answers.
+ */
+export const RECONCILE_BATCH_SIZE = 8;
+
 async function decideOpenTransfers(
   ctx: PollerContext,
   p: { head: number; nowSec: number; source: string },
@@ -230,60 +240,100 @@ async function decideOpenTransfers(
   };
   let enqueued = 0;
   const reconcileAll = ctx.reconcile.allDue(Date.now());
-  for (const listed of open) {
-    // Enqueues are idempotent but not fenced: a poller that lost its lease (or woke up from a pause past it)
-    // decides nothing more, before the lease keeper has even aborted this tick.
-    if (signal.aborted || ctx.fence() === undefined) {
-      break;
-    }
-    const transferKey = transferKeyOf(listed);
-    try {
-      const checked = reconcileAll ? await reconciledRecord(ctx, listed) : { record: listed, fresh: false };
-      if (checked.record === undefined) {
-        continue; // no longer open: a missed fulfill or cancel was just stored
+  // Enqueues are idempotent but not fenced: a poller that lost its lease (or woke up from a pause past it)
+  // decides nothing more, before the lease keeper has even aborted this tick.
+  const stopped = (): boolean => signal.aborted || ctx.fence() === undefined;
+  for (let start = 0; start < open.length && !stopped(); start += RECONCILE_BATCH_SIZE) {
+    const batch = open.slice(start, start + RECONCILE_BATCH_SIZE);
+    const headOf = headsOnce(ctx);
+    const checks = reconcileAll
+      ? await Promise.allSettled(batch.map((listed) => reconciledRecord(ctx, listed, { headOf })))
+      : batch.map((listed) => ({ status: "fulfilled" as const, value: { record: listed, fresh: false } }));
+    for (const [i, listed] of batch.entries()) {
+      if (stopped()) {
+        break;
       }
-      if (ctx.reconcile.onHold(transferKey)) {
-        ctx.logger.trace("held: the store disagrees with the contract", {
-          at: "poller.decide",
-          chainId: ctx.chainId,
-          transferKey,
-        });
-        continue;
-      }
-      const plan = await planFor(ctx, checked.record, { ...p, viewOf });
-      if (plan !== undefined && !checked.fresh && (await cancelNeedsFreshRead(ctx, plan, transferKey))) {
-        const check = await tryReconcile(ctx, checked.record, {
-          receivingReadBestEffort: plan.kind === "enqueue" && plan.guard !== undefined,
-        });
-        if (!check.consistent || check.updated) {
-          continue; // decided again next tick, from the repaired store or after the RPC recovers
-        }
-      }
-      const outcome: EnqueueOutcome | undefined =
-        plan === undefined ? undefined : await executePlan(ctx, plan, { transferKey, source: p.source });
+      const outcome = await decideOne(ctx, { listed, check: checks[i], viewOf, ...p });
       enqueued += outcome === "added" || outcome === "retried" ? 1 : 0;
-    } catch (err) {
-      // One bad record must not hold up the others; it is decided again next tick.
-      ctx.logger.error("decision failed", {
-        at: "poller.decide",
-        chainId: ctx.chainId,
-        transferKey,
-        error: errorMessage(err),
-      });
     }
   }
-  if (reconcileAll && !signal.aborted && ctx.fence() !== undefined) {
+  if (reconcileAll && !stopped()) {
     ctx.reconcile.allDone(Date.now());
   }
   return { open: open.length, enqueued };
+}
+
+/** One open record, after its reconcile (when one was due): plan, the fresh read a cancel needs, enqueue. */
+async function decideOne(
+  ctx: PollerContext,
+  p: {
+    listed: TransferRecord;
+    check: PromiseSettledResult<{ record?: TransferRecord; fresh: boolean }>;
+    viewOf: (chainId: number) => Promise<ReceivingView>;
+    head: number;
+    nowSec: number;
+    source: string;
+  },
+): Promise<EnqueueOutcome | undefined> {
+  const transferKey = transferKeyOf(p.listed);
+  try {
+    if (p.check.status === "rejected") {
+      throw p.check.reason;
+    }
+    const checked = p.check.value;
+    if (checked.record === undefined) {
+      return undefined; // no longer open: a missed fulfill or cancel was just stored
+    }
+    if (ctx.reconcile.onHold(transferKey)) {
+      ctx.logger.trace("held: the store disagrees with the contract", {
+        at: "poller.decide",
+        chainId: ctx.chainId,
+        transferKey,
+      });
+      return undefined;
+    }
+    const plan = await planFor(ctx, checked.record, { head: p.head, nowSec: p.nowSec, viewOf: p.viewOf });
+    if (plan !== undefined && !checked.fresh && (await cancelNeedsFreshRead(ctx, plan, transferKey))) {
+      const check = await tryReconcile(ctx, checked.record, {
+        receivingReadBestEffort: plan.kind === "enqueue" && plan.guard !== undefined,
+      });
+      if (!check.consistent || check.updated) {
+        return undefined; // decided again next tick, from the repaired store or after the RPC recovers
+      }
+    }
+    return plan === undefined ? undefined : await executePlan(ctx, plan, { transferKey, source: p.source });
+  } catch (err) {
+    // One bad record must not hold up the others; it is decided again next tick.
+    ctx.logger.error("decision failed", {
+      at: "poller.decide",
+      chainId: ctx.chainId,
+      transferKey,
+      error: errorMessage(err),
+    });
+    return undefined;
+  }
+}
+
+/** Each chain's head, read on the first ask and shared by one batch of reconciles. */
+function headsOnce(ctx: PollerContext): (chainId: number) => Promise<number> {
+  const heads = new Map<number, Promise<number>>();
+  return (chainId) => {
+    let head = heads.get(chainId);
+    if (head === undefined) {
+      head = ctx.providerFor(chainId).getBlockNumber();
+      heads.set(chainId, head);
+    }
+    return head;
+  };
 }
 
 /** The record after a reconcile of both sides; undefined when it is no longer open. `fresh`: both sides agree. */
 async function reconciledRecord(
   ctx: PollerContext,
   record: TransferRecord,
+  opts: ReconcileOptions,
 ): Promise<{ record?: TransferRecord; fresh: boolean }> {
-  const result = await tryReconcile(ctx, record);
+  const result = await tryReconcile(ctx, record, opts);
   if (!result.updated) {
     return { record, fresh: result.consistent };
   }

@@ -6,7 +6,9 @@ import { toQuantity } from "ethers";
  * A JSON-RPC provider in front of an anvil node that the fault tests can break: `down()` closes it (the next
  * connection is refused, open ones are cut), `lagBehind(n)` makes it a provider stuck n blocks behind (its
  * eth_blockNumber and "latest" block stay at the head it had then), `estimateGasAt(tag)` makes it a provider
- * whose eth_estimateGas runs against `tag` whatever the caller asked (not every RPC estimates against pending).
+ * whose eth_estimateGas runs against `tag` whatever the caller asked (not every RPC estimates against pending),
+ * `slow(method, ms)` answers that method `ms` later (a distant public RPC), and `maxInFlight(method)` tells
+ * how many of its requests were ever open at once.
  */
 export interface RpcProxy {
   readonly url: string;
@@ -14,6 +16,9 @@ export interface RpcProxy {
   requests(): number;
   lagBehind(blocks: number): Promise<void>;
   estimateGasAt(tag: string): void;
+  slow(method: string, ms: number): void;
+  /** Requests of `method` counted so far, and the most that were open at once. */
+  calls(method: string): { readonly total: number; readonly maxInFlight: number };
   down(): Promise<void>;
 }
 
@@ -33,6 +38,8 @@ export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
   let served = 0;
   let frozenHead: number | undefined;
   let estimateTag: string | undefined;
+  const delays = new Map<string, number>();
+  const counts = new Map<string, { total: number; inFlight: number; maxInFlight: number }>();
   const sockets = new Set<Socket>();
   const forward = async (payload: unknown): Promise<unknown> => {
     const res = await fetch(targetUrl, {
@@ -43,6 +50,21 @@ export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
     return res.json();
   };
   const answer = async (r: RpcRequest): Promise<unknown> => {
+    const method = r.method ?? "";
+    const count = counts.get(method) ?? { total: 0, inFlight: 0, maxInFlight: 0 };
+    counts.set(method, count);
+    count.total += 1;
+    count.inFlight += 1;
+    count.maxInFlight = Math.max(count.maxInFlight, count.inFlight);
+    try {
+      const delayMs = delays.get(method);
+      if (delayMs !== undefined) await new Promise((resolve) => setTimeout(resolve, delayMs));
+      return await answerNow(r);
+    } finally {
+      count.inFlight -= 1;
+    }
+  };
+  const answerNow = async (r: RpcRequest): Promise<unknown> => {
     if (estimateTag !== undefined && r.method === "eth_estimateGas") {
       return forward({ ...r, params: [r.params?.[0], estimateTag] });
     }
@@ -87,6 +109,13 @@ export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
     },
     estimateGasAt: (tag) => {
       estimateTag = tag;
+    },
+    slow: (method, ms) => {
+      delays.set(method, ms);
+    },
+    calls: (method) => {
+      const count = counts.get(method);
+      return { total: count?.total ?? 0, maxInFlight: count?.maxInFlight ?? 0 };
     },
     down: async () => {
       if (!server.listening) return;

@@ -18,6 +18,8 @@ import {
   type UserPrepared,
 } from "./poller-fixture";
 import { waitFor } from "../harness/wait";
+import { startRpcProxy } from "../fault/rpc-proxy";
+import { RECONCILE_BATCH_SIZE } from "../../services/poller/tick";
 
 /**
  * Issue 9: a receiving-side fulfill log the poller never saw (a lookback that starts after it, a log dropped by
@@ -135,5 +137,35 @@ describe("poller reconcile (missed receiving fulfill, anvil 1337 → 1338, redis
     expectClaim(await fulfillJob(prepared), prepared, fulfill);
     await nextTick(s, RECEIVING); // the claim came from the sending poller; a cancel would come from this one
     expect(await s.queues.job(RECEIVING, TX_JOB.cancelReceiver, prepared.transferKey)).toBeUndefined();
+  });
+
+  it("reconciles open transfers a batch at a time against a slow RPC, and still decides each of them", async () => {
+    const count = 6;
+    const prepared: UserPrepared[] = [];
+    for (let i = 0; i < count; i += 1) prepared.push(await userPrepare(s, { user: USER }));
+    // A distant public RPC for the sending chain: every variant read (eth_call) takes 150 ms.
+    const proxy = await startRpcProxy(s.stack.chain(SENDING).anvil.url);
+    proxy.slow("eth_call", 150);
+    try {
+      const base = pollerConfig(s, s.prefix);
+      const sending = base.chainConfig[String(SENDING)];
+      const config: RouterConfig = {
+        ...base,
+        chainConfig: { ...base.chainConfig, [String(SENDING)]: { ...sending, providers: [proxy.url] } },
+      };
+      // The first tick reconciles every open record before deciding it (a reconcile is due at start).
+      await startOne(config, SENDING, { startBlock: prepared[0].receipt.blockNumber });
+      for (const p of prepared) {
+        await waitFor("prepare-receiver job", () => s.queues.job(RECEIVING, TX_JOB.prepareReceiver, p.transferKey));
+      }
+      const calls = proxy.calls("eth_call");
+      expect(calls.total).toBeGreaterThanOrEqual(count);
+      // One after another they would never overlap; a batch reads them together (at most a batch at once).
+      expect(calls.maxInFlight).toBeGreaterThan(1);
+      expect(calls.maxInFlight).toBeLessThanOrEqual(RECONCILE_BATCH_SIZE);
+      expect(s.logs.lines().filter((l) => l.at === "poller.decide" && l.level === "error")).toEqual([]);
+    } finally {
+      await proxy.down();
+    }
   });
 });
