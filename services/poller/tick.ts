@@ -7,6 +7,7 @@ import { TX_JOB, txJobId } from "../../shared/queues";
 import { refreshBalances } from "./balances";
 import type { PollerContext } from "./context";
 import { planReceiverSide, planSenderSide, transferKeyOf, type Plan, type ReceivingView } from "./plan-action";
+import { headsOnce, prefetchCounterparts, type CounterpartOf } from "./batch-reads";
 import { executePlan, type EnqueueOutcome } from "./plan-executor";
 import { tryReconcile, type ReconcileOptions } from "./reconcile";
 import { SyncAbortedError, type SourceBatch, type TransferSource } from "./sources/transfer-source";
@@ -38,7 +39,7 @@ export interface TickResult {
  * 3. store the head with the block up to which the store is complete (other chains' pollers read it);
  * 4. decide every open record of this chain and enqueue the action's job under its deterministic id; when due
  *    (first tick, every reconcile interval, after a rewind) each record is first reconciled against the
- *    contract on both chains (RECONCILE_BATCH_SIZE records at once, each decided right after its batch),
+ *    contract on both chains (DECISION_BATCH_SIZE records at once, each decided right after its batch),
  *    held records are skipped, and a cancel needs a fresh reconcile (reconcile.ts);
  * 5. refresh balances every N ticks, or when liquidity or a transfer changed.
  * Abortable between ranges and between records; an error fails the tick, and the loop runs it again.
@@ -215,13 +216,14 @@ interface Decided {
 }
 
 /**
- * Open records reconciled at once, when a reconcile is due. Each reconcile is two eth_calls and two head reads
- * per record; one after another they held a tick for minutes on a slow public RPC with many transfers open
- * (1 000 records × 4 calls × 50 ms ≈ 200 s), and every new transfer's decision waited behind them. A batch
- * is reconciled concurrently, its heads read once, then decided in order, so a record is still decided right
- * after its own read. Eight at a time keeps the burst within what a rate-limited public RPC answers.
+ * Open records decided as one batch: their other sides are read in one MGET (batch-reads.ts), and when a
+ * reconcile is due they are reconciled concurrently first, with one head read per chain. One after another the
+ * reconciles (two eth_calls and two head reads per record) held a tick for minutes on a slow public RPC with
+ * many transfers open (1 000 records × 4 calls × 50 ms ≈ 200 s), and every new transfer's decision behind them.
+ * The batch's records are then decided in order, each right after its batch's reads. Eight at a time keeps the
+ * burst within what a rate-limited public RPC answers.
  */
-export const RECONCILE_BATCH_SIZE = 8;
+export const DECISION_BATCH_SIZE = 8;
 
 async function decideOpenTransfers(
   ctx: PollerContext,
@@ -243,17 +245,21 @@ async function decideOpenTransfers(
   // Enqueues are idempotent but not fenced: a poller that lost its lease (or woke up from a pause past it)
   // decides nothing more, before the lease keeper has even aborted this tick.
   const stopped = (): boolean => signal.aborted || ctx.fence() === undefined;
-  for (let start = 0; start < open.length && !stopped(); start += RECONCILE_BATCH_SIZE) {
-    const batch = open.slice(start, start + RECONCILE_BATCH_SIZE);
+  for (let start = 0; start < open.length && !stopped(); start += DECISION_BATCH_SIZE) {
+    const batch = open.slice(start, start + DECISION_BATCH_SIZE);
     const headOf = headsOnce(ctx);
     const checks = reconcileAll
       ? await Promise.allSettled(batch.map((listed) => reconciledRecord(ctx, listed, { headOf })))
       : batch.map((listed) => ({ status: "fulfilled" as const, value: { record: listed, fresh: false } }));
+    const counterpartOf = await prefetchCounterparts(
+      ctx,
+      checks.map((check) => (check.status === "fulfilled" ? check.value.record : undefined)),
+    );
     for (const [i, listed] of batch.entries()) {
       if (stopped()) {
         break;
       }
-      const outcome = await decideOne(ctx, { listed, check: checks[i], viewOf, ...p });
+      const outcome = await decideOne(ctx, { listed, check: checks[i], viewOf, counterpartOf, ...p });
       enqueued += outcome === "added" || outcome === "retried" ? 1 : 0;
     }
   }
@@ -270,6 +276,7 @@ async function decideOne(
     listed: TransferRecord;
     check: PromiseSettledResult<{ record?: TransferRecord; fresh: boolean }>;
     viewOf: (chainId: number) => Promise<ReceivingView>;
+    counterpartOf: CounterpartOf;
     head: number;
     nowSec: number;
     source: string;
@@ -292,7 +299,7 @@ async function decideOne(
       });
       return undefined;
     }
-    const plan = await planFor(ctx, checked.record, { head: p.head, nowSec: p.nowSec, viewOf: p.viewOf });
+    const plan = await planFor(ctx, checked.record, p);
     if (plan !== undefined && !checked.fresh && (await cancelNeedsFreshRead(ctx, plan, transferKey))) {
       const check = await tryReconcile(ctx, checked.record, {
         receivingReadBestEffort: plan.kind === "enqueue" && plan.guard !== undefined,
@@ -312,19 +319,6 @@ async function decideOne(
     });
     return undefined;
   }
-}
-
-/** Each chain's head, read on the first ask and shared by one batch of reconciles. */
-function headsOnce(ctx: PollerContext): (chainId: number) => Promise<number> {
-  const heads = new Map<number, Promise<number>>();
-  return (chainId) => {
-    let head = heads.get(chainId);
-    if (head === undefined) {
-      head = ctx.providerFor(chainId).getBlockNumber();
-      heads.set(chainId, head);
-    }
-    return head;
-  };
 }
 
 /** The record after a reconcile of both sides; undefined when it is no longer open. `fresh`: both sides agree. */
@@ -363,18 +357,22 @@ async function cancelNeedsFreshRead(ctx: PollerContext, plan: Plan, transferKey:
 async function planFor(
   ctx: PollerContext,
   record: TransferRecord,
-  p: { head: number; nowSec: number; viewOf: (chainId: number) => Promise<ReceivingView> },
+  p: {
+    head: number;
+    nowSec: number;
+    viewOf: (chainId: number) => Promise<ReceivingView>;
+    counterpartOf: CounterpartOf;
+  },
 ): Promise<Plan | undefined> {
-  const { transactionId, user, sendingChainId, receivingChainId } = record.txData;
+  const { sendingChainId, receivingChainId } = record.txData;
   if (sendingChainId === ctx.chainId) {
     const configured = ctx.config.chainConfig[String(receivingChainId)] !== undefined;
-    const receiver = configured ? await ctx.store.get(receivingChainId, transactionId, user) : undefined;
+    const receiver = await p.counterpartOf(record);
     const receiving = configured ? await p.viewOf(receivingChainId) : undefined;
     return planSenderSide(ctx, { sender: record, receiver, nowSec: p.nowSec, head: p.head, receiving });
   }
   if (receivingChainId === ctx.chainId) {
-    const configured = ctx.config.chainConfig[String(sendingChainId)] !== undefined;
-    const sender = configured ? await ctx.store.get(sendingChainId, transactionId, user) : undefined;
+    const sender = await p.counterpartOf(record);
     return planReceiverSide(ctx, { receiver: record, sender, nowSec: p.nowSec });
   }
   ctx.logger.warn("record on a chain that is neither its sending nor its receiving chain", {

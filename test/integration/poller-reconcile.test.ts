@@ -19,7 +19,7 @@ import {
 } from "./poller-fixture";
 import { waitFor } from "../harness/wait";
 import { startRpcProxy } from "../fault/rpc-proxy";
-import { RECONCILE_BATCH_SIZE } from "../../services/poller/tick";
+import { DECISION_BATCH_SIZE } from "../../services/poller/tick";
 
 /**
  * Issue 9: a receiving-side fulfill log the poller never saw (a lookback that starts after it, a log dropped by
@@ -162,7 +162,7 @@ describe("poller reconcile (missed receiving fulfill, anvil 1337 → 1338, redis
       expect(calls.total).toBeGreaterThanOrEqual(count);
       // One after another they would never overlap; a batch reads them together (at most a batch at once).
       expect(calls.maxInFlight).toBeGreaterThan(1);
-      expect(calls.maxInFlight).toBeLessThanOrEqual(RECONCILE_BATCH_SIZE);
+      expect(calls.maxInFlight).toBeLessThanOrEqual(DECISION_BATCH_SIZE);
       expect(s.logs.lines().filter((l) => l.at === "poller.decide" && l.level === "error")).toEqual([]);
     } finally {
       await proxy.down();

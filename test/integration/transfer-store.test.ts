@@ -116,6 +116,21 @@ describe("transfer store (real redis)", () => {
     ).toBeGreaterThan((MAX_TIMEOUT_SEC + DAY_SEC) * 1000);
   });
 
+  it("reads several sides in one call, in the order asked, with none where there is no record", async () => {
+    const [a, b] = [prepared(6, 600), prepared(7, 700)];
+    await store.put(a);
+    await store.put(cancelled(b));
+    const side = (r: TransferRecord, chainId = r.chainId) => ({
+      chainId,
+      transactionId: r.txData.transactionId,
+      user: r.txData.user,
+    });
+    const found = await store.getMany([side(b), side(a, 1338), side(a)]);
+    expect(found).toEqual([await store.get(1337, b.txData.transactionId, USER), undefined, a]);
+    expect(found[0]?.status).toBe("Cancelled");
+    await expect(store.getMany([])).resolves.toEqual([]);
+  });
+
   it("keeps record and index consistent under concurrent writers of the same transfer", async () => {
     const record = prepared(3, 300);
     const outcomes = await Promise.all([
