@@ -63,6 +63,12 @@ export async function enqueueOnce(ctx: PollerContext, job: JobPlan, meta: PlanMe
   const jobId = txJobId(job.name, meta.transferKey);
   const queue = ctx.queueFor(job.chainId);
   const fields = { transferKey: meta.transferKey, action: job.name, chain: job.chainId, jobId, source: meta.source };
+  // The state first, in one round trip: every tick asks this of every open transfer whose job already exists,
+  // and only a missing or failed job needs the job itself (getJob, then getState, was two round trips each).
+  const state = await queue.getJobState(jobId);
+  if (state !== "failed" && state !== "unknown") {
+    return "exists";
+  }
   const existing = await queue.getJob(jobId);
   if (existing === undefined) {
     // A concurrent add of the same id (another instance) is a no-op in BullMQ: the id is the lock.
@@ -70,8 +76,8 @@ export async function enqueueOnce(ctx: PollerContext, job: JobPlan, meta: PlanMe
     ctx.logger.info("job enqueued", { at: "poller.enqueue", ...fields, reason: reasonOf(job) });
     return "added";
   }
-  if ((await existing.getState()) !== "failed") {
-    return "exists";
+  if (state !== "failed") {
+    return "exists"; // stored but in no state list (between two of BullMQ's steps): it exists, as before
   }
   const claimToRetry = job.name === TX_JOB.fulfillSender && !claimFailureIsTerminal(existing.failedReason);
   if (claimToRetry || exhaustedByRetriableErrors(existing)) {
