@@ -5,6 +5,7 @@ import { TX_JOB, pollerCursorKey, type TxJobData } from "../../shared/queues";
 import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
 import { createBalanceStore } from "../../shared/transfers/balance-store";
 import type { PollerOptions, RunningPoller } from "../../services/poller/start-poller";
+import { DECISION_BATCH_SIZE } from "../../services/poller/tick";
 import { ANVIL_MNEMONIC } from "../harness/anvil";
 import { readBigInt } from "../harness/deploy";
 import {
@@ -306,5 +307,37 @@ describe("poller (in-process, anvil 1337 → 1338, redis)", () => {
     expect(await s.queues.redis.keys(`${s.prefix}:router:*`)).toEqual([]);
     const idle = s.logs.lines().filter((l) => l.message === "diagnostic mode: poller idle" && l.level === "warn");
     expect(idle.map((l) => l.chainId).sort()).toEqual([SENDING, RECEIVING]);
+  });
+
+  it("decides many open transfers at a Redis cost that does not grow by a job read and a record read per transfer", async () => {
+    const count = 2 * DECISION_BATCH_SIZE;
+    const prepared: UserPrepared[] = [];
+    for (let i = 0; i < count; i += 1) prepared.push(await userPrepare(s, { user: USER }));
+    await restartSending(pollerConfig(s, s.prefix), {
+      startBlock: prepared[0].receipt.blockNumber,
+      reconcileIntervalMs: 10 * 60_000, // the measured ticks decide; they do not reconcile
+    });
+    for (const p of prepared) await waitForJob("prepare-receiver job", () => prepareJob(p));
+    await nextTick(s, SENDING);
+    // Every transfer is open and its job exists: what each tick costs from now on is the steady state.
+    const commandCalls = async (): Promise<Map<string, number>> => {
+      const calls = new Map<string, number>();
+      for (const line of (await s.queues.redis.info("commandstats")).split("\n")) {
+        const found = /^cmdstat_(\w+):calls=(\d+)/.exec(line);
+        if (found) calls.set(found[1], Number(found[2]));
+      }
+      return calls;
+    };
+    const ticks = 3;
+    const before = await commandCalls();
+    for (let i = 0; i < ticks; i += 1) await nextTick(s, SENDING);
+    const after = await commandCalls();
+    const perTick = (command: string): number => ((after.get(command) ?? 0) - (before.get(command) ?? 0)) / ticks;
+    // The other sides come in one MGET per batch (plus the open list's), not a GET per transfer; an existing job
+    // is known by its state alone (getJobState), not read whole (HGETALL) and then asked its state.
+    expect(perTick("mget")).toBeLessThanOrEqual(count / DECISION_BATCH_SIZE + 1);
+    expect(perTick("get")).toBeLessThan(count);
+    expect(perTick("hgetall")).toBeLessThan(count / 4);
+    expect(await s.queues.count(RECEIVING)).toBe(count); // and nothing was enqueued twice
   });
 });
