@@ -8,17 +8,25 @@ import type { PollerContext } from "./context";
  * each was a round trip per open transfer and tick, seconds per tick between hosts far apart.
  */
 
+/**
+ * `read(chainId)` at most once per chain for as long as the returned function is kept: a batch's heads, a tick's
+ * view of each receiving chain. Every caller awaits the one promise, so a failed read fails each of them.
+ */
+export function oncePerChain<T>(read: (chainId: number) => Promise<T>): (chainId: number) => Promise<T> {
+  const reads = new Map<number, Promise<T>>();
+  return (chainId) => {
+    let found = reads.get(chainId);
+    if (found === undefined) {
+      found = read(chainId);
+      reads.set(chainId, found);
+    }
+    return found;
+  };
+}
+
 /** Each chain's head, read on the first ask and shared by one batch of reconciles. */
 export function headsOnce(ctx: PollerContext): (chainId: number) => Promise<number> {
-  const heads = new Map<number, Promise<number>>();
-  return (chainId) => {
-    let head = heads.get(chainId);
-    if (head === undefined) {
-      head = ctx.providerFor(chainId).getBlockNumber();
-      heads.set(chainId, head);
-    }
-    return head;
-  };
+  return oncePerChain((chainId) => ctx.providerFor(chainId).getBlockNumber());
 }
 
 /** The other side's record of a record of this chain; undefined when there is none or its chain is not ours. */

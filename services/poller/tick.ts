@@ -7,7 +7,7 @@ import { TX_JOB, txJobId } from "../../shared/queues";
 import { refreshBalances } from "./balances";
 import type { PollerContext } from "./context";
 import { planReceiverSide, planSenderSide, transferKeyOf, type Plan, type ReceivingView } from "./plan-action";
-import { headsOnce, prefetchCounterparts, type CounterpartOf } from "./batch-reads";
+import { headsOnce, oncePerChain, prefetchCounterparts, type CounterpartOf } from "./batch-reads";
 import { executePlan, type EnqueueOutcome } from "./plan-executor";
 import { tryReconcile, type ReconcileOptions } from "./reconcile";
 import { SyncAbortedError, type SourceBatch, type TransferSource } from "./sources/transfer-source";
@@ -231,15 +231,7 @@ async function decideOpenTransfers(
   signal: AbortSignal,
 ): Promise<Decided> {
   const open = await ctx.store.listOpen(ctx.chainId);
-  const views = new Map<number, Promise<ReceivingView>>();
-  const viewOf = (chainId: number): Promise<ReceivingView> => {
-    let view = views.get(chainId);
-    if (view === undefined) {
-      view = receivingView(ctx, chainId);
-      views.set(chainId, view);
-    }
-    return view;
-  };
+  const viewOf = oncePerChain((chainId) => receivingView(ctx, chainId));
   let enqueued = 0;
   const reconcileAll = ctx.reconcile.allDue(Date.now());
   // Enqueues are idempotent but not fenced: a poller that lost its lease (or woke up from a pause past it)

@@ -53,11 +53,10 @@ export async function claimTransferDecision(
      * but a refund can happen to a transfer once both its sides expired.
      */
     readonly expirySec: number;
-    readonly nowSec?: number;
   },
 ): Promise<ClaimResult> {
   const key = transferDecisionKey(params.prefix, transferKey(params.transactionId, params.user));
-  const ttlSec = transferRetentionSec(params.expirySec, params.nowSec ?? Math.floor(Date.now() / 1000));
+  const ttlSec = transferRetentionSec(params.expirySec, Math.floor(Date.now() / 1000));
   const found = String(await params.redis.eval(CLAIM_SCRIPT, 1, key, params.decision, params.replacing ?? "", ttlSec));
   if (found === "" || found === params.decision) {
     return { ok: true, ...(found === "" ? {} : { previous: found }) };

@@ -3,9 +3,6 @@ import { RouterError } from "../errors";
 import { isTxJobProgress } from "./jobs";
 import { withTimeout } from "../timing";
 
-/** Re-exported for the queue callers that import it from here. */
-export { withTimeout };
-
 /**
  * Waiting for a transaction job's broadcast, shared by every producer that answers a caller with the hash
  * (the admin API's operations, the auction's relayed fulfills). The submitter reports the broadcast through

@@ -1,4 +1,6 @@
 import type { Queue, QueueEvents } from "bullmq";
+import { withTimeout } from "../../../shared/timing";
+import { waitForBroadcast, type BroadcastOutcome } from "../../../shared/queues/wait-for-broadcast";
 import type { Redis } from "ioredis";
 import type { ChainProvider } from "../../../shared/chain/chain-provider";
 import { readVariantTransactionData } from "../../../shared/chain/router-balances";
@@ -27,14 +29,7 @@ import { TX_JOB, txJobOptions, transferKey, txJobId, type CancelSenderJobData } 
 import { findPrepareReceiverInFlight } from "../../../shared/queues/in-flight";
 import { readTransferDecision } from "../../../shared/queues/transfer-decision";
 import type { CancelSenderRequest, OperationContext, TransactionResponse } from "../types";
-import {
-  DEFAULT_BROADCAST_TIMEOUT_MS,
-  QUEUE_CALL_TIMEOUT_MS,
-  enqueueAndWaitForBroadcast,
-  queueCall,
-  withTimeout,
-  type BroadcastOutcome,
-} from "./enqueue-and-wait";
+import { DEFAULT_BROADCAST_TIMEOUT_MS, QUEUE_CALL_TIMEOUT_MS, queueCall } from "./enqueue-and-wait";
 import { ChainUnavailableError, QueueUnavailableError, TransactionNotFoundError } from "./errors";
 
 /**
@@ -105,7 +100,7 @@ export function createCancelSenderOperation(deps: CancelSenderDeps): CancelSende
       logger.info("a cancel-sender job exists for this transfer: answering with its transaction", {
         at: "admin.cancelSender",
       });
-      return answer(await enqueueAndWaitForBroadcast({ queue, events, jobId, timeoutMs }), logger);
+      return answer(await waitForBroadcast({ queue, events, jobId, timeoutMs }), logger);
     }
     const sender = await decisionRead(() => findPreparedSender(deps, params));
     const prepareRecorded =
@@ -141,7 +136,7 @@ export function createCancelSenderOperation(deps: CancelSenderDeps): CancelSende
       force: params.force,
       requestId: ctx.requestId,
     };
-    const outcome = await enqueueAndWaitForBroadcast({
+    const outcome = await waitForBroadcast({
       queue,
       events,
       jobId,

@@ -1,4 +1,6 @@
 import { createHash } from "node:crypto";
+import { withTimeout } from "../../../shared/timing";
+import { waitForBroadcast } from "../../../shared/queues/wait-for-broadcast";
 import type { Job, Queue, QueueEvents } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "../../../shared/logging/create-logger";
@@ -11,13 +13,7 @@ import {
 } from "../../../shared/queues";
 import type { ReplicationGuard } from "../../../shared/queues/replication";
 import type { OperationContext, RemoveLiquidityRequest, TransactionResponse } from "../types";
-import {
-  DEFAULT_BROADCAST_TIMEOUT_MS,
-  QUEUE_CALL_TIMEOUT_MS,
-  enqueueAndWaitForBroadcast,
-  queueCall,
-  withTimeout,
-} from "./enqueue-and-wait";
+import { DEFAULT_BROADCAST_TIMEOUT_MS, QUEUE_CALL_TIMEOUT_MS, queueCall } from "./enqueue-and-wait";
 import { BalanceUnavailableError, InsufficientLiquidityError, RequestIdConflictError } from "./errors";
 
 export { DEFAULT_BROADCAST_TIMEOUT_MS } from "./enqueue-and-wait";
@@ -110,7 +106,7 @@ export function createRemoveLiquidityOperation(deps: RemoveLiquidityDeps): Remov
           });
       }
     }
-    const { transactionHash } = await enqueueAndWaitForBroadcast({
+    const { transactionHash } = await waitForBroadcast({
       queue,
       events: deps.queueEventsFor(params.chainId),
       jobId: waitOn,

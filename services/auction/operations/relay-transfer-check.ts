@@ -5,7 +5,7 @@ import { transactionDataMismatches } from "../../../shared/protocol/metatx-reque
 import type { TransferRecord } from "../../../shared/protocol/types";
 import { sameHex } from "../../../shared/protocol/values";
 import { findOwnReceivingPrepare } from "../../../shared/queues/own-receiving-prepare";
-import { withTimeout } from "../../../shared/queues/wait-for-broadcast";
+import { withTimeout } from "../../../shared/timing";
 import type { AuctionContext } from "../context";
 import {
   ReceiverPrepareNotVisibleError,

@@ -3,7 +3,7 @@ import { dirname, join } from "node:path";
 import type { RouterConfig } from "../../../shared/config/types";
 import { errorMessage } from "../../../shared/errors";
 import { openTransfersKey } from "../../../shared/queues";
-import { withTimeout } from "../../../shared/queues/wait-for-broadcast";
+import { withTimeout } from "../../../shared/timing";
 import type { AuctionContext } from "../context";
 
 /** PROTOCOL §1.7 StatusResponse, plus this router's two modes. */
