@@ -22,7 +22,8 @@ export type Plan =
       /**
        * A sender cancel because the sending side fails verification relies on the router never having
        * prepared the receiving side: the executor checks that no prepare-receiver job exists for the
-       * transfer before it enqueues.
+       * transfer before it enqueues. Such a cancel is the refund of our own refusal (`afterOwnRefusal`): sent
+       * at once, without the 780 s buffer.
        */
       readonly guard?: { readonly kind: "no-prepare-job"; readonly receivingChainId: number };
     }
@@ -134,14 +135,24 @@ function planPrepareReceiver(ctx: PlanContext, p: PlanSenderParams): Plan {
   if (!verified.cancellable) {
     return { kind: "refused", reason: verified.reason, detail: verified.detail };
   }
-  const check = checkSenderCancel({ sender, receiver, nowSec, senderPreparedAtSec: sender.preparedTimestamp });
+  // Declined by us: no prepare of ours will follow, so the refund goes at once, like every refund of our own
+  // refusal (docs/decisions.md). The 780 s buffer waits for a receiving prepare a lagging source does not show
+  // yet, and only this router can make one; the executor's guard (no prepare-receiver job) and the submitter's
+  // checks (the receiving chain itself, no prepare of ours in flight, the transfer's decision) exclude ours.
+  const check = checkSenderCancel({
+    sender,
+    receiver,
+    nowSec,
+    senderPreparedAtSec: sender.preparedTimestamp,
+    prepareBufferWaived: true,
+  });
   if (!check.ok) {
     return { kind: "wait", state: "SenderPrepared", reason: `${verified.reason}: ${check.reason}`, alert: false };
   }
   return {
     kind: "enqueue",
     state: "SenderPrepared",
-    job: cancelSender(ctx, sender, verified.reason),
+    job: cancelSender(ctx, sender, verified.reason, { afterOwnRefusal: true }),
     guard: { kind: "no-prepare-job", receivingChainId },
   };
 }
@@ -202,11 +213,16 @@ export function transferKeyOf(record: TransferRecord): string {
   return transferKey(record.txData.transactionId, record.txData.user);
 }
 
-function cancelSender(ctx: PlanContext, sender: TransferRecord, reason: string): JobPlan {
+function cancelSender(
+  ctx: PlanContext,
+  sender: TransferRecord,
+  reason: string,
+  opts: { readonly afterOwnRefusal?: true } = {},
+): JobPlan {
   return {
     name: TX_JOB.cancelSender,
     chainId: ctx.chainId,
-    data: { chainId: ctx.chainId, txData: sender.txData, reason, force: false },
+    data: { chainId: ctx.chainId, txData: sender.txData, reason, force: false, ...opts },
   };
 }
 

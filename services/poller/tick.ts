@@ -7,6 +7,7 @@ import { TX_JOB, txJobId } from "../../shared/queues";
 import { refreshBalances } from "./balances";
 import type { PollerContext } from "./context";
 import { planReceiverSide, planSenderSide, transferKeyOf, type Plan, type ReceivingView } from "./plan-action";
+import { cancelMayUseBatchReads } from "../../shared/protocol/decision-reads";
 import { headsOnce, oncePerChain, prefetchCounterparts, type CounterpartOf } from "./batch-reads";
 import { executePlan, type EnqueueOutcome } from "./plan-executor";
 import { tryReconcile, type ReconcileOptions } from "./reconcile";
@@ -40,7 +41,8 @@ export interface TickResult {
  * 4. decide every open record of this chain and enqueue the action's job under its deterministic id; when due
  *    (first tick, every reconcile interval, after a rewind) each record is first reconciled against the
  *    contract on both chains (DECISION_BATCH_SIZE records at once, each decided right after its batch),
- *    held records are skipped, and a cancel needs a fresh reconcile (reconcile.ts);
+ *    held records are skipped, and a cancel needs a reconcile at most MAX_CANCEL_READ_AGE_MS old (reconcile.ts,
+ *    shared/protocol/decision-reads.ts);
  * 5. refresh balances every N ticks, or when liquidity or a transfer changed.
  * Abortable between ranges and between records; an error fails the tick, and the loop runs it again.
  */
@@ -240,6 +242,7 @@ async function decideOpenTransfers(
   for (let start = 0; start < open.length && !stopped(); start += DECISION_BATCH_SIZE) {
     const batch = open.slice(start, start + DECISION_BATCH_SIZE);
     const headOf = headsOnce(ctx);
+    const readAtMs = Date.now(); // the batch's oldest read: a cancel decided too long after it reads again
     const checks = reconcileAll
       ? await Promise.allSettled(batch.map((listed) => reconciledRecord(ctx, listed, { headOf })))
       : batch.map((listed) => ({ status: "fulfilled" as const, value: { record: listed, fresh: false } }));
@@ -251,7 +254,7 @@ async function decideOpenTransfers(
       if (stopped()) {
         break;
       }
-      const outcome = await decideOne(ctx, { listed, check: checks[i], viewOf, counterpartOf, ...p });
+      const outcome = await decideOne(ctx, { listed, check: checks[i], readAtMs, viewOf, counterpartOf, ...p });
       enqueued += outcome === "added" || outcome === "retried" ? 1 : 0;
     }
   }
@@ -267,6 +270,8 @@ async function decideOne(
   p: {
     listed: TransferRecord;
     check: PromiseSettledResult<{ record?: TransferRecord; fresh: boolean }>;
+    /** When the batch's reads (reconcile, other sides) started. */
+    readAtMs: number;
     viewOf: (chainId: number) => Promise<ReceivingView>;
     counterpartOf: CounterpartOf;
     head: number;
@@ -291,14 +296,13 @@ async function decideOne(
       });
       return undefined;
     }
-    const plan = await planFor(ctx, checked.record, p);
-    if (plan !== undefined && !checked.fresh && (await cancelNeedsFreshRead(ctx, plan, transferKey))) {
-      const check = await tryReconcile(ctx, checked.record, {
-        receivingReadBestEffort: plan.kind === "enqueue" && plan.guard !== undefined,
-      });
-      if (!check.consistent || check.updated) {
-        return undefined; // decided again next tick, from the repaired store or after the RPC recovers
-      }
+    let plan = await planFor(ctx, checked.record, p);
+    if (
+      plan?.kind === "enqueue" &&
+      !cancelMayUseBatchReads({ fresh: checked.fresh, readAtMs: p.readAtMs }, Date.now()) &&
+      (await cancelNeedsFreshRead(ctx, plan, transferKey))
+    ) {
+      plan = await replanAfterFreshRead(ctx, checked.record, plan, p);
     }
     return plan === undefined ? undefined : await executePlan(ctx, plan, { transferKey, source: p.source });
   } catch (err) {
@@ -311,6 +315,33 @@ async function decideOne(
     });
     return undefined;
   }
+}
+
+/**
+ * A cancel whose batch reads are not fresh enough (cancelMayUseBatchReads: no agreeing reconcile, or one older
+ * than MAX_CANCEL_READ_AGE_MS): both sides are reconciled against the chains again, and the record is planned
+ * again from the store as that reconcile left it (the plan was made from the batch's MGET and the tick's view of
+ * the receiving chain, which may be older). Only the same cancel goes ahead; anything else is decided next tick.
+ */
+async function replanAfterFreshRead(
+  ctx: PollerContext,
+  record: TransferRecord,
+  plan: Extract<Plan, { kind: "enqueue" }>,
+  p: { head: number; nowSec: number },
+): Promise<Plan | undefined> {
+  const check = await tryReconcile(ctx, record, { receivingReadBestEffort: plan.guard !== undefined });
+  if (!check.consistent || check.updated) {
+    return undefined; // decided again next tick, from the repaired store or after the RPC recovers
+  }
+  // The other side and the receiving chain's view as they are now, not as the batch or the tick read them.
+  const again = await planFor(ctx, record, {
+    ...p,
+    viewOf: (chainId) => receivingView(ctx, chainId),
+    counterpartOf: await prefetchCounterparts(ctx, [record]),
+  });
+  return again?.kind === "enqueue" && again.job.name === plan.job.name && again.job.chainId === plan.job.chainId
+    ? again
+    : undefined;
 }
 
 /** The record after a reconcile of both sides; undefined when it is no longer open. `fresh`: both sides agree. */

@@ -51,7 +51,8 @@ export interface CheckSenderCancelParams {
   /** Block timestamp of the sending prepare; defaults to `sender.preparedTimestamp`. */
   senderPreparedAtSec?: number;
   /**
-   * Waive the 780 s buffer: only for the refund of a receiving prepare this router refused, checked against the
+   * Waive the 780 s buffer: only for the refund of a receiving prepare this router refused or declined (the
+   * submitter's refusal, or the poller's failed verification of the sending side), checked against the
    * receiving chain itself with no prepare of ours in flight (sender-cancel-check.ts). The buffer exists for a
    * receiving prepare a lagging source does not show yet; only this router can prepare a receiving side naming
    * it, and its own prepare is excluded by the transfer decision record.

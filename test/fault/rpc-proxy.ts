@@ -5,7 +5,8 @@ import { toQuantity } from "ethers";
 /**
  * A JSON-RPC provider in front of an anvil node that the fault tests can break: `down()` closes it (the next
  * connection is refused, open ones are cut), `lagBehind(n)` makes it a provider stuck n blocks behind (its
- * eth_blockNumber and "latest" block stay at the head it had then), `estimateGasAt(tag)` makes it a provider
+ * eth_blockNumber and "latest" block stay at the head it had then; with `hideNewer`, as a node that has not
+ * synced them, it also answers null for the blocks above that head) until `catchUp()`, `estimateGasAt(tag)` makes it a provider
  * whose eth_estimateGas runs against `tag` whatever the caller asked (not every RPC estimates against pending),
  * `slow(method, ms)` answers that method `ms` later (a distant public RPC), and `maxInFlight(method)` tells
  * how many of its requests were ever open at once.
@@ -14,7 +15,9 @@ export interface RpcProxy {
   readonly url: string;
   /** Requests served so far. */
   requests(): number;
-  lagBehind(blocks: number): Promise<void>;
+  lagBehind(blocks: number, opts?: { readonly hideNewer?: boolean }): Promise<void>;
+  /** Ends `lagBehind`: the proxy answers as its node again. */
+  catchUp(): void;
   estimateGasAt(tag: string): void;
   slow(method: string, ms: number): void;
   /** Requests of `method` counted so far, and the most that were open at once. */
@@ -37,6 +40,7 @@ async function body(req: IncomingMessage): Promise<string> {
 export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
   let served = 0;
   let frozenHead: number | undefined;
+  let hideNewer = false;
   let estimateTag: string | undefined;
   const delays = new Map<string, number>();
   const counts = new Map<string, { total: number; inFlight: number; maxInFlight: number }>();
@@ -72,6 +76,10 @@ export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
       if (r.method === "eth_blockNumber") return { jsonrpc: "2.0", id: r.id, result: toQuantity(frozenHead) };
       if (r.method === "eth_getBlockByNumber" && r.params?.[0] === "latest")
         return forward({ ...r, params: [toQuantity(frozenHead), ...(r.params ?? []).slice(1)] });
+      const tag = r.params?.[0];
+      if (hideNewer && r.method === "eth_getBlockByNumber" && typeof tag === "string" && tag.startsWith("0x")) {
+        if (Number(BigInt(tag)) > frozenHead) return { jsonrpc: "2.0", id: r.id, result: null };
+      }
     }
     return forward(r);
   };
@@ -98,7 +106,8 @@ export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
   return {
     url,
     requests: () => served,
-    lagBehind: async (blocks) => {
+    lagBehind: async (blocks, opts) => {
+      hideNewer = opts?.hideNewer === true;
       const head = Number(
         BigInt(
           ((await forward({ jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] })) as { result: string })
@@ -106,6 +115,10 @@ export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
         ),
       );
       frozenHead = Math.max(0, head - blocks);
+    },
+    catchUp: () => {
+      frozenHead = undefined;
+      hideNewer = false;
     },
     estimateGasAt: (tag) => {
       estimateTag = tag;

@@ -3,7 +3,8 @@ import { variantVerdict } from "../../shared/protocol/variant-verdict";
 import { completedVariantDigest, variantDigest } from "../../shared/protocol/digests";
 import type { TransferRecord } from "../../shared/protocol/types";
 import { agreedBlock } from "../../services/poller/sources/agreed-block";
-import { parseCursor } from "../../services/poller/sources/log-cursor";
+import { probeCursor } from "../../services/poller/sources/cursor-probe";
+import { parseCursor, type StoredCursor } from "../../services/poller/sources/log-cursor";
 import { captureLogs } from "./submitter-fixture";
 
 /** Pure parts of the poller's recovery: block agreement between providers, the cursor format, the variant verdict. */
@@ -73,7 +74,74 @@ describe("parseCursor", () => {
       checkpoints: [{ block: 7, hash: "0xh" }],
       updatedAtMs: 5,
     });
+    expect(parseCursor('{"block":7,"hash":"0xh","checkpoints":[],"updatedAtMs":5,"genesisHash":"0xg"}')).toMatchObject({
+      genesisHash: "0xg",
+    });
     expect(parseCursor(null)).toBeUndefined();
+  });
+});
+
+describe("probeCursor: a cursor ahead of the head moves only once its hash is confirmed missing", () => {
+  const cursor = (genesisHash?: string): StoredCursor => ({
+    block: 100,
+    hash: "0xc100",
+    checkpoints: [
+      { block: 100, hash: "0xc100" },
+      { block: 90, hash: "0xc90" },
+      { block: 80, hash: "0xc80" },
+    ],
+    updatedAtMs: 1,
+    ...(genesisHash === undefined ? {} : { genesisHash }),
+  });
+
+  it("waits for a provider that still serves the cursor's block, or has only older checkpoints, all ours", async () => {
+    await expect(probeCursor(providersWith([{ 100: "0xc100" }]), cursor())).resolves.toMatchObject({ kind: "lagging" });
+    await expect(probeCursor(providersWith([{ 80: "0xc80" }]), cursor())).resolves.toMatchObject({ kind: "lagging" });
+    // One provider on another branch does not outvote one that has our block.
+    await expect(probeCursor(providersWith([{ 100: "0xother" }, { 100: "0xc100" }]), cursor())).resolves.toMatchObject({
+      kind: "lagging",
+    });
+  });
+
+  it("waits when no provider has any checkpoint's height and the genesis is the same, or unknown", async () => {
+    await expect(probeCursor(providersWith([{ 0: "0xg" }]), cursor("0xg"))).resolves.toMatchObject({
+      kind: "lagging",
+    });
+    await expect(probeCursor(providersWith([{ 0: "0xg" }]), cursor())).resolves.toMatchObject({ kind: "lagging" });
+  });
+
+  it("waits while the providers that have a height disagree on it", async () => {
+    await expect(
+      probeCursor(
+        providersWith([
+          { 90: "0xa", 0: "0xg" },
+          { 90: "0xb", 0: "0xg" },
+        ]),
+        cursor("0xg"),
+      ),
+    ).resolves.toMatchObject({ kind: "lagging" });
+  });
+
+  it("rewinds to the newest checkpoint still on chain below one the providers agree is replaced", async () => {
+    const views = [
+      { 90: "0xnew", 80: "0xc80" },
+      { 90: "0xnew", 80: "0xc80" },
+    ];
+    await expect(probeCursor(providersWith(views), cursor())).resolves.toMatchObject({
+      kind: "replaced",
+      onChain: { block: 80, hash: "0xc80" },
+    });
+  });
+
+  it("resets when a checkpoint is replaced and none is on chain, or the genesis differs", async () => {
+    await expect(probeCursor(providersWith([{ 80: "0xnew" }]), cursor())).resolves.toEqual({
+      kind: "replaced",
+      evidence: expect.any(String),
+    });
+    await expect(probeCursor(providersWith([{ 0: "0xnewgenesis" }]), cursor("0xg"))).resolves.toEqual({
+      kind: "replaced",
+      evidence: expect.any(String),
+    });
   });
 });
 

@@ -82,43 +82,76 @@ describe("poller log cursor (re-org, chain reset; anvil 1337 → 1338, redis)", 
     expect(cursorAfter.hash).toBe((await s.sending.provider.getBlock(cursorAfter.block))?.hash);
   });
 
-  it("recovers from a stored cursor ahead of the chain head (chain reset): logs an error, reads from the start block, holds stale records", async () => {
-    const head = await s.sending.provider.getBlockNumber();
-    await s.queues.redis.set(pollerCursorKey(s.prefix, SENDING), String(head + 1_000));
-    // A record of the chain before its reset: not on this chain.
-    const store = createTransferStore(s.queues.redis, s.prefix);
-    const stale = await userPrepare(s, { user: USER });
-    const staleRecord: PreparedTransferRecord = {
-      status: "Prepared",
-      chainId: SENDING,
-      txData: {
-        ...stale.invariant,
-        transactionId: hexlify(randomBytes(32)),
-        amount: AMOUNT.toString(),
-        expiry: stale.bid.expiry,
-        preparedBlockNumber: stale.receipt.blockNumber,
-      },
-      encryptedCallData: "0x",
-      encodedBid: stale.encodedBid,
-      bidSignature: stale.bidSignature,
-      prepareTransactionHash: stale.receipt.hash,
-      preparedTimestamp: 1,
-    };
-    await store.put(staleRecord);
-    const staleKey = transferKey(staleRecord.txData.transactionId, staleRecord.txData.user);
+  const otherChainHash = (): string => hexlify(randomBytes(32));
+  /** The cursor a poller of the chain before its reset left in Redis, in each stored form. */
+  const resetCursors: Array<[string, (head: number) => string]> = [
+    ["a bare block number (an earlier version: nothing to probe, reset as before)", (head) => String(head + 1_000)],
+    [
+      "a hashed cursor whose older checkpoint the chain has under another hash",
+      (head) =>
+        JSON.stringify({
+          block: head + 1_000,
+          hash: otherChainHash(),
+          checkpoints: [
+            { block: head + 1_000, hash: otherChainHash() },
+            { block: head - 1, hash: otherChainHash() },
+          ],
+          updatedAtMs: 1,
+        }),
+    ],
+    [
+      "a hashed cursor above every block of the chain, with another genesis",
+      (head) =>
+        JSON.stringify({
+          block: head + 1_000,
+          hash: otherChainHash(),
+          checkpoints: [{ block: head + 1_000, hash: otherChainHash() }],
+          updatedAtMs: 1,
+          genesisHash: otherChainHash(),
+        }),
+    ],
+  ];
 
-    await startTestPollers(s, pollerConfig(s, s.prefix));
-    const after = await userPrepare(s, { user: USER });
-    await prepareJob(after);
-    await nextTick(s, SENDING); // the tick that held the stale record went on to its decisions
+  it.each(resetCursors)(
+    "recovers from a stored cursor ahead of the chain head (chain reset; %s): logs an error, reads from the start block, holds stale records",
+    async (_what, cursorOf) => {
+      const head = await s.sending.provider.getBlockNumber();
+      await s.queues.redis.set(pollerCursorKey(s.prefix, SENDING), cursorOf(head));
+      // A record of the chain before its reset: not on this chain.
+      const store = createTransferStore(s.queues.redis, s.prefix);
+      const stale = await userPrepare(s, { user: USER });
+      const staleRecord: PreparedTransferRecord = {
+        status: "Prepared",
+        chainId: SENDING,
+        txData: {
+          ...stale.invariant,
+          transactionId: hexlify(randomBytes(32)),
+          amount: AMOUNT.toString(),
+          expiry: stale.bid.expiry,
+          preparedBlockNumber: stale.receipt.blockNumber,
+        },
+        encryptedCallData: "0x",
+        encodedBid: stale.encodedBid,
+        bidSignature: stale.bidSignature,
+        prepareTransactionHash: stale.receipt.hash,
+        preparedTimestamp: 1,
+      };
+      await store.put(staleRecord);
+      const staleKey = transferKey(staleRecord.txData.transactionId, staleRecord.txData.user);
 
-    const reset = s.logs.lines().filter((l) => l.at === "poller.logs" && l.level === "error");
-    expect(reset).toEqual([expect.objectContaining({ chainId: SENDING, storedCursor: head + 1_000 })]);
-    expect(s.logs.lines().find((l) => l.at === "poller.reconcile" && l.transferKey === staleKey)).toMatchObject({
-      level: "error",
-      verdict: "store-ahead",
-    });
-    expect(await s.queues.job(RECEIVING, TX_JOB.prepareReceiver, staleKey)).toBeUndefined();
-    expect(await s.queues.job(SENDING, TX_JOB.cancelSender, staleKey)).toBeUndefined();
-  });
+      await startTestPollers(s, pollerConfig(s, s.prefix));
+      const after = await userPrepare(s, { user: USER });
+      await prepareJob(after);
+      await nextTick(s, SENDING); // the tick that held the stale record went on to its decisions
+
+      const reset = s.logs.lines().filter((l) => l.at === "poller.logs" && l.level === "error");
+      expect(reset).toEqual([expect.objectContaining({ chainId: SENDING, storedCursor: head + 1_000 })]);
+      expect(s.logs.lines().find((l) => l.at === "poller.reconcile" && l.transferKey === staleKey)).toMatchObject({
+        level: "error",
+        verdict: "store-ahead",
+      });
+      expect(await s.queues.job(RECEIVING, TX_JOB.prepareReceiver, staleKey)).toBeUndefined();
+      expect(await s.queues.job(SENDING, TX_JOB.cancelSender, staleKey)).toBeUndefined();
+    },
+  );
 });

@@ -189,13 +189,16 @@ describe("poller (in-process, anvil 1337 → 1338, redis)", () => {
     expect(await s.queues.job(SENDING, TX_JOB.cancelSender, prepared.transferKey)).toBeUndefined();
   });
 
-  it("(c) cancels fraudulent sending sides after the 780 s buffer and never prepares their receiving side", async () => {
-    await start(pollerConfig(s, s.prefix));
+  it("(c) cancels fraudulent sending sides at once (our own refusal's refund) and never prepares their receiving side", async () => {
+    const config = pollerConfig(s, s.prefix);
+    const startBlocks = [
+      (await s.sending.provider.getBlockNumber()) + 1,
+      (await s.receiving.provider.getBlockNumber()) + 1,
+    ];
     const latest = await s.sending.provider.getBlock("latest");
     const cases: Array<[string, Omit<UserPrepareParams, "user">, string]> = [
       ["a different sending asset", { tamper: { sendingAssetId: s.otherToken } }, "sendingAssetId-mismatch"],
       ["a different receiving chain", { tamper: { receivingChainId: 1 } }, "receivingChainId-mismatch"],
-      ["an unconfigured receiving chain", { tamper: { receivingChainId: 1339 } }, "receiver-not-configured"],
       [
         "a different receiving address",
         { tamper: { receivingAddress: Wallet.createRandom().address } },
@@ -209,39 +212,50 @@ describe("poller (in-process, anvil 1337 → 1338, redis)", () => {
     for (const [, params] of cases) {
       prepared.push(await userPrepare(s, { user: USER, ...params }));
     }
+    // Not a failed verification: the lifecycle's cancel of a transfer to an unconfigured chain keeps the buffer.
+    const unconfigured = await userPrepare(s, { user: USER, tamper: { receivingChainId: 1339 } });
     // Same fraud, but a receiving prepare was already handed to the submitter: never refund that sending side.
     const guarded = await userPrepare(s, { user: USER, bidSigner: createMnemonicSigner(ANVIL_MNEMONIC) });
     await s.queues.add(RECEIVING, TX_JOB.prepareReceiver, guarded.transferKey, { attempts: 8 });
-    await syncedPast(s.queues, s.prefix, SENDING, guarded.receipt.blockNumber);
-    await nextTick(s, SENDING);
-    for (const p of prepared) {
-      expect(await s.queues.job(SENDING, TX_JOB.cancelSender, p.transferKey)).toBeUndefined(); // sender-too-new
+    for (const [i, chainId] of [SENDING, RECEIVING].entries()) {
+      await startTestPoller(s, { config, chainId, options: { startBlock: startBlocks[i] } });
     }
 
-    await s.sending.anvil.increaseTime(800);
-    await s.sending.anvil.mine(1);
+    // No chain time passes: each is refunded within the 780 s buffer.
     for (const [i, [what, , reason]] of cases.entries()) {
       const job = await waitForJob(`cancel-sender for ${what}`, () =>
         s.queues.job(SENDING, TX_JOB.cancelSender, prepared[i].transferKey),
       );
       const data = job.data as TxJobData & { reason: string; force: boolean; txData: { transactionId: string } };
-      expect({ what, reason: data.reason, force: data.force, txId: data.txData.transactionId }).toEqual({
+      expect({ what, reason: data.reason, force: data.force, txId: data.txData.transactionId, data }).toEqual({
         what,
         reason,
         force: false,
         txId: prepared[i].transactionId.toLowerCase(),
+        data: expect.objectContaining({ afterOwnRefusal: true }),
       });
     }
     await nextTick(s, SENDING);
+    expect(await s.queues.job(SENDING, TX_JOB.cancelSender, unconfigured.transferKey)).toBeUndefined(); // sender-too-new
     expect(await s.queues.job(SENDING, TX_JOB.cancelSender, guarded.transferKey)).toBeUndefined();
     expect(
       s.logs
         .lines()
         .filter((l) => l.transferKey === guarded.transferKey && l.at === "poller.decide" && l.level === "warn"),
     ).toHaveLength(1);
+
+    await s.sending.anvil.increaseTime(800);
+    await s.sending.anvil.mine(1);
+    const late = await waitForJob("cancel-sender for an unconfigured receiving chain", () =>
+      s.queues.job(SENDING, TX_JOB.cancelSender, unconfigured.transferKey),
+    );
+    expect(late.data).toMatchObject({ reason: "receiver-not-configured", force: false });
+    expect((late.data as { afterOwnRefusal?: boolean }).afterOwnRefusal).toBeUndefined();
+    await nextTick(s, SENDING);
+    expect(await s.queues.job(SENDING, TX_JOB.cancelSender, guarded.transferKey)).toBeUndefined();
     expect(await s.queues.count(RECEIVING)).toBe(1); // only the one added by the test
     expect(await s.queues.count(1)).toBe(0);
-    expect(enqueueLines(s.logs).map((l) => l.action)).toEqual(cases.map(() => "cancel-sender"));
+    expect(enqueueLines(s.logs).map((l) => l.action)).toEqual([...cases, "unconfigured"].map(() => "cancel-sender"));
   });
 
   it("(i) retries a job failed by retriable errors once its attempts ran out, and alerts once about an unrecoverable one", async () => {

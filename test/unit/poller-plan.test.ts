@@ -96,15 +96,16 @@ function txData(patch: Partial<TransactionData> = {}): TransactionData {
 }
 
 async function sender(
-  p: { tx?: Partial<TransactionData>; by?: RouterSigner; preparedAt?: number } = {},
+  p: { tx?: Partial<TransactionData>; bid?: Partial<AuctionBid>; by?: RouterSigner; preparedAt?: number } = {},
 ): Promise<TransferRecord> {
+  const bid = { ...BID, ...p.bid };
   return {
     status: "Prepared",
     chainId: 1337,
     txData: txData(p.tx),
     encryptedCallData: "0x",
-    encodedBid: encodeBid(BID),
-    bidSignature: await signBid(p.by ?? signer, BID),
+    encodedBid: encodeBid(bid),
+    bidSignature: await signBid(p.by ?? signer, bid),
     prepareTransactionHash: "0x" + "cd".repeat(32),
     preparedTimestamp: p.preparedAt ?? PREPARED_AT,
   };
@@ -174,25 +175,40 @@ describe("planSenderSide", () => {
     });
   });
 
-  it("turns a cancellable verification failure into a guarded cancel-sender, only after the 780 s buffer", async () => {
+  it("turns a cancellable verification failure into a guarded cancel-sender at once: our own refusal's refund", async () => {
     const s = await sender({ by: createMnemonicSigner("test test test test test test test test test test test junk") });
-    expect(planSenderSide(ctx, { sender: s, nowSec: NOW, head: HEAD, receiving: FRESH })).toEqual({
-      kind: "wait",
-      state: "SenderPrepared",
-      reason: "bid-signer-mismatch: sender-too-new",
-      alert: false,
-    });
-    const later = planSenderSide(ctx, { sender: s, nowSec: PREPARED_AT + 780, head: HEAD, receiving: STALE });
-    expect(later).toEqual({
+    const cancel = {
       kind: "enqueue",
       state: "SenderPrepared",
       job: {
         name: "cancel-sender",
         chainId: 1337,
-        data: { chainId: 1337, txData: s.txData, reason: "bid-signer-mismatch", force: false },
+        data: { chainId: 1337, txData: s.txData, reason: "bid-signer-mismatch", force: false, afterOwnRefusal: true },
       },
       guard: { kind: "no-prepare-job", receivingChainId: 1338 },
-    });
+    };
+    // 100 s after the prepare, far inside the 780 s buffer, and whatever the receiving view says.
+    expect(planSenderSide(ctx, { sender: s, nowSec: NOW, head: HEAD, receiving: FRESH })).toEqual(cancel);
+    expect(planSenderSide(ctx, { sender: s, nowSec: NOW, head: HEAD, receiving: STALE })).toEqual(cancel);
+    // Never while a receiving side is live.
+    expect(
+      planSenderSide(ctx, { sender: s, receiver: receiver("Prepared"), nowSec: NOW, head: HEAD, receiving: FRESH }),
+    ).toMatchObject({ kind: "wait" });
+  });
+
+  it("declines an expired bid or a wrong amount with an immediate refund too", async () => {
+    const expired = await sender({ bid: { bidExpiry: PREPARED_AT - 1 } });
+    const short = await sender({ tx: { amount: "1" } });
+    for (const [s, reason] of [
+      [expired, "bid-expired"],
+      [short, "amount-outside-tolerance"],
+    ] as const) {
+      expect(planSenderSide(ctx, { sender: s, nowSec: NOW, head: HEAD, receiving: FRESH })).toMatchObject({
+        kind: "enqueue",
+        job: { name: "cancel-sender", data: { reason, afterOwnRefusal: true } },
+        guard: { kind: "no-prepare-job" },
+      });
+    }
   });
 
   it("refuses without cancelling a transfer naming another router", async () => {

@@ -16,6 +16,11 @@ export interface StoredCursor extends BlockCheckpoint {
   /** Newest first, the current position included. */
   readonly checkpoints: readonly BlockCheckpoint[];
   readonly updatedAtMs: number;
+  /**
+   * Block 0's hash on the chain the cursor was read from: tells a chain reset (another genesis) from a provider
+   * that lags behind every checkpoint. Undefined in cursors written before it was kept.
+   */
+  readonly genesisHash?: string;
 }
 
 /** Positions kept for re-org rewinds; with one range per tick, about this many ticks back. */
@@ -24,8 +29,13 @@ export const CURSOR_CHECKPOINTS = 16;
 export interface LogCursorStore {
   load(): Promise<StoredCursor | undefined>;
   save(position: BlockCheckpoint): Promise<StoredCursor>;
-  /** Replaces the stored cursor by `position` alone (after a reset or a rewind: older checkpoints are void). */
-  reset(position: BlockCheckpoint): Promise<StoredCursor>;
+  /**
+   * Replaces the stored cursor by `position` alone (after a reset or a rewind: older checkpoints are void), on
+   * the chain whose genesis is `genesisHash` (default: the one stored).
+   */
+  reset(position: BlockCheckpoint, genesisHash?: string): Promise<StoredCursor>;
+  /** Stores the chain's genesis hash with the loaded cursor (one written before it was kept). */
+  setGenesis(genesisHash: string): Promise<StoredCursor>;
 }
 
 /** SET of the cursor unless the poller lease moved on. KEYS: cursor, lease. ARGV: JSON, fence value. */
@@ -57,10 +67,21 @@ export function createLogCursorStore(redis: Redis, key: string, fence?: FenceSou
     save: (position) => {
       const older = (last?.checkpoints ?? []).filter((c) => c.block < position.block);
       const checkpoints = [position, ...older].slice(0, CURSOR_CHECKPOINTS);
-      return write({ ...position, checkpoints, updatedAtMs: Date.now() });
+      return write({ ...position, checkpoints, updatedAtMs: Date.now(), ...genesisOf(last?.genesisHash) });
     },
-    reset: (position) => write({ ...position, checkpoints: [position], updatedAtMs: Date.now() }),
+    reset: (position, genesisHash = last?.genesisHash) =>
+      write({ ...position, checkpoints: [position], updatedAtMs: Date.now(), ...genesisOf(genesisHash) }),
+    setGenesis: (genesisHash) => {
+      if (last === undefined) {
+        throw new Error("setGenesis before a cursor was loaded");
+      }
+      return write({ ...last, genesisHash });
+    },
   };
+}
+
+function genesisOf(genesisHash: string | undefined): { genesisHash?: string } {
+  return genesisHash === undefined ? {} : { genesisHash };
 }
 
 /** A stored cursor in either format: JSON (this version) or a bare block number (earlier versions). */
@@ -78,5 +99,6 @@ export function parseCursor(stored: string | null): StoredCursor | undefined {
   }
   const hash = typeof parsed.hash === "string" ? parsed.hash : undefined;
   const checkpoints = Array.isArray(parsed.checkpoints) ? parsed.checkpoints : [{ block: parsed.block, hash }];
-  return { block: parsed.block, hash, checkpoints, updatedAtMs: parsed.updatedAtMs ?? 0 };
+  const genesis = typeof parsed.genesisHash === "string" ? parsed.genesisHash : undefined;
+  return { block: parsed.block, hash, checkpoints, updatedAtMs: parsed.updatedAtMs ?? 0, ...genesisOf(genesis) };
 }

@@ -24,6 +24,7 @@ import {
   type PrepareFields,
 } from "./log-mapping";
 import { agreedBlock } from "./agreed-block";
+import { probeCursor } from "./cursor-probe";
 import { createLogCursorStore, type BlockCheckpoint, type StoredCursor } from "./log-cursor";
 import {
   SyncAbortedError,
@@ -66,7 +67,9 @@ export interface LogsSourceParams {
 export const MAX_REORG_REWIND_BLOCKS = 256;
 /**
  * A stored cursor at most this far ahead of the head is a provider a little behind (a load-balanced backend):
- * the source waits for it. Further ahead, the chain was reset or redeployed under an existing Redis.
+ * the source waits for it without asking. Further ahead, the providers are asked whether the chain still holds
+ * the cursor's blocks (cursor-probe.ts): a lagging provider is waited for too, and only a stored hash confirmed
+ * missing (a chain reset or redeploy under an existing Redis, or a re-org under a lagging head) moves the cursor.
  */
 export const CURSOR_AHEAD_SLACK_BLOCKS = 5;
 
@@ -77,8 +80,10 @@ export const CURSOR_AHEAD_SLACK_BLOCKS = 5;
  * the store's upsert makes that harmless. Only confirmed blocks are read (SyncParams.confirmedHead), and only
  * up to a block whose hash the in-sync providers agree on (agreed-block.ts). Before reading on, the stored
  * hash is checked against the chain: a re-org deeper than the confirmations rewinds to the newest checkpoint
- * still on chain, and a cursor ahead of the head (a chain reset) starts again from the start block; both call
- * `onRewind` so the poller reconciles its open records against the contract (records of orphaned blocks).
+ * still on chain. A cursor ahead of the head is a lagging provider (wait) until the providers confirm its hash
+ * missing (cursor-probe.ts); then it rewinds to a checkpoint still on chain, or, when none is (a chain reset),
+ * starts again from the start block. Rewind and reset call `onRewind` so the poller reconciles its open records
+ * against the contract (records of orphaned blocks).
  */
 export function createLogsSource(p: LogsSourceParams): TransferSource {
   const maxRange = p.maxRangeBlocks ?? DEFAULT_MAX_RANGE_BLOCKS;
@@ -141,6 +146,8 @@ function createCursorResume(p: LogsSourceParams, cursors: CursorStore): (head: n
   };
   const checkpointAt = async (block: number): Promise<BlockCheckpoint> =>
     block < 0 ? { block } : { block, hash: (await p.provider.getBlock(block))?.hash ?? undefined };
+  const genesisHash = async (): Promise<string | undefined> => (await p.provider.getBlock(0))?.hash ?? undefined;
+  let lagWarnedAt: number | undefined;
 
   const newestCheckpointOnChain = async (stored: StoredCursor): Promise<BlockCheckpoint | undefined> => {
     for (const checkpoint of stored.checkpoints) {
@@ -165,10 +172,30 @@ function createCursorResume(p: LogsSourceParams, cursors: CursorStore): (head: n
         fromEnv: p.startBlock !== undefined && p.startBlock <= head + 1,
       });
       // Persisted at once: the start block is decided once, not again by every tick until a log shows up.
-      await cursors.reset(await checkpointAt(cursor));
+      await cursors.reset(await checkpointAt(cursor), await genesisHash());
       return cursor;
     }
     if (stored.block > head + CURSOR_AHEAD_SLACK_BLOCKS) {
+      // A cursor without a hash (written before hashes were kept) has nothing to probe with: reset as before.
+      const probe =
+        stored.hash === undefined
+          ? ({ kind: "replaced", evidence: "the stored cursor has no hash" } as const)
+          : await probeCursor(p.provider, stored);
+      if (probe.kind === "lagging") {
+        if (lagWarnedAt !== stored.block) {
+          lagWarnedAt = stored.block;
+          p.logger.warn("stored log cursor is ahead of the provider's head: waiting for the provider", {
+            at: "poller.logs",
+            storedCursor: stored.block,
+            head,
+            evidence: probe.evidence,
+          });
+        }
+        return stored.block;
+      }
+      if (probe.onChain !== undefined) {
+        return rewind(stored, probe.onChain);
+      }
       const cursor = startCursor(head);
       p.logger.error(
         "stored log cursor is ahead of the chain head: chain reset or redeployed; reading again from the start block",
@@ -177,9 +204,10 @@ function createCursorResume(p: LogsSourceParams, cursors: CursorStore): (head: n
           storedCursor: stored.block,
           head,
           startBlock: cursor + 1,
+          evidence: probe.evidence,
         },
       );
-      await cursors.reset(await checkpointAt(cursor));
+      await cursors.reset(await checkpointAt(cursor), await genesisHash());
       p.onRewind?.("reset");
       return cursor;
     }
@@ -187,10 +215,24 @@ function createCursorResume(p: LogsSourceParams, cursors: CursorStore): (head: n
       return stored.block; // nothing to verify (older format, or the provider is a little behind: wait for it)
     }
     const onChain = (await checkpointAt(stored.block)).hash;
-    if (onChain === stored.hash || onChain === undefined) {
-      return stored.block; // the same block, or a provider that does not have it yet: nothing to rewind
+    if (onChain === undefined) {
+      return stored.block; // a provider that does not have it yet: nothing to rewind
     }
-    const back = await newestCheckpointOnChain(stored);
+    if (onChain === stored.hash) {
+      if (stored.genesisHash === undefined) {
+        // A cursor written before the genesis was kept: kept from now on, to tell a reset from a lagging provider.
+        const genesis = await genesisHash();
+        if (genesis !== undefined) {
+          await cursors.setGenesis(genesis);
+        }
+      }
+      return stored.block;
+    }
+    return rewind(stored, await newestCheckpointOnChain(stored));
+  };
+
+  /** A re-org below the cursor: back to `back` (the newest checkpoint still on chain), else 256 blocks back. */
+  async function rewind(stored: StoredCursor, back: BlockCheckpoint | undefined): Promise<number> {
     const cursor = back?.block ?? Math.max(-1, stored.block - MAX_REORG_REWIND_BLOCKS);
     p.logger.warn("re-org below the log cursor: rewinding and reading those blocks again", {
       at: "poller.logs",
@@ -202,7 +244,7 @@ function createCursorResume(p: LogsSourceParams, cursors: CursorStore): (head: n
     await cursors.reset(back ?? (await checkpointAt(cursor)));
     p.onRewind?.("reorg");
     return cursor;
-  };
+  }
 }
 
 /**
