@@ -19,7 +19,7 @@ import { createFeeCache, createFeeEstimator, type FeeCache } from "./fee-cache";
 import { createAuctionHandler, DEFAULT_BALANCE_MAX_AGE_MS, type AuctionHandlerOptions } from "./handlers/auction";
 import { createMetaTxHandler } from "./handlers/metatx";
 import { createStatusHandler } from "./handlers/status";
-import { createPriceSources } from "./price-sources";
+import { createPriceSources } from "../../shared/protocol/price-sources";
 import { refreshChainOnce, refreshPlans, runRefresher, type ChainRefreshPlan } from "./refreshers";
 import { createRequestClaims } from "./request-claims";
 

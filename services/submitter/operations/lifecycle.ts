@@ -1,4 +1,5 @@
 import type { Queue } from "bullmq";
+import type { BlockTag } from "ethers";
 import { SenderNotPreparedError } from "../../../shared/chain/sender-cancel-errors";
 import { TransferMismatchError } from "../../../shared/protocol/errors";
 import type { Redis } from "ioredis";
@@ -142,12 +143,13 @@ export type TransferSide = "sending" | "receiving";
  * The common opening of the fulfill and cancel jobs: the transfer must name our router and have this side on
  * the queue's chain; then the §3.7 sanitation check here: completed (fulfilled or cancelled) is a no-op,
  * not prepared or another variant is terminal. Returns the chain's state when the side is prepared as the
- * job says.
+ * job says. `variantAt` reads the side at another block tag (readSideState).
  */
 export async function openPreparedSide(
   ctx: LifecycleContext,
   txData: TransactionData,
   side: TransferSide,
+  variantAt?: BlockTag,
 ): Promise<{ state: SideState } | { noop: TxNoop }> {
   const sideChainId = side === "sending" ? txData.sendingChainId : txData.receivingChainId;
   if (sideChainId !== ctx.chainId) {
@@ -159,7 +161,7 @@ export async function openPreparedSide(
     );
   }
   assertOurTransfer(ctx, txData);
-  const state = await readSideState(ctx.provider, ctx.chain.transactionManagerAddress, txData);
+  const state = await readSideState(ctx.provider, ctx.chain.transactionManagerAddress, txData, variantAt);
   const context = { transactionId: txData.transactionId, classification: state.classification };
   switch (state.classification) {
     case "completed":

@@ -1,0 +1,226 @@
+import { randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Queue } from "bullmq";
+import { Wallet, ZeroAddress, getBytes, parseEther } from "ethers";
+import { connect, type NatsConnection } from "nats";
+import type { AuthServer } from "../../services/messaging-auth/app";
+import { startAuction, type RunningAuction } from "../../services/auction/start-auction";
+import { loadConfig } from "../../shared/config";
+import type { TransactionData } from "../../shared/protocol/types";
+import { fulfillPayloadHash } from "../../shared/protocol/user-signatures";
+import { TX_JOB, transferKey, txJobId, txQueueName } from "../../shared/queues";
+import { createTransferStore } from "../../shared/transfers/transfer-store";
+import { startAuthServer } from "../harness/auth-server";
+import { nxtpContractAt, sendTx } from "../harness/deploy";
+import { startNats, type NatsServer } from "../harness/nats";
+import { waitFor } from "../harness/wait";
+import {
+  RECEIVING,
+  routerConfigJson,
+  startE2eStack,
+  startRouter,
+  stopE2eStack,
+  type E2eStack,
+  type Router,
+} from "../e2e/e2e-fixture";
+import { userPrepare, waitForEvent, type UserTransfer } from "../e2e/e2e-user";
+import { captureLogs, type CapturedLogger } from "../integration/submitter-fixture";
+
+/**
+ * The relay bed of the adversarial relay tests: real contracts (e2e stack), the router's real pollers and
+ * submitters, the real auction on a real nats-server, and a requester speaking the SDK's exact metatx envelope.
+ * The relayer-fee threshold is at its default (10); 1338's oracle prices native and TEST alike, so a fee in TEST
+ * is a gas cost in wei. The router's 1338 RPC goes through a pass-through that estimates against `latest`
+ * (geth's default; anvil's own is `pending`) and can fail estimates (an RPC outage).
+ */
+export interface RelayBed {
+  readonly s: E2eStack;
+  readonly r: Router;
+  readonly rpc: RpcProxy;
+  /** The router's 1338 transaction queue (state reads, promotes). */
+  readonly queue: Queue;
+  readonly auctionLogs: CapturedLogger;
+  /** Publishes a metatx request as the SDK does and waits for the router's answer. */
+  ask(payload: unknown): Promise<RelayReply>;
+  /** The request the SDK publishes for a relayed fulfill, signed by the user. */
+  sdkRequest(txData: TransactionData, relayerFee: bigint): Promise<Record<string, unknown>>;
+  /** A transfer prepared by the router on 1338 and stored by its poller; `bid` overrides bid fields (callTo…). */
+  preparedTransfer(bid?: Record<string, unknown>): Promise<[UserTransfer, TransactionData]>;
+  /** The auction's own estimate for a plain fulfill (`expectedFee` of a refusal for a fee of 1). */
+  expectedFee(receiver: TransactionData): Promise<bigint>;
+  /** The router signer's pending nonce and native balance on 1338: anything signed or paid moves them. */
+  signerState(): Promise<{ nonce: number; balance: bigint }>;
+  relayJobId(transfer: UserTransfer): string;
+  stop(): Promise<void>;
+}
+
+export interface RelayReply {
+  readonly data: { transactionHash?: string; chainId?: number } | null;
+  readonly error: { type: string; message: string; context: Record<string, unknown> } | null;
+}
+
+export interface RpcProxy {
+  readonly url: string;
+  failEstimates(on: boolean): void;
+  close(): Promise<void>;
+}
+
+/** JSON-RPC pass-through: eth_estimateGas at `latest`; while failing, any batch with an estimate answers HTTP 503. */
+async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
+  let failing = false;
+  const body = async (req: IncomingMessage): Promise<string> => {
+    let text = "";
+    for await (const chunk of req) text += String(chunk);
+    return text;
+  };
+  type Call = { id?: unknown; method?: string; params?: unknown[] };
+  const forward = async (call: Call): Promise<unknown> => {
+    const sent = call.method === "eth_estimateGas" ? { ...call, params: [call.params?.[0], "latest"] } : call;
+    const res = await fetch(targetUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(sent),
+    });
+    return res.json();
+  };
+  const server = createServer((req, res) => {
+    void (async () => {
+      const parsed = JSON.parse(await body(req)) as Call | Call[];
+      const calls = Array.isArray(parsed) ? parsed : [parsed];
+      if (failing && calls.some((c) => c.method === "eth_estimateGas")) {
+        res.writeHead(503);
+        res.end("outage");
+        return;
+      }
+      const reply = Array.isArray(parsed) ? await Promise.all(parsed.map(forward)) : await forward(parsed);
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify(reply));
+    })().catch(() => {
+      res.writeHead(502);
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen({ host: "127.0.0.1", port: 0 }, resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    failEstimates: (on) => {
+      failing = on;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+export async function startRelayBed(): Promise<RelayBed> {
+  const s = await startE2eStack();
+  const [nats, auth, rpc]: [NatsServer, AuthServer, RpcProxy] = await Promise.all([
+    startNats(),
+    startAuthServer(),
+    startRpcProxy(s.receiving.anvil.url),
+  ]);
+  const oracle = nxtpContractAt("ConnextPriceOracle", s.receiving.deployment.priceOracle, s.receiving.deployer);
+  await sendTx(oracle, "setDirectPrice", [ZeroAddress, parseEther("1")]);
+  await sendTx(oracle, "setDirectPrice", [s.receiving.deployment.token, parseEther("1")]);
+
+  const chainExtra = {
+    [RECEIVING]: { providers: [rpc.url], priceOracleAddress: s.receiving.deployment.priceOracle },
+  };
+  const r = await startRouter(s, { admin: false, chainExtra });
+  const raw = routerConfigJson(s, r.prefix, { chainExtra }) as {
+    chainConfig: Record<string, Record<string, unknown>>;
+  } & Record<string, unknown>;
+  raw.chainConfig[String(RECEIVING)] = { ...raw.chainConfig[String(RECEIVING)], allowRelay: true };
+  const config = loadConfig({ ...raw, messagingUrl: nats.url, authUrl: auth.url, network: "local" }, {}).config;
+  const auctionLogs = captureLogs();
+  const auction: RunningAuction = await startAuction({
+    config,
+    logger: auctionLogs.logger,
+    options: { warmupTimeoutMs: 10_000 },
+  });
+
+  const url = new URL(s.redisUrl);
+  const queue = new Queue(txQueueName(RECEIVING), {
+    connection: { host: url.hostname, port: Number(url.port), maxRetriesPerRequest: null },
+    prefix: r.prefix,
+  });
+  const messagingAddress = Wallet.createRandom().address; // the SDK's throw-away messaging signer
+  const replies = new Map<string, RelayReply>();
+  const client: NatsConnection = await connect({ servers: nats.url });
+  client.subscribe(`${messagingAddress}.*.metatx.response`, {
+    callback: (err, msg) => {
+      if (err) return;
+      const envelope = JSON.parse(new TextDecoder().decode(msg.data)) as { responseInbox: string } & RelayReply;
+      replies.set(envelope.responseInbox, { data: envelope.data, error: envelope.error });
+    },
+  });
+
+  const ask = async (payload: unknown): Promise<RelayReply> => {
+    const inbox = `_INBOX.${randomUUID()}`;
+    client.publish(
+      `${messagingAddress}.${messagingAddress}.metatx.request`,
+      JSON.stringify({ responseInbox: inbox, data: payload, version: "0.0.1", error: null }),
+    );
+    return waitFor(`metatx reply on ${inbox}`, async () => replies.get(inbox), 60_000);
+  };
+  const sdkRequest = async (txData: TransactionData, relayerFee: bigint): Promise<Record<string, unknown>> => {
+    const fee = relayerFee.toString();
+    const hash = fulfillPayloadHash({
+      transactionId: txData.transactionId,
+      relayerFee: fee,
+      receivingChainId: txData.receivingChainId,
+      receivingChainTxManagerAddress: txData.receivingChainTxManagerAddress,
+    });
+    return {
+      type: "Fulfill",
+      relayerFee: fee,
+      to: s.receiving.deployment.transactionManager,
+      chainId: txData.receivingChainId,
+      data: { relayerFee: fee, signature: await s.user.signMessage(getBytes(hash)), txData, callData: "0x" },
+    };
+  };
+  const store = createTransferStore(r.redis, r.prefix);
+
+  return {
+    s,
+    r,
+    rpc,
+    queue,
+    auctionLogs,
+    ask,
+    sdkRequest,
+    preparedTransfer: async (bid = {}) => {
+      const transfer = await userPrepare(s, { bid });
+      const receiver = (await waitForEvent(s.receiving, "prepared", transfer.transactionId, 30_000)).txData;
+      await waitFor("receiving record", async () =>
+        (await store.get(RECEIVING, transfer.transactionId, transfer.txData.user))?.status === "Prepared"
+          ? true
+          : undefined,
+      );
+      return [transfer, receiver];
+    },
+    expectedFee: async (receiver) => {
+      const probe = await ask(await sdkRequest(receiver, 1n));
+      if (probe.error?.type !== "NotEnoughRelayerFeeError") {
+        throw new Error(`fee probe: expected NotEnoughRelayerFeeError, got ${JSON.stringify(probe)}`);
+      }
+      return BigInt(probe.error.context.expectedFee as string);
+    },
+    signerState: async () => ({
+      nonce: await s.receiving.provider.getTransactionCount(s.router, "pending"),
+      balance: await s.receiving.provider.getBalance(s.router),
+    }),
+    relayJobId: (t) => txJobId(TX_JOB.relayFulfill, transferKey(t.transactionId, t.txData.user)),
+    stop: async () => {
+      await auction.stop();
+      await client.close();
+      await queue.close();
+      await r.stop();
+      await Promise.allSettled([auth.close(), nats.stop(), rpc.close()]);
+      await stopE2eStack(s);
+    },
+  };
+}
