@@ -101,7 +101,13 @@ function validated(data: unknown): FulfillMetaTx {
 
 /** How many times the checks ran (retried refusals) and where the receiving side was proven (store or chain). */
 function traced(trace: RelayTrace): Record<string, unknown> {
-  return trace.attempts === 0 ? {} : { attempts: trace.attempts, transferSource: trace.source };
+  return trace.attempts === 0
+    ? {}
+    : {
+        attempts: trace.attempts,
+        transferSource: trace.source,
+        ...(trace.retriedFailedJob ? { retriedFailedJob: true } : {}),
+      };
 }
 
 function ids(fulfill: FulfillMetaTx): Record<string, unknown> {
