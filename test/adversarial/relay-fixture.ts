@@ -5,7 +5,7 @@ import { Queue } from "bullmq";
 import { Wallet, ZeroAddress, getBytes, parseEther } from "ethers";
 import { connect, type NatsConnection } from "nats";
 import type { AuthServer } from "../../services/messaging-auth/app";
-import { startAuction, type RunningAuction } from "../../services/auction/start-auction";
+import { startAuction, type AuctionOptions, type RunningAuction } from "../../services/auction/start-auction";
 import { loadConfig } from "../../shared/config";
 import type { TransactionData } from "../../shared/protocol/types";
 import { fulfillPayloadHash } from "../../shared/protocol/user-signatures";
@@ -115,7 +115,7 @@ async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
   };
 }
 
-export async function startRelayBed(): Promise<RelayBed> {
+export async function startRelayBed(auctionOptions: AuctionOptions = {}): Promise<RelayBed> {
   const s = await startE2eStack();
   const [nats, auth, rpc]: [NatsServer, AuthServer, RpcProxy] = await Promise.all([
     startNats(),
@@ -139,7 +139,7 @@ export async function startRelayBed(): Promise<RelayBed> {
   const auction: RunningAuction = await startAuction({
     config,
     logger: auctionLogs.logger,
-    options: { warmupTimeoutMs: 10_000 },
+    options: { warmupTimeoutMs: 10_000, ...auctionOptions },
   });
 
   const url = new URL(s.redisUrl);
