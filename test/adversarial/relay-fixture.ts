@@ -1,6 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage } from "node:http";
-import type { AddressInfo } from "node:net";
 import { Queue } from "bullmq";
 import { Wallet, ZeroAddress, getBytes, parseEther } from "ethers";
 import { connect, type NatsConnection } from "nats";
@@ -11,6 +9,7 @@ import type { TransactionData } from "../../shared/protocol/types";
 import { fulfillPayloadHash } from "../../shared/protocol/user-signatures";
 import { TX_JOB, transferKey, txJobId, txQueueName } from "../../shared/queues";
 import { createTransferStore } from "../../shared/transfers/transfer-store";
+import { startRpcProxy, type RpcProxy } from "../fault/rpc-proxy";
 import { startAuthServer } from "../harness/auth-server";
 import { nxtpContractAt, sendTx } from "../harness/deploy";
 import { startNats, type NatsServer } from "../harness/nats";
@@ -31,8 +30,8 @@ import { captureLogs, type CapturedLogger } from "../integration/submitter-fixtu
  * The relay bed of the adversarial relay tests: real contracts (e2e stack), the router's real pollers and
  * submitters, the real auction on a real nats-server, and a requester speaking the SDK's exact metatx envelope.
  * The relayer-fee threshold is at its default (10); 1338's oracle prices native and TEST alike, so a fee in TEST
- * is a gas cost in wei. The router's 1338 RPC goes through a pass-through that estimates against `latest`
- * (geth's default; anvil's own is `pending`) and can fail estimates (an RPC outage).
+ * is a gas cost in wei. The router's 1338 RPC goes through the fault tests' proxy, estimating against `latest`
+ * (geth's default; anvil's own is `pending`); a test can fail its estimates (an RPC outage).
  */
 export interface RelayBed {
   readonly s: E2eStack;
@@ -60,61 +59,6 @@ export interface RelayReply {
   readonly error: { type: string; message: string; context: Record<string, unknown> } | null;
 }
 
-export interface RpcProxy {
-  readonly url: string;
-  failEstimates(on: boolean): void;
-  close(): Promise<void>;
-}
-
-/** JSON-RPC pass-through: eth_estimateGas at `latest`; while failing, any batch with an estimate answers HTTP 503. */
-async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
-  let failing = false;
-  const body = async (req: IncomingMessage): Promise<string> => {
-    let text = "";
-    for await (const chunk of req) text += String(chunk);
-    return text;
-  };
-  type Call = { id?: unknown; method?: string; params?: unknown[] };
-  const forward = async (call: Call): Promise<unknown> => {
-    const sent = call.method === "eth_estimateGas" ? { ...call, params: [call.params?.[0], "latest"] } : call;
-    const res = await fetch(targetUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(sent),
-    });
-    return res.json();
-  };
-  const server = createServer((req, res) => {
-    void (async () => {
-      const parsed = JSON.parse(await body(req)) as Call | Call[];
-      const calls = Array.isArray(parsed) ? parsed : [parsed];
-      if (failing && calls.some((c) => c.method === "eth_estimateGas")) {
-        res.writeHead(503);
-        res.end("outage");
-        return;
-      }
-      const reply = Array.isArray(parsed) ? await Promise.all(parsed.map(forward)) : await forward(parsed);
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify(reply));
-    })().catch(() => {
-      res.writeHead(502);
-      res.end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen({ host: "127.0.0.1", port: 0 }, resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    failEstimates: (on) => {
-      failing = on;
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
-
 export async function startRelayBed(auctionOptions: AuctionOptions = {}): Promise<RelayBed> {
   const s = await startE2eStack();
   const [nats, auth, rpc]: [NatsServer, AuthServer, RpcProxy] = await Promise.all([
@@ -123,6 +67,7 @@ export async function startRelayBed(auctionOptions: AuctionOptions = {}): Promis
     startRpcProxy(s.receiving.anvil.url),
   ]);
   const oracle = nxtpContractAt("ConnextPriceOracle", s.receiving.deployment.priceOracle, s.receiving.deployer);
+  rpc.estimateGasAt("latest");
   await sendTx(oracle, "setDirectPrice", [ZeroAddress, parseEther("1")]);
   await sendTx(oracle, "setDirectPrice", [s.receiving.deployment.token, parseEther("1")]);
 
@@ -219,7 +164,7 @@ export async function startRelayBed(auctionOptions: AuctionOptions = {}): Promis
       await client.close();
       await queue.close();
       await r.stop();
-      await Promise.allSettled([auth.close(), nats.stop(), rpc.close()]);
+      await Promise.allSettled([auth.close(), nats.stop(), rpc.down()]);
       await stopE2eStack(s);
     },
   };

@@ -18,7 +18,7 @@ describe("relay retry: one transient failure does not end relaying for a transfe
 
   /** Asks while every estimate fails, and lets the relay job spend its attempts (the shipped 8). */
   const failDuringOutage = async (request: Record<string, unknown>, jobId: string): Promise<RelayReply> => {
-    bed.rpc.failEstimates(true);
+    bed.rpc.fail("eth_estimateGas", true);
     try {
       const asked = bed.ask(request);
       // The backoff waits between attempts are skipped by promoting the delayed job: how long the outage lasts
@@ -36,7 +36,7 @@ describe("relay retry: one transient failure does not end relaying for a transfe
       expect((await bed.queue.getJob(jobId))?.attemptsMade).toBe(8);
       return await asked;
     } finally {
-      bed.rpc.failEstimates(false);
+      bed.rpc.fail("eth_estimateGas", false);
     }
   };
 

@@ -1,10 +1,5 @@
 import { parseUnits } from "ethers";
-import { abiFulfillArgs } from "../../shared/protocol/router-signatures";
-import { signFulfill } from "../../shared/protocol/user-signatures";
-import { walletSigner } from "../../scripts/local/swap-user";
-import { nxtpContractAt } from "../harness/deploy";
-import { RECEIVING } from "../e2e/e2e-fixture";
-import { isCompleted, transferEvents, waitForEvent } from "../e2e/e2e-user";
+import { isCompleted, sendUserFulfill, transferEvents, waitForEvent } from "../e2e/e2e-user";
 import { startRelayBed, type RelayBed } from "./relay-fixture";
 
 /**
@@ -62,23 +57,11 @@ describe("relay spending: a relay never costs the router more than the user's fe
     // its transaction; with its higher tip it would be mined first, and a relay sent now would revert (#F:019).
     await s.receiving.anvil.setAutomine(false);
     try {
-      const signature = await signFulfill(walletSigner(s.user), {
-        transactionId: receiver.transactionId,
-        relayerFee: "0",
-        receivingChainId: RECEIVING,
-        receivingChainTxManagerAddress: s.receiving.deployment.transactionManager,
-      });
-      const tm = nxtpContractAt(
-        "TransactionManager",
-        s.receiving.deployment.transactionManager,
-        s.user.connect(s.receiving.provider),
-      );
-      const args = abiFulfillArgs({ txData: receiver, relayerFee: "0", signature, callData: "0x", encodedMeta: "0x" });
-      const userTx = (await tm.getFunction("fulfill")(args, {
+      const userTx = await sendUserFulfill(s, receiver, {
         gasLimit: 500_000,
         maxFeePerGas: parseUnits("500", "gwei"),
         maxPriorityFeePerGas: parseUnits("100", "gwei"),
-      })) as { hash: string };
+      });
       const before = await bed.signerState();
 
       const reply = await bed.ask(await bed.sdkRequest(receiver, fee));
