@@ -1,5 +1,6 @@
 import { parseUnits } from "ethers";
 import { isCompleted, sendUserFulfill, transferEvents, waitForEvent } from "../e2e/e2e-user";
+import { waitFor } from "../harness/wait";
 import { startRelayBed, type RelayBed } from "./relay-fixture";
 
 /**
@@ -64,15 +65,21 @@ describe("relay spending: a relay never costs the router more than the user's fe
       });
       const before = await bed.signerState();
 
-      const reply = await bed.ask(await bed.sdkRequest(receiver, fee));
-      expect(reply.error?.type).toBe("RelayFailedError");
-
+      const reply = bed.ask(await bed.sdkRequest(receiver, fee));
+      // The relay job's first run is over: it sent its transaction (reported as progress), or it stopped.
+      const jobId = bed.relayJobId(transfer);
+      await waitFor("the relay job's first run", async () => {
+        const job = await bed.queue.getJob(jobId);
+        return job && (job.attemptsMade >= 1 || job.progress) ? true : undefined;
+      });
       await s.receiving.anvil.mine(1);
       const fulfilled = await waitForEvent(s.receiving, "fulfilled", transfer.transactionId, 30_000);
       expect(fulfilled.transactionHash).toBe(userTx.hash);
+      // The next run finds the side completed: nothing relayed, the requester told so.
+      expect((await reply).error?.type).toBe("RelayFailedError");
+      expect((await bed.queue.getJob(jobId))?.returnvalue).toMatchObject({ noop: true });
       // Nothing of the router's was signed: its nonce and balance are those of before the request.
       expect(await bed.signerState()).toEqual(before);
-      expect((await bed.queue.getJob(bed.relayJobId(transfer)))?.returnvalue).toMatchObject({ noop: true });
     } finally {
       await s.receiving.anvil.setAutomine(true);
     }

@@ -1,5 +1,4 @@
 import type { Queue } from "bullmq";
-import type { BlockTag } from "ethers";
 import { SenderNotPreparedError } from "../../../shared/chain/sender-cancel-errors";
 import { TransferMismatchError } from "../../../shared/protocol/errors";
 import type { Redis } from "ioredis";
@@ -143,13 +142,12 @@ export type TransferSide = "sending" | "receiving";
  * The common opening of the fulfill and cancel jobs: the transfer must name our router and have this side on
  * the queue's chain; then the §3.7 sanitation check here: completed (fulfilled or cancelled) is a no-op,
  * not prepared or another variant is terminal. Returns the chain's state when the side is prepared as the
- * job says. `variantAt` reads the side at another block tag (readSideState).
+ * job says.
  */
 export async function openPreparedSide(
   ctx: LifecycleContext,
   txData: TransactionData,
   side: TransferSide,
-  variantAt?: BlockTag,
 ): Promise<{ state: SideState } | { noop: TxNoop }> {
   const sideChainId = side === "sending" ? txData.sendingChainId : txData.receivingChainId;
   if (sideChainId !== ctx.chainId) {
@@ -161,7 +159,7 @@ export async function openPreparedSide(
     );
   }
   assertOurTransfer(ctx, txData);
-  const state = await readSideState(ctx.provider, ctx.chain.transactionManagerAddress, txData, variantAt);
+  const state = await readSideState(ctx.provider, ctx.chain.transactionManagerAddress, txData);
   const context = { transactionId: txData.transactionId, classification: state.classification };
   switch (state.classification) {
     case "completed":

@@ -17,6 +17,15 @@ export class RelayReceiverExpiredError extends LifecycleError {
 }
 
 /**
+ * The node's pending state shows the receiving side no longer as the job's (a fulfill or cancel waits in its
+ * mempool) while the latest block still does: retried with the job's backoff; the run after it is mined is a no-op.
+ */
+export class RelayReceiverChangingError extends LifecycleError {
+  readonly code = "RELAY_RECEIVER_CHANGING";
+  readonly retriable = true;
+}
+
+/**
  * The receiving side is not on chain yet, but this router's own prepare of it can still run or has a sending or
  * confirmed transaction (a provider behind the auction's, or a prepare not mined yet): retried with the job's
  * backoff, not terminal. Once that prepare is over and the chain still shows nothing, RECEIVER_NOT_PREPARED.
@@ -39,8 +48,11 @@ export class RelayReceiverPendingError extends LifecycleError {
  * 4. the estimate priced against the user's fee (relay-cost.ts): refused for good when the fee does not pay for
  *    it (RELAY_FEE_NOT_COVERED), else the gas limit and the fee per gas are capped at what the fee pays for;
  * 5. just before it is handed to the send pipeline, the side is read again as the node's pending state shows
- *    it: a user's own fulfill that landed, or waits in the mempool, since step 2 makes this a no-op, not a
- *    reverted relay the router pays for.
+ *    it: a user's own fulfill (or a cancel) that landed or waits in the mempool since step 2 stops this run
+ *    (RELAY_RECEIVER_CHANGING, retried), instead of a relay that reverts and that the router pays for. Retried,
+ *    not a no-op: the run after that transaction is mined finds the side completed (step 2), while one that is
+ *    never mined (underpriced on purpose) cannot end relaying: the job fails with nothing signed, and a later
+ *    request runs it again.
  * The fulfill that lands makes the receiving chain's poller enqueue the router's sending-side claim.
  */
 export async function prepareRelayFulfill(ctx: RelayCostContext, data: RelayFulfillJobData): Promise<TxCall | TxNoop> {
@@ -81,9 +93,12 @@ export async function prepareRelayFulfill(ctx: RelayCostContext, data: RelayFulf
     throw err;
   }
   const gas = await relayGas(ctx, data, estimate);
-  const last = await openPreparedSide(ctx, txData, "receiving", "pending");
-  if ("noop" in last) {
-    return last.noop;
+  const pending = await readSideState(ctx.provider, to, txData, "pending");
+  if (pending.classification !== "prepared-matching") {
+    throw new RelayReceiverChangingError(
+      `the receiving side is ${pending.classification} in the node's pending state: a fulfill or cancel waits to be mined`,
+      { transactionId: txData.transactionId },
+    );
   }
   return {
     to,
