@@ -42,6 +42,8 @@ export interface RelayBed {
   readonly auctionLogs: CapturedLogger;
   /** Publishes a metatx request as the SDK does and waits for the router's answer. */
   ask(payload: unknown): Promise<RelayReply>;
+  /** A status request as the SDK sends it; the answer's data, or undefined after `timeoutMs`. */
+  askStatus(timeoutMs: number): Promise<unknown>;
   /** The request the SDK publishes for a relayed fulfill, signed by the user. */
   sdkRequest(txData: TransactionData, relayerFee: bigint): Promise<Record<string, unknown>>;
   /** A transfer prepared by the router on 1338 and stored by its poller; `bid` overrides bid fields (callTo…). */
@@ -95,20 +97,26 @@ export async function startRelayBed(auctionOptions: AuctionOptions = {}): Promis
   const messagingAddress = Wallet.createRandom().address; // the SDK's throw-away messaging signer
   const replies = new Map<string, RelayReply>();
   const client: NatsConnection = await connect({ servers: nats.url });
-  client.subscribe(`${messagingAddress}.*.metatx.response`, {
-    callback: (err, msg) => {
-      if (err) return;
-      const envelope = JSON.parse(new TextDecoder().decode(msg.data)) as { responseInbox: string } & RelayReply;
-      replies.set(envelope.responseInbox, { data: envelope.data, error: envelope.error });
-    },
-  });
-
-  const ask = async (payload: unknown): Promise<RelayReply> => {
+  for (const topic of ["metatx", "status"]) {
+    client.subscribe(`${messagingAddress}.*.${topic}.response`, {
+      callback: (err, msg) => {
+        if (err) return;
+        const envelope = JSON.parse(new TextDecoder().decode(msg.data)) as { responseInbox: string } & RelayReply;
+        replies.set(envelope.responseInbox, { data: envelope.data, error: envelope.error });
+      },
+    });
+  }
+  const publish = (topic: string, payload: unknown): string => {
     const inbox = `_INBOX.${randomUUID()}`;
     client.publish(
-      `${messagingAddress}.${messagingAddress}.metatx.request`,
+      `${messagingAddress}.${messagingAddress}.${topic}.request`,
       JSON.stringify({ responseInbox: inbox, data: payload, version: "0.0.1", error: null }),
     );
+    return inbox;
+  };
+
+  const ask = async (payload: unknown): Promise<RelayReply> => {
+    const inbox = publish("metatx", payload);
     return waitFor(`metatx reply on ${inbox}`, async () => replies.get(inbox), 60_000);
   };
   const sdkRequest = async (txData: TransactionData, relayerFee: bigint): Promise<Record<string, unknown>> => {
@@ -136,6 +144,10 @@ export async function startRelayBed(auctionOptions: AuctionOptions = {}): Promis
     queue,
     auctionLogs,
     ask,
+    askStatus: async (timeoutMs) => {
+      const inbox = publish("status", { requestee: s.router });
+      return waitFor(`status reply on ${inbox}`, async () => replies.get(inbox)?.data ?? undefined, timeoutMs);
+    },
     sdkRequest,
     preparedTransfer: async (bid = {}) => {
       const transfer = await userPrepare(s, { bid });
