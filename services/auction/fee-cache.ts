@@ -8,7 +8,7 @@ import {
   type GasLimits,
 } from "../../shared/protocol/gas-limits";
 import type { FeeEstimator, GasFeeParams } from "./context";
-import { assetKey, type PriceSources } from "./price-sources";
+import { assetKey, type PriceSources } from "../../shared/protocol/price-sources";
 
 /** A value and when it was read (ms). */
 export interface Stamped {

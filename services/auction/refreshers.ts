@@ -1,12 +1,13 @@
 import type { ChainProvider } from "../../shared/chain/chain-provider";
-import { contractInterface, decodeErc20Decimals, encodeErc20Decimals } from "../../shared/chain/contracts";
+import { decodeErc20Decimals, encodeErc20Decimals } from "../../shared/chain/contracts";
+import { readOraclePrice } from "../../shared/chain/oracle-price";
 import { getGasPrice } from "../../shared/chain/gas-price";
 import type { RouterConfig } from "../../shared/config/types";
 import { errorMessage } from "../../shared/errors";
 import type { Logger } from "../../shared/logging/create-logger";
 import { throttledErrorLog } from "../../shared/logging/throttled-error-log";
 import { feeCap } from "../../shared/protocol/gas";
-import { assetKey, type PriceSources } from "./price-sources";
+import { assetKey, type PriceSources } from "../../shared/protocol/price-sources";
 import type { FeeCache } from "./fee-cache";
 import { abortableDelay } from "../../shared/timing";
 
@@ -46,8 +47,6 @@ export interface RefresherDeps {
   /** One throttled log per failing value, so an RPC outage logs once a minute per value, not every pass. */
   readonly failureLogs?: Map<string, (err: Error) => void>;
 }
-
-const oracleInterface = (): ReturnType<typeof contractInterface> => contractInterface("ConnextPriceOracle");
 
 /**
  * One pass over a chain's values, each read on its own: one failing read (a token without `decimals()`, an
@@ -92,10 +91,8 @@ export async function refreshChainOnce(
   if (oracle !== undefined) {
     for (const address of plan.priceAddresses) {
       await attempt(`price ${address}`, async () => {
-        const iface = oracleInterface();
-        const data = await provider.call({ to: oracle, data: iface.encodeFunctionData("getTokenPrice", [address]) });
-        const [price] = iface.decodeFunctionResult("getTokenPrice", data);
-        cache.prices.set(assetKey(plan.chainId, address), { value: price as bigint, atMs: deps.nowMs() });
+        const price = await readOraclePrice(provider, oracle, address);
+        cache.prices.set(assetKey(plan.chainId, address), { value: price, atMs: deps.nowMs() });
       });
     }
   }

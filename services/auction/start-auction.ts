@@ -17,9 +17,10 @@ import { serveClaimed, type ClaimedDelivery } from "./claimed-delivery";
 import type { AuctionContext } from "./context";
 import { createFeeCache, createFeeEstimator, type FeeCache } from "./fee-cache";
 import { createAuctionHandler, DEFAULT_BALANCE_MAX_AGE_MS, type AuctionHandlerOptions } from "./handlers/auction";
-import { createMetaTxHandler } from "./handlers/metatx";
-import { createStatusHandler } from "./handlers/status";
-import { createPriceSources } from "./price-sources";
+import { boundedHandler } from "./bounded-handler";
+import { createMetaTxHandler, createMetaTxShed } from "./handlers/metatx";
+import { createStatusHandler, createStatusShed } from "./handlers/status";
+import { createPriceSources } from "../../shared/protocol/price-sources";
 import { refreshChainOnce, refreshPlans, runRefresher, type ChainRefreshPlan } from "./refreshers";
 import { createRequestClaims } from "./request-claims";
 
@@ -32,6 +33,12 @@ const REFRESH_DEFAULTS = {
   /** Requests needing a value still cold after this are refused. */
   warmupTimeoutMs: 15_000,
 };
+/**
+ * Requests handled at once per process and topic. A relay request holds its slot for up to 90 s (60 s of retried
+ * refusals, 30 s waiting for the broadcast), but only for a transfer this router carries; a status request for at
+ * most about 1 s (its Redis counts are bounded). Far above honest traffic, which asks once per transfer.
+ */
+export const REQUEST_BOUNDS = { metatx: 64, status: 64 };
 /** Below run-service's 8 s shutdown bound, with the resources' close after it. */
 const DRAIN_TIMEOUT_MS = 4_000;
 const REFRESHERS_STOP_TIMEOUT_MS = 1_000;
@@ -45,6 +52,9 @@ export interface AuctionOptions extends AuctionHandlerOptions {
   readonly messaging?: Messaging;
   /** Tests: the signer; from the config (mnemonic or remote) by default. */
   readonly signer?: RouterSigner;
+  /** Relay and status requests handled at once (REQUEST_BOUNDS by default). */
+  readonly maxMetaTxInFlight?: number;
+  readonly maxStatusInFlight?: number;
   /** Called when the messaging connection closes without stop() (run-service then fails the process). */
   readonly onFatal?: (err: unknown) => void;
 }
@@ -281,8 +291,13 @@ async function serveRequests(
       options,
     }),
   });
-  messaging.serve("metatx", createMetaTxHandler(ctx, { signal: relaySignal }), { queueGroup });
-  messaging.serve("status", createStatusHandler(ctx), { queueGroup });
+  // Bounded per process: a requester's flood is shed (metatx answered RELAY_BUSY at once, status not answered).
+  const maxMetaTx = options.maxMetaTxInFlight ?? REQUEST_BOUNDS.metatx;
+  const maxStatus = options.maxStatusInFlight ?? REQUEST_BOUNDS.status;
+  const metatx = createMetaTxHandler(ctx, { signal: relaySignal });
+  messaging.serve("metatx", boundedHandler(maxMetaTx, metatx, createMetaTxShed(ctx, maxMetaTx)), { queueGroup });
+  const status = createStatusHandler(ctx);
+  messaging.serve("status", boundedHandler(maxStatus, status, createStatusShed(ctx, maxStatus)), { queueGroup });
   // A round trip to the server: once it answers, it has registered the subscriptions.
   await messaging.flush();
   return auctions;

@@ -1,4 +1,4 @@
-import { ZeroAddress } from "ethers";
+import { ZeroAddress, type BlockTag } from "ethers";
 import type { RouterConfig } from "../config/types";
 import { createLogger, type Logger } from "../logging/create-logger";
 import { createChainProvider, type ChainProvider } from "./chain-provider";
@@ -50,11 +50,15 @@ export async function readVariantTransactionData(
   provider: Pick<ChainProvider, "call">,
   transactionManagerAddress: string,
   invariantDigest: string,
+  blockTag?: BlockTag,
 ): Promise<string> {
-  const data = await provider.call({
-    to: transactionManagerAddress,
-    data: encodeVariantTransactionData(invariantDigest),
-  });
+  const data = await provider.call(
+    {
+      to: transactionManagerAddress,
+      data: encodeVariantTransactionData(invariantDigest),
+    },
+    blockTag,
+  );
   return decodeVariantTransactionData(data);
 }
 

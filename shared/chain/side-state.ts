@@ -1,4 +1,5 @@
 import { classifyVariant, invariantDigest, invariantOf, type VariantClassification } from "../protocol/digests";
+import type { BlockTag } from "ethers";
 import type { TransactionData } from "../protocol/types";
 import type { ChainProvider } from "./chain-provider";
 import { readVariantTransactionData } from "./router-balances";
@@ -15,14 +16,17 @@ export interface SideState {
  * §3.7 sanitation check of one side of `txData` on the chain behind `provider`, with the chain's time: the
  * stored `variantTransactionData(invariantDigest)` against `txData`'s own (amount, expiry, preparedBlockNumber).
  * Used by the submitter before it acts and by the auction before it relays a side its poller has not stored yet.
+ * `variantAt` reads the variant at another block tag ("pending": what the node's mempool will do to it); the
+ * time is always the latest block's.
  */
 export async function readSideState(
   provider: Pick<ChainProvider, "call" | "getBlock" | "getBlockNumber">,
   transactionManager: string,
   txData: TransactionData,
+  variantAt?: BlockTag,
 ): Promise<SideState> {
   const [actual, latest] = await Promise.all([
-    readVariantTransactionData(provider, transactionManager, invariantDigest(invariantOf(txData))),
+    readVariantTransactionData(provider, transactionManager, invariantDigest(invariantOf(txData)), variantAt),
     provider.getBlock("latest"),
   ]);
   const blockNumber = latest?.number ?? (await provider.getBlockNumber());

@@ -30,3 +30,33 @@ export function throttledErrorLog(
     suppressed = 0;
   };
 }
+
+/** A line that repeats under a key (a refusal code, a topic): see keyedThrottledLog. */
+export type KeyedThrottledLog = (
+  level: "debug" | "info" | "warn" | "error",
+  key: string,
+  message: string,
+  fields: Record<string, unknown>,
+) => void;
+
+/**
+ * For lines anyone can make the router write (a requester's refusals): the first line of a key is logged, then at
+ * most one per window while the key repeats, with how many it swallowed (`suppressedRepeats`). Metrics count
+ * every occurrence; the log only has to show that it happens. Keys must come from a closed set (codes, topics).
+ */
+export function keyedThrottledLog(
+  logger: Logger,
+  windowMs: number = CONNECTION_ERROR_LOG_WINDOW_MS,
+): KeyedThrottledLog {
+  const lastByKey = new Map<string, { atMs: number; suppressed: number }>();
+  return (level, key, message, fields) => {
+    const now = Date.now();
+    const last = lastByKey.get(key);
+    if (last && now - last.atMs < windowMs) {
+      last.suppressed += 1;
+      return;
+    }
+    logger[level](message, { ...fields, suppressedRepeats: last?.suppressed ?? 0 });
+    lastByKey.set(key, { atMs: now, suppressed: 0 });
+  };
+}

@@ -56,6 +56,18 @@ function auctionMetrics(registers: Registry[]) {
       help: "Unix time of the last signed bid sent",
       registers,
     }),
+    metatxRequests: new Counter({
+      name: "router_metatx_requests_total",
+      help: "Relay (metatx) requests, by outcome (relayed, refused, failed, dropped, busy) and code",
+      labelNames: ["outcome", "reason"] as const,
+      registers,
+    }),
+    requestsShed: new Counter({
+      name: "router_requests_shed_total",
+      help: "metatx and status requests not handled because the topic's in-flight bound was reached",
+      labelNames: ["topic"] as const,
+      registers,
+    }),
   };
 }
 

@@ -118,6 +118,8 @@ export interface RouterParams {
   readonly admin?: boolean;
   /** Chains whose poller runs in this process from the start; default 1337 and 1338. */
   readonly pollers?: readonly number[];
+  /** Extra chainConfig keys per chain (e.g. a priceOracleAddress). */
+  readonly chainExtra?: Readonly<Record<number, Record<string, unknown>>>;
 }
 
 /** The config file every process reads (chain 1 is required by the spec; nothing runs for it). */
@@ -132,6 +134,7 @@ export function routerConfigJson(
     confirmations: 1,
     confirmationTimeoutMs: 60_000,
     ...(p.subgraph?.[c.chainId] ? { subgraph: [p.subgraph[c.chainId]], subgraphSyncBuffer: 5 } : {}),
+    ...p.chainExtra?.[c.chainId],
   });
   return {
     adminToken: ADMIN_TOKEN,

@@ -1,4 +1,13 @@
-import { Wallet, ZeroAddress, hexlify, keccak256, randomBytes, type ContractTransactionReceipt } from "ethers";
+import {
+  Wallet,
+  ZeroAddress,
+  hexlify,
+  keccak256,
+  randomBytes,
+  type ContractTransactionReceipt,
+  type ContractTransactionResponse,
+  type Overrides,
+} from "ethers";
 import { readVariantTransactionData } from "../../shared/chain/router-balances";
 import type { TransferEvent, TransferEventKind } from "../../shared/chain/tm-log-decoder";
 import { amountAfterRouterFee } from "../../shared/protocol/amounts";
@@ -126,6 +135,19 @@ export async function userPrepare(s: E2eStack, p: PrepareParams = {}): Promise<U
 
 /** The user signs the fulfill payload (relayer fee 0) and sends fulfill on the receiving chain itself. */
 export async function userFulfill(s: E2eStack, receiver: TransactionData): Promise<TransferEvent> {
+  const receipt = await (await sendUserFulfill(s, receiver)).wait();
+  if (receipt === null) {
+    throw new Error("the user's fulfill was dropped");
+  }
+  return eventIn(receipt, s.receiving, "fulfilled");
+}
+
+/** userFulfill, not waited for (blocks may be stopped): `overrides` set its gas and fees. */
+export async function sendUserFulfill(
+  s: E2eStack,
+  receiver: TransactionData,
+  overrides: Overrides = {},
+): Promise<ContractTransactionResponse> {
   const signature = await signFulfill(walletSigner(s.user), {
     transactionId: receiver.transactionId,
     relayerFee: "0",
@@ -133,7 +155,7 @@ export async function userFulfill(s: E2eStack, receiver: TransactionData): Promi
     receivingChainTxManagerAddress: s.receiving.deployment.transactionManager,
   });
   const args = abiFulfillArgs({ txData: receiver, relayerFee: "0", signature, callData: "0x", encodedMeta: "0x" });
-  return eventIn(await sendTx(tm(s.receiving, s.user), "fulfill", [args]), s.receiving, "fulfilled");
+  return tm(s.receiving, s.user).getFunction("fulfill").send(args, overrides);
 }
 
 /** PROTOCOL §4.2 "cancel, receiving side": before expiry the user may cancel it (msg.sender == user, and signed). */

@@ -8,8 +8,9 @@ import { toQuantity } from "ethers";
  * eth_blockNumber and "latest" block stay at the head it had then; with `hideNewer`, as a node that has not
  * synced them, it also answers null for the blocks above that head) until `catchUp()`, `estimateGasAt(tag)` makes it a provider
  * whose eth_estimateGas runs against `tag` whatever the caller asked (not every RPC estimates against pending),
- * `slow(method, ms)` answers that method `ms` later (a distant public RPC), and `maxInFlight(method)` tells
- * how many of its requests were ever open at once.
+ * `slow(method, ms)` answers that method `ms` later (a distant public RPC), `fail(method, on)` answers any
+ * request or batch with that method HTTP 503 (an outage of that call), and `maxInFlight(method)` tells how many of
+ * its requests were ever open at once.
  */
 export interface RpcProxy {
   readonly url: string;
@@ -20,6 +21,7 @@ export interface RpcProxy {
   catchUp(): void;
   estimateGasAt(tag: string): void;
   slow(method: string, ms: number): void;
+  fail(method: string, on: boolean): void;
   /** Requests of `method` counted so far, and the most that were open at once. */
   calls(method: string): { readonly total: number; readonly maxInFlight: number };
   down(): Promise<void>;
@@ -43,6 +45,7 @@ export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
   let hideNewer = false;
   let estimateTag: string | undefined;
   const delays = new Map<string, number>();
+  const failing = new Set<string>();
   const counts = new Map<string, { total: number; inFlight: number; maxInFlight: number }>();
   const sockets = new Set<Socket>();
   const forward = async (payload: unknown): Promise<unknown> => {
@@ -88,6 +91,11 @@ export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
       served += 1;
       try {
         const parsed = JSON.parse(await body(req)) as RpcRequest | RpcRequest[];
+        if ((Array.isArray(parsed) ? parsed : [parsed]).some((r) => failing.has(r.method ?? ""))) {
+          res.writeHead(503);
+          res.end("outage");
+          return;
+        }
         const reply = Array.isArray(parsed) ? await Promise.all(parsed.map(answer)) : await answer(parsed);
         res.writeHead(200, { "content-type": "application/json" });
         res.end(JSON.stringify(reply));
@@ -125,6 +133,10 @@ export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
     },
     slow: (method, ms) => {
       delays.set(method, ms);
+    },
+    fail: (method, on) => {
+      if (on) failing.add(method);
+      else failing.delete(method);
     },
     calls: (method) => {
       const count = counts.get(method);

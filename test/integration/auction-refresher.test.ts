@@ -1,6 +1,6 @@
 import { ContractFactory, getCreateAddress } from "ethers";
 import { createFeeCache } from "../../services/auction/fee-cache";
-import { assetKey } from "../../services/auction/price-sources";
+import { assetKey } from "../../shared/protocol/price-sources";
 import { runRefresher } from "../../services/auction/refreshers";
 import { packageArtifact } from "../../scripts/nxtp-package";
 import { createChainProvider, type ChainProvider } from "../../shared/chain/chain-provider";

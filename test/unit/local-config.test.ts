@@ -1,5 +1,5 @@
 import { ZeroAddress, Wallet, getAddress } from "ethers";
-import { createPriceSources } from "../../services/auction/price-sources";
+import { createPriceSources } from "../../shared/protocol/price-sources";
 import { loadConfig } from "../../shared/config";
 import { localConfigJson, type LocalChain } from "../../scripts/local/local-config";
 import { parseOptions } from "../../scripts/local/start";

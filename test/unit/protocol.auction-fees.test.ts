@@ -1,6 +1,6 @@
 import { ZeroAddress, parseEther } from "ethers";
 import { createFeeCache, createFeeEstimator, type FeeCache } from "../../services/auction/fee-cache";
-import { createPriceSources } from "../../services/auction/price-sources";
+import { createPriceSources } from "../../shared/protocol/price-sources";
 import { refreshPlans } from "../../services/auction/refreshers";
 import { loadConfig } from "../../shared/config";
 import type { RouterConfig } from "../../shared/config/types";

@@ -8,7 +8,8 @@ import {
 import { decideRelayFee } from "../../services/auction/operations/relay-fee";
 import type { ChainConfig } from "../../shared/config/types";
 import type { FulfillMetaTx } from "../../shared/protocol/metatx-request";
-import { checkRelayerFee, relayerFeeLowerBound } from "../../shared/protocol/relayer-fee";
+import { gasFeeInToken } from "../../shared/protocol/gas-fee";
+import { checkRelayerFee, relayerFeeBudgetWei, relayerFeeLowerBound } from "../../shared/protocol/relayer-fee";
 import type { TransactionData } from "../../shared/protocol/types";
 
 describe("relayer fee threshold (PROTOCOL §5 step 5)", () => {
@@ -123,5 +124,73 @@ describe("decideRelayFee: the relay's fee from the auction's caches", () => {
       lowerBound: "1001",
       relayerFeeThreshold: 0,
     });
+  });
+});
+
+describe("relayer fee budget (the most a relay may cost for the offer to pass, in native wei)", () => {
+  /** The auction's rule on a cost of `wei`: priced by gasFeeInToken (no factor), checked against the threshold. */
+  const passes = (p: Parameters<typeof relayerFeeBudgetWei>[0], wei: bigint): boolean =>
+    checkRelayerFee({
+      offeredFee: p.offeredFee,
+      thresholdPercent: p.thresholdPercent,
+      expectedFee: gasFeeInToken({
+        gasPrice: wei,
+        gasLimit: 1n,
+        gasPriceFactor: 10n ** 18n,
+        nativePrice: p.nativePrice,
+        tokenPrice: p.tokenPrice,
+        decimals: p.decimals,
+      }),
+    }).ok;
+
+  it("is exact: the budget passes the auction's rule and one wei more does not, over prices, decimals and thresholds", () => {
+    let seed = 12_345n;
+    const next = (bound: bigint): bigint => {
+      seed = (seed * 6_364_136_223_846_793_005n + 1_442_695_040_888_963_407n) % 2n ** 64n;
+      return seed % bound;
+    };
+    for (let i = 0; i < 2_000; i += 1) {
+      const params = {
+        offeredFee: next(10n ** BigInt(Number(next(25n)) + 1)),
+        thresholdPercent: [0, 10, 12.5, 50, 99.99][Number(next(5n))],
+        nativePrice: next(10n ** 22n) + 1n,
+        tokenPrice: next(10n ** 22n) + 1n,
+        decimals: [0, 6, 8, 18, 24][Number(next(5n))],
+      };
+      const budget = relayerFeeBudgetWei(params);
+      expect(budget).toBeDefined();
+      expect(passes(params, budget!)).toBe(true);
+      expect(passes(params, budget! + 1n)).toBe(false);
+    }
+  });
+
+  it("with one price for native and token (18 decimals) and threshold 0, the budget is the offer itself", () => {
+    const price = 10n ** 18n;
+    expect(
+      relayerFeeBudgetWei({
+        offeredFee: 5_000n,
+        thresholdPercent: 0,
+        nativePrice: price,
+        tokenPrice: price,
+        decimals: 18,
+      }),
+    ).toBe(5_000n);
+    // A 10 % threshold lets the cost exceed the offer by up to 1/0.9: 10 001 × 0.9 = 9 000.9, rounded down to 9 000.
+    expect(
+      relayerFeeBudgetWei({
+        offeredFee: 9_000n,
+        thresholdPercent: 10,
+        nativePrice: price,
+        tokenPrice: price,
+        decimals: 18,
+      }),
+    ).toBe(10_001n);
+  });
+
+  it("is undefined when the cost cannot be priced (a price of 0) or any cost passes (threshold 100)", () => {
+    const base = { offeredFee: 1n, thresholdPercent: 10, nativePrice: 1n, tokenPrice: 1n, decimals: 18 };
+    expect(relayerFeeBudgetWei({ ...base, nativePrice: 0n })).toBeUndefined();
+    expect(relayerFeeBudgetWei({ ...base, tokenPrice: 0n })).toBeUndefined();
+    expect(relayerFeeBudgetWei({ ...base, thresholdPercent: 100 })).toBeUndefined();
   });
 });

@@ -1,27 +1,34 @@
 import { randomUUID } from "node:crypto";
 import { RouterError, errorCode, errorMessage } from "../../../shared/errors";
+import { keyedThrottledLog } from "../../../shared/logging/throttled-error-log";
 import type { MessagingRequest, NxtpErrorJson, RequestHandler } from "../../../shared/messaging/types";
+import { routerMetrics } from "../../../shared/metrics/router-metrics";
 import { validateMetaTxRequest, type FulfillMetaTx } from "../../../shared/protocol/metatx-request";
 import type { AuctionContext } from "../context";
-import { InvalidMetaTxPayloadError, InvalidMetaTxTypeError } from "../operations/relay-errors";
+import { InvalidMetaTxPayloadError, InvalidMetaTxTypeError, RelayBusyError } from "../operations/relay-errors";
 import { relayFulfill, type RelayOptions, type RelayTrace } from "../operations/relay-fulfill";
 
 /**
  * `*.*.metatx.request` (PROTOCOL §5, docs/relaying.md): a request without data is dropped; anything else is
  * answered, with `{transactionHash, chainId}` once the relay is broadcast, or with an error reply
  * (`{type: <error class>, message, context}`) for a refusal or a failure. The original answered failures
- * with silence, leaving the requester to time out. Exactly one outcome line is logged per request; nothing
- * a request contains can make this throw.
+ * with silence, leaving the requester to time out. Every request is counted in `router_metatx_requests_total`
+ * (outcome, code); a relayed one is logged, while the lines of the other outcomes, which any requester can
+ * cause, are throttled per outcome and code (one per minute, with `suppressedRepeats`). Nothing a request
+ * contains can make this throw.
  */
 export function createMetaTxHandler(
   ctx: AuctionContext,
   options: Omit<RelayOptions, "requestId" | "trace"> = {},
 ): RequestHandler {
   const logger = ctx.logger.child({ handler: "metatx" });
+  const throttled = keyedThrottledLog(logger);
+  const metrics = routerMetrics();
   return async (request) => {
     const startedAtMs = Date.now();
     if (request.data === null || request.data === undefined) {
-      logger.debug("metatx request without data dropped", {
+      metrics.metatxRequests.inc({ outcome: "dropped", reason: "NO_DATA" });
+      throttled("debug", "dropped", "metatx request without data dropped", {
         at: "auction.metatx",
         from: request.from,
         outcome: "dropped",
@@ -38,6 +45,7 @@ export function createMetaTxHandler(
       reply(request, () =>
         ctx.messaging.respond(request, { transactionHash: outcome.transactionHash, chainId: outcome.chainId }),
       );
+      metrics.metatxRequests.inc({ outcome: "relayed", reason: outcome.existing ? "EXISTING" : "NEW" });
       logger.info("metatx relayed", {
         ...base,
         ...ids(fulfill),
@@ -53,15 +61,23 @@ export function createMetaTxHandler(
     } catch (err) {
       reply(request, () => ctx.messaging.respondError(request, toNxtpErrorJson(err)));
       const refusal = err instanceof RouterError && !OPERATIONAL_FAILURES.has(err.code);
-      logger[refusal ? "info" : err instanceof RouterError ? "warn" : "error"]("metatx not relayed", {
-        ...base,
-        ...(fulfill ? ids(fulfill) : transactionIdOf(err)),
-        outcome: refusal ? "refused" : "failed",
-        ...traced(trace),
-        code: errorCode(err),
-        error: errorMessage(err),
-        durationMs: Date.now() - startedAtMs,
-      });
+      const outcome = refusal ? "refused" : "failed";
+      const code = err instanceof RouterError ? err.code : "INTERNAL";
+      metrics.metatxRequests.inc({ outcome, reason: code });
+      throttled(
+        refusal ? "info" : err instanceof RouterError ? "warn" : "error",
+        `${outcome}:${code}`,
+        "metatx not relayed",
+        {
+          ...base,
+          ...(fulfill ? ids(fulfill) : transactionIdOf(err)),
+          outcome,
+          ...traced(trace),
+          code: errorCode(err),
+          error: errorMessage(err),
+          durationMs: Date.now() - startedAtMs,
+        },
+      );
     }
   };
 
@@ -73,6 +89,33 @@ export function createMetaTxHandler(
       logger.warn("metatx reply not published", { at: "auction.metatx", from: request.from, error: errorMessage(err) });
     }
   }
+}
+
+/**
+ * The answer to a request beyond the in-flight bound (bounded-handler.ts): RelayBusyError at once, counted, and
+ * logged at most once a minute.
+ */
+export function createMetaTxShed(ctx: AuctionContext, maxInFlight: number): (request: MessagingRequest) => void {
+  const logger = ctx.logger.child({ handler: "metatx" });
+  const throttled = keyedThrottledLog(logger);
+  const metrics = routerMetrics();
+  return (request) => {
+    metrics.requestsShed.inc({ topic: "metatx" });
+    metrics.metatxRequests.inc({ outcome: "busy", reason: "RELAY_BUSY" });
+    const busy = new RelayBusyError(`this router is handling ${maxInFlight} relay requests already; ask again`, {});
+    try {
+      ctx.messaging.respondError(request, toNxtpErrorJson(busy));
+    } catch {
+      // The connection is closing: the request is over either way.
+    }
+    throttled("warn", "busy", "metatx request shed: too many in flight", {
+      at: "auction.metatx",
+      from: request.from,
+      outcome: "busy",
+      code: busy.code,
+      maxInFlight,
+    });
+  };
 }
 
 /**
@@ -101,7 +144,13 @@ function validated(data: unknown): FulfillMetaTx {
 
 /** How many times the checks ran (retried refusals) and where the receiving side was proven (store or chain). */
 function traced(trace: RelayTrace): Record<string, unknown> {
-  return trace.attempts === 0 ? {} : { attempts: trace.attempts, transferSource: trace.source };
+  return trace.attempts === 0
+    ? {}
+    : {
+        attempts: trace.attempts,
+        transferSource: trace.source,
+        ...(trace.retriedFailedJob ? { retriedFailedJob: true } : {}),
+      };
 }
 
 function ids(fulfill: FulfillMetaTx): Record<string, unknown> {

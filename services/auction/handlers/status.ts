@@ -1,5 +1,7 @@
 import { errorMessage } from "../../../shared/errors";
-import type { RequestHandler } from "../../../shared/messaging/types";
+import { keyedThrottledLog } from "../../../shared/logging/throttled-error-log";
+import type { MessagingRequest, RequestHandler } from "../../../shared/messaging/types";
+import { routerMetrics } from "../../../shared/metrics/router-metrics";
 import type { AuctionContext } from "../context";
 import { buildStatusReport, readRouterVersion } from "../operations/status-report";
 
@@ -18,5 +20,22 @@ export function createStatusHandler(ctx: AuctionContext, routerVersion: string =
       return;
     }
     logger.debug("status answered", { at: "auction.status", from: request.from });
+  };
+}
+
+/**
+ * A status request beyond the in-flight bound (bounded-handler.ts) is not answered: counted, and logged at most once
+ * a minute. A requester that floods status requests gets no more Redis work from this process than the bound allows.
+ */
+export function createStatusShed(ctx: AuctionContext, maxInFlight: number): (request: MessagingRequest) => void {
+  const throttled = keyedThrottledLog(ctx.logger.child({ handler: "status" }));
+  const metrics = routerMetrics();
+  return (request) => {
+    metrics.requestsShed.inc({ topic: "status" });
+    throttled("warn", "busy", "status request shed: too many in flight", {
+      at: "auction.status",
+      from: request.from,
+      maxInFlight,
+    });
   };
 }

@@ -114,3 +114,9 @@ export class RelayFailedError extends RouterError {
   readonly code = "RELAY_FAILED";
   readonly retriable = false;
 }
+
+/** The auction is handling its bound of relay requests already (start-auction.ts); nothing was checked or enqueued. */
+export class RelayBusyError extends RouterError {
+  readonly code = "RELAY_BUSY";
+  readonly retriable = true;
+}

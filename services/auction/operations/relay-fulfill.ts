@@ -1,10 +1,17 @@
-import type { Queue } from "bullmq";
+import type { Job, Queue } from "bullmq";
 import type { ChainConfig } from "../../../shared/config/types";
 import { RouterError } from "../../../shared/errors";
 import { abortableDelay } from "../../../shared/timing";
 import type { FulfillMetaTx } from "../../../shared/protocol/metatx-request";
 import { checkUserFulfillSignature } from "../../../shared/protocol/user-signatures";
-import { TX_JOB, txJobOptions, transferKey, txJobId, type RelayFulfillJobData } from "../../../shared/queues";
+import {
+  TX_JOB,
+  txJobOptions,
+  transferKey,
+  txJobId,
+  txRecordKey,
+  type RelayFulfillJobData,
+} from "../../../shared/queues";
 import {
   boundedQueueCall,
   waitForBroadcastAs,
@@ -65,6 +72,8 @@ export interface RelayTrace {
   attempts: number;
   /** Where the receiving side was proven, once it was. */
   source?: RelaySideSource;
+  /** The transfer's relay job had failed with nothing signed and was run again for this request. */
+  retriedFailedJob?: boolean;
 }
 
 export interface RelayOutcome {
@@ -145,7 +154,10 @@ async function relayOnce(
     pollIntervalMs: options.pollIntervalMs ?? RELAY_POLL_INTERVAL_MS,
   };
   const existing = await queueCall(() => queue.getJob(jobId));
-  if (existing) {
+  const failedUnsigned = existing
+    ? await queueCall(() => failedWithNothingSigned(ctx, request.chainId, existing))
+    : false;
+  if (existing && !failedUnsigned) {
     const outcome = await waitFor(waitParams);
     return { transactionHash: outcome.transactionHash, chainId: request.chainId, jobId, existing: true };
   }
@@ -160,9 +172,13 @@ async function relayOnce(
     callData: request.callData,
     ...(options.requestId === undefined ? {} : { requestId: options.requestId }),
   };
-  // A concurrent request for the same transfer adds under the same id: BullMQ keeps the first job.
-  const enqueue = (): Promise<unknown> =>
-    queueCall(() => queue.add(TX_JOB.relayFulfill, data, txJobOptions(TX_JOB.relayFulfill, jobId)));
+  // A concurrent request for the same transfer adds under the same id: BullMQ keeps the first job. A failed job
+  // with nothing signed runs again, with the data it was enqueued with (the submitter re-checks all of it).
+  const enqueue = existing
+    ? (): Promise<unknown> => queueCall(() => retryFailed(existing))
+    : (): Promise<unknown> =>
+        queueCall(() => queue.add(TX_JOB.relayFulfill, data, txJobOptions(TX_JOB.relayFulfill, jobId)));
+  p.trace.retriedFailedJob = existing !== undefined;
   const outcome = await waitFor({ ...waitParams, enqueue });
   return {
     transactionHash: outcome.transactionHash,
@@ -171,6 +187,30 @@ async function relayOnce(
     existing: false,
     expectedFee: fee.expectedFee.toString(),
   };
+}
+
+/**
+ * A failed relay job is the chain's final word only when something was signed for it: its transaction reverted,
+ * or it may still be mined (the nonce-gap filler sends stored transactions). A failure before any transaction
+ * record (attempts spent on an RPC outage, a fee the gas price did not cover then, a provider behind the auction's)
+ * is not: the transfer may be asked again, or relaying would end for good after one bad minute.
+ */
+async function failedWithNothingSigned(ctx: AuctionContext, chainId: number, job: Job): Promise<boolean> {
+  if (!job.id || !(await job.isFailed())) {
+    return false;
+  }
+  return (await ctx.redis.exists(txRecordKey(ctx.config.redisPrefix, chainId, job.id))) === 0;
+}
+
+/** Back to waiting with fresh attempts, if it is still failed: a concurrent request may have retried it already. */
+async function retryFailed(job: Job): Promise<void> {
+  try {
+    await job.retry("failed", { resetAttemptsMade: true, resetAttemptsStarted: true });
+  } catch (err) {
+    if (await job.isFailed()) {
+      throw err;
+    }
+  }
 }
 
 function assertUserSignature(request: FulfillMetaTx): void {

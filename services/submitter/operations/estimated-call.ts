@@ -18,6 +18,11 @@ export interface EstimateContext {
  * is used or gas is spent. Its gas limit is the estimate plus GAS_LIMIT_HEADROOM_PERCENT; it sends no value.
  */
 export async function estimatedCall(ctx: EstimateContext, to: string, data: string): Promise<TxCall> {
-  const estimate = await ctx.provider.estimateGas({ from: ctx.from, to, data, value: 0n });
+  const estimate = await estimateCallGas(ctx, to, data);
   return { to, data, value: "0", gasLimit: ((estimate * (100n + GAS_LIMIT_HEADROOM_PERCENT)) / 100n).toString() };
+}
+
+/** eth_estimateGas of a call without value from the signer: a revert throws (nothing signed yet). */
+export function estimateCallGas(ctx: EstimateContext, to: string, data: string): Promise<bigint> {
+  return ctx.provider.estimateGas({ from: ctx.from, to, data, value: 0n });
 }

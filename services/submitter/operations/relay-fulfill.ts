@@ -5,14 +5,24 @@ import type { RelayFulfillJobData } from "../../../shared/queues";
 import type { TxCall, TxNoop } from "../send/tx-record";
 import { findPrepareReceiverInFlight } from "../../../shared/queues/in-flight";
 import { LifecycleError, ReceiverNotPreparedError } from "./errors";
-import { estimatedCall } from "./estimated-call";
+import { estimateCallGas } from "./estimated-call";
 import { assertUserFulfillSignature } from "./fulfill-sender";
-import { noop, openPreparedSide, readSideState, revertCodeOf, type LifecycleContext } from "./lifecycle";
+import { noop, openPreparedSide, readSideState, revertCodeOf } from "./lifecycle";
+import { relayGas, type RelayCostContext } from "./relay-cost";
 
 /** The receiving side expired before the relay could be sent: the contract refuses the fulfill (#F:020). */
 export class RelayReceiverExpiredError extends LifecycleError {
   readonly code = "RELAY_RECEIVER_EXPIRED";
   readonly retriable = false;
+}
+
+/**
+ * The node's pending state shows the receiving side no longer as the job's (a fulfill or cancel waits in its
+ * mempool) while the latest block still does: retried with the job's backoff; the run after it is mined is a no-op.
+ */
+export class RelayReceiverChangingError extends LifecycleError {
+  readonly code = "RELAY_RECEIVER_CHANGING";
+  readonly retriable = true;
 }
 
 /**
@@ -34,10 +44,18 @@ export class RelayReceiverPendingError extends LifecycleError {
  * 3. `TransactionManager.fulfill({txData, relayerFee, signature, callData, 0x})` sent by the signer straight
  *    to the TransactionManager, also in router-contract mode: a relay is the user's action, not the router's,
  *    and the contract pays `relayerFee` to msg.sender. Estimated first, so a revert costs nothing;
- *    `#F:019` (completed meanwhile) is re-checked and becomes a no-op.
+ *    `#F:019` (completed meanwhile) is re-checked and becomes a no-op;
+ * 4. the estimate priced against the user's fee (relay-cost.ts): refused for good when the fee does not pay for
+ *    it (RELAY_FEE_NOT_COVERED), else the gas limit and the fee per gas are capped at what the fee pays for;
+ * 5. just before it is handed to the send pipeline, the side is read again as the node's pending state shows
+ *    it: a user's own fulfill (or a cancel) that landed or waits in the mempool since step 2 stops this run
+ *    (RELAY_RECEIVER_CHANGING, retried), instead of a relay that reverts and that the router pays for. Retried,
+ *    not a no-op: the run after that transaction is mined finds the side completed (step 2), while one that is
+ *    never mined (underpriced on purpose) cannot end relaying: the job fails with nothing signed, and a later
+ *    request runs it again.
  * The fulfill that lands makes the receiving chain's poller enqueue the router's sending-side claim.
  */
-export async function prepareRelayFulfill(ctx: LifecycleContext, data: RelayFulfillJobData): Promise<TxCall | TxNoop> {
+export async function prepareRelayFulfill(ctx: RelayCostContext, data: RelayFulfillJobData): Promise<TxCall | TxNoop> {
   const { txData } = data;
   assertUserFulfillSignature(txData, data.relayerFee, data.signature);
   const opened = await openReceivingSide(ctx, data);
@@ -58,8 +76,9 @@ export async function prepareRelayFulfill(ctx: LifecycleContext, data: RelayFulf
       encodedMeta: "0x",
     }),
   ]);
+  let estimate: bigint;
   try {
-    return await estimatedCall(ctx, to, callData);
+    estimate = await estimateCallGas(ctx, to, callData);
   } catch (err) {
     const code = revertCodeOf(err);
     if (code === "F:019") {
@@ -73,11 +92,26 @@ export async function prepareRelayFulfill(ctx: LifecycleContext, data: RelayFulf
     }
     throw err;
   }
+  const gas = await relayGas(ctx, data, estimate);
+  const pending = await readSideState(ctx.provider, to, txData, "pending");
+  if (pending.classification !== "prepared-matching") {
+    throw new RelayReceiverChangingError(
+      `the receiving side is ${pending.classification} in the node's pending state: a fulfill or cancel waits to be mined`,
+      { transactionId: txData.transactionId },
+    );
+  }
+  return {
+    to,
+    data: callData,
+    value: "0",
+    gasLimit: gas.gasLimit.toString(),
+    ...(gas.maxFeePerGas === undefined ? {} : { maxFeePerGas: gas.maxFeePerGas.toString() }),
+  };
 }
 
 /** openPreparedSide, except that "not prepared" while our own prepare of the side is in flight is retried. */
 async function openReceivingSide(
-  ctx: LifecycleContext,
+  ctx: RelayCostContext,
   data: RelayFulfillJobData,
 ): Promise<Awaited<ReturnType<typeof openPreparedSide>>> {
   try {

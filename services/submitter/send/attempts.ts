@@ -1,13 +1,13 @@
 import { keccak256 } from "ethers";
 import { InsufficientFundsError, NonceTooLowError, toChainError } from "../../../shared/chain/errors";
 import { errorCode, errorMessage } from "../../../shared/errors";
-import { feeToJson, type Fee } from "../../../shared/protocol/gas";
+import { clampFee, feeToJson, type Fee } from "../../../shared/protocol/gas";
 import type { UnsignedTransaction } from "../../../shared/signer/router-signer";
 import { confirmNonceTaken, nonceTakenUnconfirmed } from "./confirm-nonce-taken";
 import { NonceRetriesExhaustedError, SenderLeaseLostError } from "./errors";
 import type { SendContext, SendJob } from "./send-context";
 import { throwIfShuttingDown } from "./timing";
-import type { TxAttempt, TxCall, TxRecord } from "./tx-record";
+import { feeCeilingOf, type TxAttempt, type TxCall, type TxRecord } from "./tx-record";
 import { routerMetrics } from "../../../shared/metrics/router-metrics";
 import { ReplicaAckTimeoutError } from "../../../shared/queues/replication";
 
@@ -109,7 +109,8 @@ export async function submitWithFreshNonce(ctx: SendContext, job: SendJob, recor
     throwIfShuttingDown(ctx.signal);
     const sent = await (ctx.sendSlot ?? runAlone)(async () => {
       const allocation = await ctx.nonces.allocate(atLeast);
-      const fee = await ctx.gasPrice();
+      // The network's price, capped at the call's own ceiling (a relay's fee covers only so much).
+      const fee = clampFee(await ctx.gasPrice(), feeCeilingOf(current.call, BigInt(ctx.chain.gasPriceMaximum)));
       const persisted = await persistNewAttempt(ctx, current, { nonce: allocation.nonce, fee, bumps: 0 });
       ctx.nonces.reserve(allocation.nonce);
       current = persisted.record;

@@ -3,7 +3,7 @@ import { bumpFee, feeFromJson, feeToJson, isAtCeiling, sameFee, type Fee } from 
 import { broadcastAttempt, persistNewAttempt, rebroadcastLatest, recordError } from "./attempts";
 import type { SendContext, SendJob } from "./send-context";
 import { SenderLeaseLostError } from "./errors";
-import { latestAttempt, type TxRecord } from "./tx-record";
+import { feeCeilingOf, latestAttempt, type TxRecord } from "./tx-record";
 import { routerMetrics } from "../../../shared/metrics/router-metrics";
 
 /**
@@ -18,7 +18,7 @@ export async function bumpOrRebroadcast(ctx: SendContext, job: SendJob, record: 
     return record;
   }
   const fee = feeFromJson(latest.fee);
-  const maximum = BigInt(ctx.chain.gasPriceMaximum);
+  const maximum = feeCeilingOf(record.call, BigInt(ctx.chain.gasPriceMaximum));
   const mayBump =
     record.bumps < ctx.chain.maxGasBumps && record.bumpsHaltedBy === undefined && !isAtCeiling(fee, maximum);
   if (mayBump) {

@@ -29,6 +29,17 @@ export interface TxCall {
   /** Wei, decimal string. */
   readonly value: string;
   readonly gasLimit: string;
+  /**
+   * The most this call may pay per gas, below the chain's gasPriceMaximum (wei, decimal string): a relay's fee
+   * covers only so much (operations/relay-cost.ts). The first fee and every bump are capped at it.
+   */
+  readonly maxFeePerGas?: string;
+}
+
+/** The fee ceiling of a call's transactions: the chain's gasPriceMaximum, or the call's own when lower. */
+export function feeCeilingOf(call: TxCall, gasPriceMaximum: bigint): bigint {
+  const own = call.maxFeePerGas === undefined ? undefined : BigInt(call.maxFeePerGas);
+  return own !== undefined && own < gasPriceMaximum ? own : gasPriceMaximum;
 }
 
 /**

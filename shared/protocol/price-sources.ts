@@ -1,5 +1,5 @@
 import { ZeroAddress, getAddress } from "ethers";
-import type { RouterConfig } from "../../shared/config/types";
+import type { RouterConfig } from "../config/types";
 
 /** Where one price is read: ConnextPriceOracle.getTokenPrice(address) on `chainId`. */
 export interface PriceSource {
