@@ -136,7 +136,10 @@ export async function userFulfill(s: E2eStack, receiver: TransactionData): Promi
   return eventIn(await sendTx(tm(s.receiving, s.user), "fulfill", [args]), s.receiving, "fulfilled");
 }
 
-/** PROTOCOL §4.2 "cancel, receiving side": before expiry the user may cancel it (msg.sender == user, and signed). */
+/**
+ * docs/protocol.md#tm-calls, cancel of a receiving side: before expiry the user may cancel it (msg.sender == user, and
+ * signed).
+ */
 export async function userCancelReceiver(s: E2eStack, receiver: TransactionData): Promise<TransferEvent> {
   const signature = await signCancel(walletSigner(s.user), {
     transactionId: receiver.transactionId,
