@@ -54,7 +54,7 @@ const SENDING = 1337;
 const DEPLOYER_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
 const CLK_TCK = 100;
 
-/** The original router (0.1.37) as measured for this project (PROTOCOL.md's weak points, same shape of load). */
+/** The original router (0.1.37) as measured for this project (docs/protocol.md#deviations, same shape of load). */
 const ORIGINAL = {
   sequential: { p50: [6, 7], p99: [14, 16] },
   inFlight50: { p50: [150, 200], p99: [210, 290] },

@@ -151,7 +151,7 @@ async function connectClient(p: Pick<DemoSwapParams, "messagingUrl" | "authUrl">
   };
 }
 
-/** Readiness of the auction process: it answers a status request over NATS (PROTOCOL.md §1.7). */
+/** Readiness of the auction process: it answers a status request over NATS (docs/protocol.md#status). */
 export async function waitForAuctionStatus(
   p: Pick<DemoSwapParams, "messagingUrl" | "authUrl">,
   timeoutMs: number,

@@ -92,7 +92,7 @@ export function natsSpec(log: (line: string) => void): ServerSpec {
   return { name: "nats-server", command: ensureDebianBinary("nats-server", log), args: natsArgs, probe: natsAnswers };
 }
 
-/** services/messaging-auth from dist (PROTOCOL.md §1.3 nonce → signature → token), run by this node. */
+/** services/messaging-auth from dist (docs/protocol.md#login: nonce → signature → token), run by this node. */
 export function authSpec(paths: LocalPaths): ServerSpec {
   return {
     name: "messaging-auth",

@@ -15,8 +15,8 @@ import type { RouterSigner } from "../../shared/signer/router-signer";
 import { nxtpContractAt, sendTx } from "./deploy-nxtp";
 
 /**
- * What an NXTP user does on chain with a router's bid (PROTOCOL.md §4): prepare on the sending chain with the
- * bid and its signature, then sign and send fulfill on the receiving chain. Chain handles are plain
+ * What an NXTP user does on chain with a router's bid (docs/protocol.md#lifecycle): prepare on the sending chain with
+ * the bid and its signature, then sign and send fulfill on the receiving chain. Chain handles are plain
  * (provider + TransactionManager address) so the demo and the tests can both use them.
  */
 export interface UserChain {

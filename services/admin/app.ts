@@ -20,7 +20,7 @@ export type { AdminOperations, CancelSenderRequest, RemoveLiquidityRequest } fro
 export interface AdminAppDeps {
   readonly config: RouterConfig;
   readonly logger: Logger;
-  /** Checksummed address of the router's signer (router-spec §2.4), resolved once at start. */
+  /** Checksummed address of the router's signer (`GET /config`, docs/admin-api.md), resolved once at start. */
   readonly signerAddress: string;
   readonly operations: AdminOperations;
   /** GET /status (admin token): the whole router's state; the route is absent without it. */
@@ -30,7 +30,7 @@ export interface AdminAppDeps {
 }
 
 /**
- * The admin HTTP API of router-spec §4 (docs/admin-api.md), without listen(): routes only decode,
+ * The admin HTTP API (docs/admin-api.md), without listen(): routes only decode,
  * validate and authenticate, then call an operation; one error handler maps every failure to a status.
  */
 export function createApp(deps: AdminAppDeps): express.Express {

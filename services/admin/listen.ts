@@ -16,7 +16,7 @@ export function listen(app: Express, host: string, port: number): Promise<Server
   });
 }
 
-/** router-spec §1: the API must stay inside a trusted network; loopback is the only address that guarantees it. */
+/** docs/admin-api.md: the API must stay inside a trusted network; loopback is the only address that guarantees it. */
 export function isLoopbackHost(host: string): boolean {
   const bare = host.replace(/^\[|\]$/g, "").toLowerCase();
   if (bare === "localhost" || bare === "::1") {

@@ -1,5 +1,5 @@
 import { runService } from "../../shared/process/run-service";
 import { startAdmin } from "./start-admin";
 
-/** The admin API process (router-spec §4): one per router; see start-admin.ts. */
+/** The admin API process (docs/admin-api.md): one per router; see start-admin.ts. */
 void runService({ service: "admin", start: startAdmin });

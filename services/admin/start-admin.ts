@@ -77,7 +77,7 @@ export async function startAdmin({ config, logger, observe }: ServiceContext): P
   logger.info("admin API listening", { at: "admin.listen", host: config.host, port: config.port, signerAddress });
   if (!isLoopbackHost(config.host)) {
     logger.warn(
-      "ADMIN API IS BOUND TO A NON-LOOPBACK ADDRESS: it must never be reachable from the internet (router-spec §1); " +
+      "ADMIN API IS BOUND TO A NON-LOOPBACK ADDRESS: it must never be reachable from the internet (docs/admin-api.md); " +
         "bind host 127.0.0.1 or keep it strictly inside a private network",
       { at: "admin.listen", host: config.host, port: config.port },
     );

@@ -8,7 +8,7 @@ import type { RouterSigner } from "../../shared/signer/router-signer";
 import type { PricedMethod } from "../../shared/protocol/gas-fee";
 import type { TransferStore } from "../../shared/transfers/transfer-store";
 
-/** A gas-consuming TransactionManager method the router prices (PROTOCOL.md §2.4). */
+/** A gas-consuming TransactionManager method the router prices (docs/protocol.md#gas-fee). */
 export type { PricedMethod };
 
 export interface GasFeeParams {

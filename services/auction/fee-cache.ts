@@ -62,7 +62,7 @@ interface FeeMemo {
 }
 
 /**
- * PROTOCOL.md §2.4 from the caches: oracle prices (fee 0 when the chosen chain has no oracle), the chain's
+ * docs/protocol.md#gas-fee from the caches: oracle prices (fee 0 when the chosen chain has no oracle), the chain's
  * gas price (fee cap), the built-in gas limits, and Optimism's L1 term priced with chain 1's gas price.
  * `undefined` when any value it needs is missing or too old. The refreshers replace a cache entry on each
  * read, so a fee computed from the same entries is reused (two per bid, the same until the next refresh).

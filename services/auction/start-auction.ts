@@ -82,8 +82,8 @@ export interface RunningAuction {
  * reservations, transfer records), producer queues for the relay handler, one provider and cache refresher per
  * chain whose prices the gas fee needs, and messaging. Caches are warmed before the first request is served.
  * Every instance of one router joins the queue group `auction-<signer>`, so NATS hands each request to
- * exactly one of them (PROTOCOL.md weak point 19); auction requests are also claimed in Redis and watched by every
- * instance, so one whose instance dies mid-request is taken over (claimed-delivery.ts).
+ * exactly one of them (docs/protocol.md#deviation-queue-groups); auction requests are also claimed in Redis and watched
+ * by every instance, so one whose instance dies mid-request is taken over (claimed-delivery.ts).
  */
 export async function startAuction(params: StartAuctionParams): Promise<RunningAuction> {
   const { config, logger } = params;
@@ -174,7 +174,7 @@ export async function startAuction(params: StartAuctionParams): Promise<RunningA
   };
 }
 
-/** The process's NATS connection, logged in at the auth server with the signer (§1.3). */
+/** The process's NATS connection, logged in at the auth server with the signer (docs/protocol.md#login). */
 function connectAuctionMessaging(
   config: RouterConfig,
   signer: RouterSigner,

@@ -6,7 +6,7 @@ import { authMessage } from "../../shared/messaging/auth-message";
 import type { Logger } from "../../shared/logging/create-logger";
 
 /**
- * A local stand-in for the Connext auth server (PROTOCOL.md §1.3), for `network: local` only. Same
+ * A local stand-in for the Connext auth server (docs/protocol.md#login), for `network: local` only. Same
  * routes, bodies and error texts, so the router's and the real SDK's login code run unchanged against
  * it. Tokens are opaque random strings, not RS256 JWTs: the local nats-server runs without auth and never
  * looks at them; `verifyToken` is there for anything local that wants to check one.

@@ -65,7 +65,7 @@ export interface PlanSenderParams {
   readonly receiving?: ReceivingView;
 }
 
-/** A record on this chain whose sending chain this is (PROTOCOL.md §3.3–3.6 through decideAction). */
+/** A record on this chain whose sending chain this is (docs/protocol.md#transfer-states through decideAction). */
 export function planSenderSide(ctx: PlanContext, p: PlanSenderParams): Plan {
   const { sender, receiver, nowSec } = p;
   const confirmations = chainOf(ctx, ctx.chainId).confirmations;

@@ -61,7 +61,7 @@ export interface PollerOptions {
   readonly balanceEveryTicks?: number;
   readonly balanceMaxIntervalMs?: number;
   readonly receivingStaleMs?: number;
-  /** Accepted deviation of the locked amount from the bid, percent (§3.5 step 4). */
+  /** Accepted deviation of the locked amount from the bid, percent (docs/protocol.md#receiving-prepare, step 6). */
   readonly tolerancePercent?: number;
   readonly subgraphTimeoutMs?: number;
   /** The signer's address; read from the config's signer (mnemonic or remote) by default. */

@@ -382,7 +382,7 @@ async function parkClaim(p: FailureParams, token: string, code: string): Promise
 }
 
 /**
- * The one place a refused receiving prepare turns into a refund (§3.4 SenderPrepared, step 4): a cancel-sender
+ * The one place a refused receiving prepare turns into a refund (docs/protocol.md#transfer-actions): a cancel-sender
  * job on the sending chain's queue under the transfer's deterministic id, so it is enqueued at most once.
  * Safe by construction: that job re-checks every sender-cancel rule on chain before it sends. A failure to
  * enqueue is logged, not thrown: the transfer still ends in a refund at the sender's expiry.

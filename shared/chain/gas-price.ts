@@ -20,7 +20,7 @@ export interface GasPriceDeps {
 }
 
 /**
- * The price for a new transaction (PROTOCOL.md §10.3, minus the original's unbounded trust in stations):
+ * The price for a new transaction (docs/protocol.md#gas-price, minus the original's unbounded trust in stations):
  * 1. configured gas stations in order, `{fast: gwei}` (legacy) or Polygon's `{fast: {maxFee, maxPriorityFee}}`;
  * 2. the provider: EIP-1559 fields when the latest block has a base fee, else the legacy gas price;
  * 3. `defaultInitialGasPrice` (legacy).

@@ -2,7 +2,7 @@ import { contractInterface } from "./contracts";
 import type { ChainProvider } from "./chain-provider";
 
 /**
- * `ConnextPriceOracle.getTokenPrice(address)` at `oracle` (PROTOCOL.md §2.4): USD × 1e18 per whole token, 0 when
+ * `ConnextPriceOracle.getTokenPrice(address)` at `oracle` (docs/protocol.md#price-sources): USD × 1e18 per whole token, 0 when
  * the oracle knows no price. The one oracle read: the auction's refreshers and the submitter's relay check share it.
  */
 export async function readOraclePrice(

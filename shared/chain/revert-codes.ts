@@ -1,6 +1,6 @@
 /**
- * NXTP v0 revert strings (`require(..., "#RL:008")`, PROTOCOL.md §3.8, checked against the contract sources
- * of @connext/nxtp-contracts 0.1.42) → a stable reason name. The one table the router decodes reverts with:
+ * NXTP v0 revert strings (`require(..., "#RL:008")`, docs/protocol.md#revert-codes, checked against the contract
+ * sources of @connext/nxtp-contracts 0.1.42) → a stable reason name. The one table the router decodes reverts with:
  * callers compare `TransactionRevertedError.reason`, never the revert text.
  */
 export const REVERT_REASONS: Readonly<Record<string, string>> = {

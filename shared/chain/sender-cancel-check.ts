@@ -24,7 +24,7 @@ export type SenderCancelRefusal =
   | "receiver-being-prepared"
   /** The receiving chain is not configured; allowed only after the sender's expiry (`retryAtSec`). */
   | "receiver-unverifiable"
-  /** §3.6 rule 2: the sending prepare is less than 780 s old (`retryAtSec`). */
+  /** docs/protocol.md#cancel-rules: the sending prepare is less than 780 s old (`retryAtSec`). */
   | "sender-too-new";
 
 export type SenderCancelVerdict =
@@ -57,9 +57,9 @@ export interface CheckSenderCancelOnChainParams {
 }
 
 /**
- * The §3.6 sender-cancel rules against the chains themselves (not a subgraph), for every sender cancel the
- * router makes without `force`: the admin route checks before it enqueues, the submitter again right before
- * it sends. The rules proper are `checkSenderCancel` (shared/protocol/decide.ts); this supplies its inputs:
+ * The sender-cancel rules (docs/protocol.md#cancel-rules) against the chains themselves (not a subgraph), for every
+ * sender cancel the router makes without `force`: the admin route checks before it enqueues, the submitter again right
+ * before it sends. The rules proper are `checkSenderCancel` (shared/protocol/decide.ts); this supplies its inputs:
  * - the receiving side from `inspectReceivingSide` (an unexplained one refuses);
  * - a receiving side not on chain is only trusted when no prepare-receiver can still land (a job that can
  *   still run, or a transaction record that is not final), as long as the contract would still accept one;

@@ -54,7 +54,7 @@ export class ReceiverUnverifiableError extends RouterError {
   readonly retriable = true;
 }
 
-/** §3.6 rule 2: before the sender's expiry the sending prepare must be 780 s old (`retryAtMs`). */
+/** docs/protocol.md#cancel-rules: before the sender's expiry the sending prepare must be 780 s old (`retryAtMs`). */
 export class SenderTooNewError extends RouterError {
   readonly code = "SENDER_TOO_NEW";
   readonly retriable = true;

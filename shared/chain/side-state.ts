@@ -13,7 +13,7 @@ export interface SideState {
 }
 
 /**
- * §3.7 sanitation check of one side of `txData` on the chain behind `provider`, with the chain's time: the
+ * docs/protocol.md#sanitation-check of one side of `txData` on the chain behind `provider`, with the chain's time: the
  * stored `variantTransactionData(invariantDigest)` against `txData`'s own (amount, expiry, preparedBlockNumber).
  * Used by the submitter before it acts and by the auction before it relays a side its poller has not stored yet.
  * `variantAt` reads the variant at another block tag ("pending": what the node's mempool will do to it); the

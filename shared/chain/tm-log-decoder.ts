@@ -5,7 +5,7 @@ import { toSafeNumber } from "../protocol/values";
 import { contractInterface } from "./contracts";
 
 /**
- * The one decoder of TransactionManager logs (PROTOCOL.md §4.2): the three transfer events and the two
+ * The one decoder of TransactionManager logs (docs/protocol.md#tm-events): the three transfer events and the two
  * liquidity events the router reads. Everything that reads these logs (the poller's log source and its
  * reconcile lookup, the sender-cancel safety check, the admin, the test subgraph, scripts) decodes here.
  *
@@ -201,7 +201,10 @@ function decodeArgs(kind: TmEventKind, args: Result, position: TmLogPosition): T
   }
 }
 
-/** The JSON shape of §1.7: checksummed addresses, lower-case hashes, decimal amount, numbers for the rest. */
+/**
+ * The JSON shape (docs/protocol.md#payloads): checksummed addresses, lower-case hashes, decimal amount, numbers for the
+ * rest.
+ */
 function toTransactionData(r: Result): TransactionData {
   const address = (field: string): string => getAddress(String(r.getValue(field)));
   const num = (field: string): number => toSafeNumber(r.getValue(field) as bigint, field);

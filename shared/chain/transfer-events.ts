@@ -17,8 +17,8 @@ import {
 } from "./tm-log-decoder";
 
 /**
- * TransactionManager transfer events (§4.2), read from logs filtered by all three indexed topics (user,
- * router, transactionId), and what they tell about one side of a transfer. Used where the router must know
+ * TransactionManager transfer events (docs/protocol.md#tm-events), read from logs filtered by all three indexed topics
+ * (user, router, transactionId), and what they tell about one side of a transfer. Used where the router must know
  * a side's state on chain rather than from a subgraph or the poller: the sender-cancel safety check and the
  * admin's lookup of a sending-side transaction.
  */

@@ -1,6 +1,6 @@
 import type { Network } from "./types";
 
-/** Messaging endpoints per network (PROTOCOL.md §1.2); `local` points at loopback. */
+/** Messaging endpoints per network (docs/protocol.md#endpoints); `local` points at loopback. */
 export const MESSAGING_DEFAULTS: Readonly<Record<Network, { messagingUrl: string; authUrl: string }>> = {
   mainnet: {
     messagingUrl:
@@ -24,7 +24,7 @@ export const DEFAULT_REPLICA_ACK_TIMEOUT_MS = 1_000;
 export const DEFAULT_MIN_GAS_WEI = "100000000000000000";
 export const DEFAULT_RELAYER_FEE_THRESHOLD_PERCENT = 10;
 export const MIN_SUBGRAPH_SYNC_BUFFER_BLOCKS = 25;
-/** The original txservice's defaults (PROTOCOL.md §7.3, §10.5): 1500 gwei ceiling, +20 % per bump, 90 s. */
+/** The original txservice's defaults (docs/protocol.md#gas-price): 1500 gwei ceiling, +20 % per bump, 90 s. */
 export const DEFAULT_GAS_PRICE_MAXIMUM_WEI = "1500000000000";
 export const DEFAULT_GAS_BUMP_PERCENT = 20;
 export const DEFAULT_MAX_GAS_BUMPS = 5;
@@ -33,7 +33,7 @@ export const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
 
 /**
  * Recommended confirmations per chain: the connext/chaindata snapshot the original shipped with
- * (PROTOCOL.md §3.9). Local development chains need one: anvil mines on demand and no re-org happens.
+ * (docs/protocol.md#confirmations). Local development chains need one: anvil mines on demand and no re-org happens.
  */
 const RECOMMENDED_CONFIRMATIONS: Readonly<Record<number, number>> = {
   1: 7,

@@ -304,7 +304,10 @@ function buildChains(
   return out;
 }
 
-/** router-spec §2.1: gas reimbursement prices are read on chain 1, so it needs a provider even with no pool there. */
+/**
+ * docs/config.md (top-level keys): gas reimbursement prices are read on chain 1, so it needs a provider even with no
+ * pool there.
+ */
 function checkChainOne(chains: Record<string, ChainConfig>, problems: string[]): void {
   if (!problems.some((p) => p.startsWith("chainConfig.1.")) && !chains["1"]) {
     problems.push(

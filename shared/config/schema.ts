@@ -4,7 +4,7 @@ import { LOG_LEVELS } from "../logging/create-logger";
 import { DEFAULT_REDIS_PREFIX } from "./defaults";
 
 /**
- * The config file's shape (router-spec §2.1–§2.3, plus the keys docs/config.md adds). Cross-key rules that
+ * The config file's shape (docs/config.md: top-level keys, chain object, swap pools). Cross-key rules that
  * need more than one value (signer source, chain 1, pool chains, contract defaults) live in load-config.ts.
  * No message may echo a value: the file holds secrets. Joi's pattern messages do, so every pattern here
  * carries its own message.

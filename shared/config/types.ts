@@ -2,7 +2,7 @@ import type { LogLevel } from "../logging/create-logger";
 
 export type Network = "mainnet" | "testnet" | "local";
 
-/** One chain of `chainConfig` after defaults (router-spec §2.2 plus the keys we add, docs/config.md). */
+/** One chain of `chainConfig` after defaults (docs/config.md, chain object, with the keys we add). */
 export interface ChainConfig {
   readonly chainId: number;
   readonly providers: readonly string[];
@@ -87,7 +87,9 @@ export interface RedisReplication {
 export interface SwapPoolAsset {
   readonly assetId: string;
   readonly chainId: number;
-  /** The same asset's address on chain 1: the auction prices it with chain 1's oracle (PROTOCOL.md §2.4). */
+  /**
+   * The same asset's address on chain 1: the auction prices it with chain 1's oracle (docs/protocol.md#price-sources).
+   */
   readonly mainnetEquivalent?: string;
 }
 
@@ -107,7 +109,7 @@ export interface RouterConfig {
   readonly port: number;
   readonly host: string;
   readonly network: Network;
-  /** Milliseconds (router-spec §2.1). */
+  /** Milliseconds (docs/config.md, top-level keys). */
   readonly requestLimit: number;
   readonly cleanUpMode: boolean;
   readonly diagnosticMode: boolean;

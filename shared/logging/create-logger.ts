@@ -2,7 +2,7 @@ import { Writable } from "node:stream";
 import winston from "winston";
 import { createRedactor } from "./redact";
 
-/** The spec's log levels (router-spec §2.1); winston's own set has no `fatal` or `trace`. */
+/** The spec's log levels (docs/config.md, `logLevel`); winston's own set has no `fatal` or `trace`. */
 export const LOG_LEVELS = { fatal: 0, error: 1, warn: 2, info: 3, debug: 4, trace: 5 } as const;
 export type LogLevel = keyof typeof LOG_LEVELS | "silent";
 

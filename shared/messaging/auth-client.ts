@@ -20,7 +20,7 @@ export interface FetchMessagingTokenParams {
 }
 
 /**
- * The §1.3 flow: GET the nonce for our checksummed address, personal_sign prefix + nonce, POST the
+ * The docs/protocol.md#login flow: GET the nonce for our checksummed address, personal_sign prefix + nonce, POST the
  * signature, receive the bearer token. Both bodies may be plain text (Connext's server) or a JSON
  * string (stubs, the SDK's axios accepts both). Throws MessagingAuthError naming the step.
  */

@@ -1,5 +1,5 @@
 /**
- * The text a messaging signer personal_signs to get a token (PROTOCOL.md §1.3). Byte-exact: the second
+ * The text a messaging signer personal_signs to get a token (docs/protocol.md#login). Byte-exact: the second
  * line is two spaces, and the prefix ends with ": " so the nonce follows directly. The Connext auth server
  * recovers the signer from exactly this string; one changed byte and every login fails.
  */

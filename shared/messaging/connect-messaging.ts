@@ -44,8 +44,8 @@ export interface ConnectMessagingParams {
 }
 
 /**
- * Logs in at the auth server (§1.3), connects to NATS with the token as the CONNECT `jwt`, and returns a
- * `Messaging`. The client reconnects forever; every disconnect triggers a fresh login whose token the
+ * Logs in at the auth server (docs/protocol.md#login), connects to NATS with the token as the CONNECT `jwt`, and
+ * returns a `Messaging`. The client reconnects forever; every disconnect triggers a fresh login whose token the
  * (synchronous) authenticator hands to the next CONNECT. Rejects with MessagingAuthError when the first
  * login fails and with MessagingUnavailableError when no server accepts the first connection.
  */
@@ -134,7 +134,10 @@ function dial(
   });
 }
 
-/** `config.messagingUrl` is a comma-separated list (§1.1: the original passed it whole, as one server). */
+/**
+ * `config.messagingUrl` is a comma-separated list (docs/protocol.md#endpoints: the original passed it whole, as one
+ * server).
+ */
 export function splitServers(servers: string | readonly string[]): string[] {
   const list = (typeof servers === "string" ? servers.split(",") : [...servers])
     .map((s) => s.trim())

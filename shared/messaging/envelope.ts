@@ -2,8 +2,8 @@ import { InvalidEnvelopeError } from "./errors";
 import type { NxtpErrorJson } from "./types";
 
 /**
- * The §1.4 message envelope: `{responseInbox, data, version, error}` as JSON text. Encoding matches the
- * original byte for byte in key order and its undefined → null replacer; parsing is defensive, because
+ * The message envelope (docs/protocol.md#envelope): `{responseInbox, data, version, error}` as JSON text. Encoding
+ * matches the original byte for byte in key order and its undefined → null replacer; parsing is defensive, because
  * anyone on the network can publish to the subjects a router serves.
  */
 export const ENVELOPE_VERSION = "0.0.1";
@@ -90,7 +90,7 @@ function needsReplacer(value: unknown, depth: number): boolean {
   return false;
 }
 
-/** Accepts any version whose major part (text before the first ".") is "0" (§1.4). */
+/** Accepts any version whose major part (text before the first ".") is "0" (docs/protocol.md#envelope). */
 export function isSupportedVersion(version: string): boolean {
   const dot = version.indexOf(".");
   return (dot === -1 ? version : version.slice(0, dot)) === "0";

@@ -5,8 +5,8 @@ export type EnvelopeRejectReason =
   "too_large" | "not_utf8_json" | "not_object" | "bad_version" | "bad_inbox" | "bad_error" | "bad_subject";
 
 /**
- * A message body that is not a usable §1.4 envelope. Not retriable: the same bytes fail the same way.
- * The message text is fixed per reason (details live in `context`) so log throttling can group repeats.
+ * A message body that is not a usable envelope (docs/protocol.md#envelope). Not retriable: the same bytes fail the same
+ * way. The message text is fixed per reason (details live in `context`) so log throttling can group repeats.
  */
 export class InvalidEnvelopeError extends RouterError {
   readonly code: string;
@@ -34,8 +34,8 @@ export class InvalidSubjectError extends RouterError {
 export type AuthStep = "nonce" | "sign" | "token";
 
 /**
- * The §1.3 auth flow failed at `step` (HTTP status in context when there was one). Retriable: auth servers
- * restart and networks blip. Never carries the token: the failing step is the one that did not produce it.
+ * The auth flow (docs/protocol.md#login) failed at `step` (HTTP status in context when there was one). Retriable: auth
+ * servers restart and networks blip. Never carries the token: the failing step is the one that did not produce it.
  */
 export class MessagingAuthError extends RouterError {
   readonly code = "MESSAGING_AUTH_FAILED";

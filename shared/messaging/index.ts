@@ -27,7 +27,7 @@ export * from "./subjects";
 
 /**
  * Where a router connects, from the loaded config (load-config already applied the per-network defaults
- * of §1.2 and the env overrides): the server list split, the auth URL as is.
+ * of docs/protocol.md#endpoints and the env overrides): the server list split, the auth URL as is.
  */
 export function messagingEndpoints(config: Pick<RouterConfig, "messagingUrl" | "authUrl">): {
   servers: string[];

@@ -3,7 +3,7 @@ import { InvalidSubjectError } from "./errors";
 import type { MessagingTopic } from "./types";
 
 /**
- * Subjects of PROTOCOL.md §1.5: `<to>.<from>.<topic>.request|response`, addresses checksummed. The auth
+ * Subjects of docs/protocol.md#subjects: `<to>.<from>.<topic>.request|response`, addresses checksummed. The auth
  * server only lets a client publish where token 1 is its own address, so token 1 names the publisher.
  */
 export type SubjectKind = "request" | "response";

@@ -1,5 +1,5 @@
 /**
- * The messaging contract every messaging user shares (PROTOCOL.md §1). Nothing NATS-specific appears here:
+ * The messaging contract every messaging user shares (docs/protocol.md#messaging). Nothing NATS-specific appears here:
  * the auction logic sees requests and answers them, the transport lives behind `Messaging`.
  */
 export type MessagingTopic = "auction" | "metatx" | "status";

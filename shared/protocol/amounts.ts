@@ -2,11 +2,11 @@ import { ProtocolInputError } from "./errors";
 import { AuctionBid } from "./types";
 import { parseUint } from "./values";
 
-/** The original's fixed router fee of 0.05 % (§2.3), as an exact ratio. */
+/** The original's fixed router fee of 0.05 % (docs/protocol.md#router-fee), as an exact ratio. */
 export const ROUTER_FEE_NUMERATOR = 9995n;
 export const ROUTER_FEE_DENOMINATOR = 10000n;
 
-/** The original's `allowedTolerance` default (§3.5 step 4), in percent. */
+/** The original's `allowedTolerance` default (docs/protocol.md#receiving-prepare, step 6), in percent. */
 export const DEFAULT_TOLERANCE_PERCENT = 10;
 
 export interface AmountAfterRouterFeeParams {
@@ -17,8 +17,9 @@ export interface AmountAfterRouterFeeParams {
 }
 
 /**
- * §2.3: convert decimals (truncating), then keep 9995/10000 of it (truncating). The swap rate is the
- * constant 1 of the original. The auction subtracts the gas fee of §2.4 from this to get `amountReceived`.
+ * docs/protocol.md#router-fee: convert decimals (truncating), then keep 9995/10000 of it (truncating). The swap rate is
+ * the constant 1 of the original. The auction subtracts the gas fee (docs/protocol.md#gas-fee) from this to get
+ * `amountReceived`.
  */
 export function amountAfterRouterFee(params: AmountAfterRouterFeeParams): bigint {
   const { amount, inputDecimals, outputDecimals } = params;
@@ -39,8 +40,8 @@ export interface ToleranceParams {
 }
 
 /**
- * §3.5 step 4: `floor(expected*(100-t)/100) <= actual <= floor(expected*(100+t)/100)`, with `t` the floored
- * tolerance. Both bounds inclusive, as in the original.
+ * docs/protocol.md#receiving-prepare step 6: `floor(expected*(100-t)/100) <= actual <= floor(expected*(100+t)/100)`,
+ * with `t` the floored tolerance. Both bounds inclusive, as in the original.
  */
 export function isWithinTolerance(params: ToleranceParams): boolean {
   const t = BigInt(toleranceOf(params.tolerancePercent));

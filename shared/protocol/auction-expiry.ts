@@ -23,7 +23,7 @@ export interface AuctionExpiryParams {
 }
 
 /**
- * §2.1 step 6 (AuctionExpired: `expiry <= now + 300`), plus the window the receiving prepare will require
+ * docs/protocol.md#expiry (AuctionExpired: `expiry <= now + 300`), plus the window the receiving prepare will require
  * (verify-sender.ts, expiry.ts): `receiverExpiry = expiry − 1 d` must lie strictly inside (t + 1 d, t + 7 d)
  * at the prepare time t. t lies in [now, now + BID_EXPIRY_SEC + PREPARE_DELAY_MARGIN_SEC], so the bid is made
  * only when that holds for every such t:

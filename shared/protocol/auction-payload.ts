@@ -2,9 +2,9 @@ import { AuctionRefusal, refusal } from "./auction-refusal";
 import { AuctionPayload } from "./types";
 
 /**
- * Strict validation of `auction.request` data (§1.7), closing the original's gaps: every field is required
- * with its exact JSON type, hex values must be well-formed, and the amount must be a uint256 in decimal
- * digits. Extra fields are allowed and ignored (as in the original); the returned payload holds only the
+ * Strict validation of `auction.request` data (docs/protocol.md#auction-request), closing the original's gaps: every
+ * field is required with its exact JSON type, hex values must be well-formed, and the amount must be a uint256 in
+ * decimal digits. Extra fields are allowed and ignored (as in the original); the returned payload holds only the
  * known fields, with values exactly as received (address case included: the bid copies them).
  */
 

@@ -6,7 +6,7 @@ export interface AuctionQuoteParams {
   readonly amount: bigint;
   readonly inputDecimals: number;
   readonly outputDecimals: number;
-  /** §2.4 `gasFeeInReceivingToken`, receiving-asset units. */
+  /** docs/protocol.md#gas-fee `gasFeeInReceivingToken`, receiving-asset units. */
   readonly gasFee: bigint;
 }
 
@@ -17,9 +17,9 @@ export interface AuctionQuote {
 }
 
 /**
- * §2.3 then §2.4: decimal conversion and router fee, minus the gas fee. A quote of zero is refused like a
- * gas fee above the amount (NotEnoughAmount): the receiving prepare refuses a zero amount
- * (verify-sender.ts `receiver-amount-zero`), so the router never signs one.
+ * docs/protocol.md#router-fee then docs/protocol.md#gas-fee: decimal conversion and router fee, minus the gas fee. A
+ * quote of zero is refused like a gas fee above the amount (NotEnoughAmount): the receiving prepare refuses a zero
+ * amount (verify-sender.ts `receiver-amount-zero`), so the router never signs one.
  */
 export function quoteAuction(params: AuctionQuoteParams): AuctionQuote | AuctionRefusal {
   const afterFee = amountAfterRouterFee({

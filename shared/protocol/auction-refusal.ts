@@ -1,9 +1,10 @@
 /**
- * Why the auction gives no bid. The router answers only with a bid (§1.6): a refusal is logged once, with
- * its code, and never published. The first group are the original's names (§2.2); the rest are ours.
+ * Why the auction gives no bid. The router answers only with a bid (docs/protocol.md#replies): a refusal is logged
+ * once, with its code, and never published. The first group are the original's names
+ * (docs/protocol.md#auction-refusals); the rest are ours.
  */
 export type AuctionRefusalCode =
-  // §2.2
+  // the original's names (docs/protocol.md#auction-refusals)
   | "ParamsInvalid"
   | "ZeroValueBid"
   | "SwapInvalid"

@@ -2,8 +2,8 @@ import { ProtocolInputError } from "./errors";
 import { AuctionBid } from "./types";
 
 /**
- * The §2.7 encoding written directly as hex, for the auction's hot path: the bid tuple has a fixed layout
- * (an offset word, 18 head words, then the `bytes` tail), so no ABI coder, no per-field objects and no
+ * The docs/protocol.md#bid-encoding encoding written directly as hex, for the auction's hot path: the bid tuple has a
+ * fixed layout (an offset word, 18 head words, then the `bytes` tail), so no ABI coder, no per-field objects and no
  * checksum work is needed. Same output as `encodeBid` in bid.ts (cross-checked in the unit tests).
  * Inputs must already be validated (auction-payload.ts); anything malformed still throws here rather than
  * producing bytes that would not decode.

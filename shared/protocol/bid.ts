@@ -4,7 +4,10 @@ import { BidDecodeError } from "./errors";
 import { AuctionBid } from "./types";
 import { abiAddress, abiBytes, abiBytes32, parseUint, toSafeNumber } from "./values";
 
-/** §2.7: one tuple, dynamic because of `bytes encryptedCallData`, so the encoding starts with an offset word. */
+/**
+ * docs/protocol.md#bid-encoding: one tuple, dynamic because of `bytes encryptedCallData`, so the encoding starts with
+ * an offset word.
+ */
 export const AUCTION_BID_ABI_TYPE =
   "tuple(address user, address router, address initiator, uint256 sendingChainId, address sendingAssetId, " +
   "uint256 amount, uint256 receivingChainId, address receivingAssetId, uint256 amountReceived, " +
@@ -85,8 +88,8 @@ export function decodeBid(encodedBid: string): AuctionBid {
 }
 
 /**
- * §2.7: EIP-191 personal_sign over the 32 raw bytes of the bid hash, by the router signer (also in
- * router-contract mode). A v of 0/1 is rewritten to 27/28.
+ * docs/protocol.md#bid-signature: EIP-191 personal_sign over the 32 raw bytes of the bid hash, by the router signer
+ * (also in router-contract mode). A v of 0/1 is rewritten to 27/28.
  */
 export async function signBid(signer: RouterSigner, bid: AuctionBid): Promise<string> {
   const signature = await signer.signMessage(getBytes(hashBid(bid)));

@@ -4,8 +4,8 @@ import { TransferRecord } from "./types";
 import { sameHex } from "./values";
 
 /**
- * The router's derived cross-chain states (§3.3), plus `ReceiverPrepared` (receiver live: nothing to do yet)
- * and `Completed` (both sides settled).
+ * The router's derived cross-chain states (docs/protocol.md#transfer-states), plus `ReceiverPrepared` (receiver live:
+ * nothing to do yet) and `Completed` (both sides settled).
  */
 export type DerivedState =
   | "SenderExpired"
@@ -19,7 +19,7 @@ export type DerivedState =
 
 export type SenderCancelReason = "sender-expired" | "receiver-cancelled" | "receiver-not-configured";
 
-/** Why the §3.6 sender-cancel rules refuse a cancel of the sending side. */
+/** Why the sender-cancel rules (docs/protocol.md#cancel-rules) refuse a cancel of the sending side. */
 export type SenderCancelRefusal =
   | "sender-not-prepared"
   | "receiver-fulfilled"
@@ -63,8 +63,8 @@ export interface CheckSenderCancelParams {
 export type CheckSenderCancelResult = { ok: true } | { ok: false; reason: SenderCancelRefusal };
 
 /**
- * §3.6 sender-side cancel rules, stricter than the original. Every sender cancel goes through this, from
- * the lifecycle, from a refused prepare (`verifySenderPrepare` cancellable) or from the admin API.
+ * docs/protocol.md#cancel-rules: sender-side cancel rules, stricter than the original. Every sender cancel goes through
+ * this, from the lifecycle, from a refused prepare (`verifySenderPrepare` cancellable) or from the admin API.
  * - Never while a receiving side exists that is not Cancelled: a Fulfilled receiver means the user was paid
  *   and the sending side is the router's claim; a Prepared receiver can still be fulfilled (live), or, once
  *   expired, must be cancelled first and seen Cancelled (the original allowed the sender cancel as soon as
@@ -103,9 +103,9 @@ export interface DecideActionParams {
   sender?: TransferRecord;
   receiver?: TransferRecord;
   nowSec: number;
-  /** The sending prepare has the sending chain's confirmations (§3.4 SenderPrepared). */
+  /** The sending prepare has the sending chain's confirmations (docs/protocol.md#transfer-actions). */
   sendingConfirmationsSeen: boolean;
-  /** The receiving fulfill or cancel has the receiving chain's confirmations (§3.4). */
+  /** The receiving fulfill or cancel has the receiving chain's confirmations (docs/protocol.md#transfer-actions). */
   receivingConfirmationsSeen: boolean;
   /** Block timestamp of the sending prepare; defaults to `sender.preparedTimestamp`. */
   senderPreparedAtSec?: number;
@@ -114,9 +114,10 @@ export interface DecideActionParams {
 }
 
 /**
- * The lifecycle decision for one transfer (§3.3–§3.6), pure. Deviations from the original, on purpose:
- * - Receiver Fulfilled wins over SenderExpired (weak point 5). While the sending side is live the router
- *   fulfills it. Once it is expired the contract refuses the fulfill (#F:020) and anyone may cancel it; the
+ * The lifecycle decision for one transfer (docs/protocol.md#transfer-states), pure. Deviations from the original, on
+ * purpose:
+ * - Receiver Fulfilled wins over SenderExpired (docs/protocol.md#deviation-claim-first). While the sending side is live
+ *   the router fulfills it. Once it is expired the contract refuses the fulfill (#F:020) and anyone may cancel it; the
  *   router must not cancel its own claim away (the user was already paid), so it waits and alerts.
  * - A receiving side that is Prepared and expired is cancelled first, whatever the sending side's state;
  *   the sending side is cancelled only once the receiving cancel is seen (`checkSenderCancel`).

@@ -3,8 +3,8 @@ import { InvariantTransactionData, TransactionData } from "./types";
 import { abiAddress, abiBytes32, parseUint } from "./values";
 
 /**
- * §4.1 struct order of InvariantTransactionData. It differs from the JSON order (receivingAddress before
- * callTo) and from TransactionData (callDataHash and transactionId after the chain ids here).
+ * docs/protocol.md#structs: struct order of InvariantTransactionData. It differs from the JSON order (receivingAddress
+ * before callTo) and from TransactionData (callDataHash and transactionId after the chain ids here).
  */
 export const INVARIANT_TRANSACTION_DATA_ABI_TYPE =
   "tuple(address receivingChainTxManagerAddress, address user, address router, address initiator, " +
@@ -77,7 +77,7 @@ export function variantDigest(variant: VariantLike): string {
   return keccak256(coder.encode([VARIANT_TRANSACTION_DATA_ABI_TYPE], [tuple]));
 }
 
-/** `variantDigest(0, 0, 0)` (§4.1). Not the "never prepared" value: that is the zero word. */
+/** `variantDigest(0, 0, 0)` (docs/protocol.md#structs). Not the "never prepared" value: that is the zero word. */
 export const EMPTY_VARIANT_DIGEST = variantDigest({ amount: 0n, expiry: 0n, preparedBlockNumber: 0n });
 
 /** The value stored once a side is fulfilled or cancelled: the same amount and expiry, block number 0. */
@@ -88,7 +88,7 @@ export function completedVariantDigest(amount: bigint | string, expiry: bigint |
 export type VariantClassification = "not-prepared" | "prepared-matching" | "completed" | "mismatch";
 
 /**
- * §3.7 sanitation check as a pure function: `actual` is `variantTransactionData(invariantDigest)` read on
+ * docs/protocol.md#sanitation-check as a pure function: `actual` is `variantTransactionData(invariantDigest)` read on
  * the target chain, `expected` the variant the router is about to act on.
  * - `not-prepared`: the zero word. A prepare may go ahead; a fulfill or cancel must not.
  * - `prepared-matching`: prepared with exactly this data. A fulfill or cancel may go ahead; a prepare must not.

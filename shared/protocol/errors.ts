@@ -11,8 +11,8 @@ export class ProtocolInputError extends RouterError {
 }
 
 /**
- * `encodedBid` is not the ABI encoding of an AuctionBid (§2.7): wrong layout, a number too large for its
- * JSON type, or a non-canonical encoding. Not retriable: the bytes are on chain and will not change.
+ * `encodedBid` is not the ABI encoding of an AuctionBid (docs/protocol.md#bid-encoding): wrong layout, a number too
+ * large for its JSON type, or a non-canonical encoding. Not retriable: the bytes are on chain and will not change.
  */
 export class BidDecodeError extends RouterError {
   readonly code = "BID_DECODE_FAILED";

@@ -3,24 +3,30 @@
  * clock.
  */
 
-/** TransactionManager `MIN_TIMEOUT` / `MAX_TIMEOUT` (§4.1): bounds of `expiry - block.timestamp` at prepare. */
+/**
+ * TransactionManager `MIN_TIMEOUT` / `MAX_TIMEOUT` (docs/protocol.md#structs): bounds of `expiry - block.timestamp` at
+ * prepare.
+ */
 export const MIN_TIMEOUT_SEC = 86400;
 export const MAX_TIMEOUT_SEC = 30 * 86400;
 
-/** The receiving side expires this much earlier than the sending side (§3.5 step 9): the router's window to claim. */
+/**
+ * The receiving side expires this much earlier than the sending side (docs/protocol.md#expiry): the router's window to
+ * claim.
+ */
 export const RECEIVER_EXPIRY_OFFSET_SEC = 86400;
 
-/** §3.5 step 9: the receiving expiry must be strictly between now + 1 d and now + 7 d. */
+/** docs/protocol.md#expiry: the receiving expiry must be strictly between now + 1 d and now + 7 d. */
 export const RECEIVER_EXPIRY_MIN_WINDOW_SEC = 86400;
 export const RECEIVER_EXPIRY_MAX_WINDOW_SEC = 7 * 86400;
 
-/** §2.1 step 6: the auction refuses a request whose `expiry <= now + 300`. */
+/** docs/protocol.md#expiry: the auction refuses a request whose `expiry <= now + 300`. */
 export const AUCTION_EXPIRY_BUFFER_SEC = 300;
 
-/** A bid is valid this long after the auction (`bidExpiry = now + 300`, §1.7). */
+/** A bid is valid this long after the auction (`bidExpiry = now + 300`, docs/protocol.md#auction-response). */
 export const BID_EXPIRY_SEC = 300;
 
-/** §3.6 rule 2: a sender cancel before expiry waits this long after the prepare block. */
+/** docs/protocol.md#cancel-rules: a sender cancel before expiry waits this long after the prepare block. */
 export const SENDER_PREPARE_BUFFER_SEC = 780;
 
 export function receiverExpiryFor(senderExpiry: number): number {
@@ -43,7 +49,10 @@ export interface BidExpiryParams {
   nowSec: number;
 }
 
-/** A bid is valid while `bidExpiry > now` (the original's comparison, applied to `bidExpiry`: weak point 2). */
+/**
+ * A bid is valid while `bidExpiry > now` (the original's comparison, applied to `bidExpiry`:
+ * docs/protocol.md#deviation-bid-expiry).
+ */
 export function isBidExpired(params: BidExpiryParams): boolean {
   return params.bidExpiry <= params.nowSec;
 }

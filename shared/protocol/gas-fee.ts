@@ -1,6 +1,6 @@
 import { ProtocolInputError } from "./errors";
 
-/** A gas-consuming TransactionManager method the router prices (PROTOCOL.md §2.4). */
+/** A gas-consuming TransactionManager method the router prices (docs/protocol.md#gas-fee). */
 export type PricedMethod = "prepare" | "fulfill" | "cancel";
 
 const WAD = 10n ** 18n;
@@ -22,7 +22,7 @@ export interface GasFeeInputs {
 }
 
 /**
- * §2.4 step 5, integers only:
+ * docs/protocol.md#gas-fee, integers only:
  *   usd36 = gasPrice * 1e18 / gasPriceFactor * gasLimit * nativePrice + l1GasPrice * l1GasLimit * nativePrice
  *   fee   = usd36 / tokenPrice / 10^(18 - decimals)        (0 when tokenPrice is 0)
  * For an asset with more than 18 decimals the last step multiplies by 10^(decimals - 18) instead.

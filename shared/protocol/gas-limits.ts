@@ -1,6 +1,8 @@
 import type { PricedMethod } from "./gas-fee";
 
-/** Gas a TransactionManager method uses, and the divisor that scales a chain's gas price (PROTOCOL.md §2.4). */
+/**
+ * Gas a TransactionManager method uses, and the divisor that scales a chain's gas price (docs/protocol.md#gas-limits).
+ */
 export interface GasLimits {
   readonly prepare: bigint;
   readonly fulfill: bigint;
@@ -24,7 +26,7 @@ export const DEFAULT_GAS_LIMITS: GasLimits = {
   gasPriceFactor: 10n ** 18n,
 };
 
-/** Per-chain overrides from the chain-data snapshot of 2022-06 (facts listed in PROTOCOL.md §2.4). */
+/** Per-chain overrides from the chain-data snapshot of 2022-06 (listed in docs/protocol.md#gas-limits). */
 const CHAIN_GAS_LIMITS: Readonly<Record<number, Partial<GasLimits>>> = {
   10: { prepare: 200_000n, fulfill: 170_000n },
   56: { prepare: 180_000n, fulfill: 170_000n },

@@ -1,5 +1,5 @@
 /**
- * Transaction fees as values, and the pure arithmetic the submitter does on them (PROTOCOL.md §10.3, §10.5).
+ * Transaction fees as values, and the pure arithmetic the submitter does on them (docs/protocol.md#gas-price).
  * No I/O here: `shared/chain/gas-price.ts` fetches prices, this file only compares, raises and caps them.
  * All amounts are wei (bigint); the JSON form keeps them as decimal strings for Redis records and logs.
  */

@@ -11,7 +11,7 @@ import {
 } from "./transaction-data-schema";
 
 /**
- * `data` of a `metatx.request` (PROTOCOL §1.7 MetaTxPayload), validated. Only the "Fulfill" type is relayed:
+ * `data` of a `metatx.request` (docs/protocol.md#metatx-request), validated. Only the "Fulfill" type is relayed:
  * the user's own receiving-side fulfill, signed by the user. The RouterContract* types (another router's
  * Router.sol calls) are refused as an invalid type, like unknown types. Extra keys are allowed and ignored
  * (the SDK adds a redundant top-level `relayerFee`; `to` is validated but ignored: the fulfill always goes to
@@ -34,7 +34,7 @@ export interface FulfillMetaTx {
   readonly txData: TransactionData;
   /** Decimal integer string, receiving-asset units. */
   readonly relayerFee: string;
-  /** The user's fulfill signature (§4.3). */
+  /** The user's fulfill signature (docs/protocol.md#user-signatures). */
   readonly signature: string;
   readonly callData: string;
   /** Gas the call to `callTo` needs, as declared by the requester (decimal string); optional. */

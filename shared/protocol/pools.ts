@@ -6,8 +6,8 @@ export interface PoolAsset {
 }
 
 /**
- * §2.1 step 4: a swap is supported when one pool holds both the sending and the receiving asset. Chain ids
- * are compared exactly, addresses case-insensitively (the original compares checksum-normalised forms).
+ * docs/protocol.md#auction step 3: a swap is supported when one pool holds both the sending and the receiving asset.
+ * Chain ids are compared exactly, addresses case-insensitively (the original compares checksum-normalised forms).
  */
 export function isSwapSupported(pools: readonly SwapPoolLike[], sending: PoolAsset, receiving: PoolAsset): boolean {
   return pools.some((pool) => poolHolds(pool, sending) && poolHolds(pool, receiving));

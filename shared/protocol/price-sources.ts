@@ -11,7 +11,7 @@ export interface PriceSource {
 const MAINNET = 1;
 
 /**
- * PROTOCOL.md §2.4 step 1, with our config as the source of mainnet equivalents: a pool asset with a
+ * docs/protocol.md#price-sources, with our config as the source of mainnet equivalents: a pool asset with a
  * `mainnetEquivalent` is priced on chain 1 at that address, else on its own chain; a chain's native token
  * at its `nativeMainnetEquivalent` on chain 1, else at address(0) (the oracle's wrapped native) on its own
  * chain. Built once from the config; lookups are map reads.

@@ -1,7 +1,7 @@
 /**
- * §5 step 5: the relayer-fee threshold of a relayed fulfill. The requester offers `relayerFee` (receiving-asset
- * units, paid by the contract to whoever sends the fulfill); the router relays only if the offer is at least
- * its own estimate minus `relayerFeeThreshold` percent. Unlike the original, a threshold of 0 is honoured
+ * docs/protocol.md#relayer-fee: the relayer-fee threshold of a relayed fulfill. The requester offers `relayerFee`
+ * (receiving-asset units, paid by the contract to whoever sends the fulfill); the router relays only if the offer is at
+ * least its own estimate minus `relayerFeeThreshold` percent. Unlike the original, a threshold of 0 is honoured
  * (the offer must then cover the whole estimate) instead of being replaced by the default.
  */
 

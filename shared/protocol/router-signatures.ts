@@ -6,9 +6,9 @@ import type { InvariantTransactionData, TransactionData } from "./types";
 import { abiAddress, abiBytes, abiBytes32, parseUint } from "./values";
 
 /**
- * §4.5: router-signer signatures that Router.sol checks when someone other than the router signer calls it.
- * EIP-191 over `keccak256(abi.encode(payload))`. removeLiquidity's payload is a static tuple, so its encoding
- * is the five words back to back with no offset word (Router.sol `SignedRemoveLiquidityData`).
+ * docs/protocol.md#router-signatures: router-signer signatures that Router.sol checks when someone other than the
+ * router signer calls it. EIP-191 over `keccak256(abi.encode(payload))`. removeLiquidity's payload is a static tuple,
+ * so its encoding is the five words back to back with no offset word (Router.sol `SignedRemoveLiquidityData`).
  * `chainId` is the Router's stored chain id, i.e. the chain the call runs on.
  */
 export const SIGNED_REMOVE_LIQUIDITY_DATA_ABI_TYPE =
@@ -53,9 +53,9 @@ export async function signRemoveLiquidity(
   return sanitizeSignatureV(await signer.signMessage(getBytes(removeLiquidityPayloadHash(payload))));
 }
 
-// ---- prepare / fulfill / cancel through Router.sol (§4.5) -------------------------------------------------
+// ---- prepare / fulfill / cancel through Router.sol (docs/protocol.md#router-signatures) -----------------------------
 
-/** §4.1 TransactionData, in struct order (callDataHash and transactionId before the chain ids). */
+/** docs/protocol.md#structs TransactionData, in struct order (callDataHash and transactionId before the chain ids). */
 export const TRANSACTION_DATA_ABI_TYPE =
   "tuple(address receivingChainTxManagerAddress, address user, address router, address initiator, " +
   "address sendingAssetId, address receivingAssetId, address sendingChainFallback, address receivingAddress, " +
@@ -77,7 +77,7 @@ const SIGNED_ROUTER_CALL_ABI_TYPES = {
   cancel: `tuple(${CANCEL_ARGS_ABI_TYPE} args, address routerRelayerFeeAsset, uint256 routerRelayerFee, uint256 chainId)`,
 } as const;
 
-/** TransactionManager `PrepareArgs` (§4.1); `encodedMeta` is always `0x` for the router. */
+/** TransactionManager `PrepareArgs` (docs/protocol.md#structs); `encodedMeta` is always `0x` for the router. */
 export interface PrepareArgs {
   invariantData: InvariantTransactionData;
   amount: bigint | string;
@@ -91,7 +91,7 @@ export interface PrepareArgs {
 export interface FulfillArgs {
   txData: TransactionData;
   relayerFee: bigint | string;
-  /** The user's fulfill signature (§4.3). */
+  /** The user's fulfill signature (docs/protocol.md#user-signatures). */
   signature: string;
   callData: string;
   encodedMeta: string;
@@ -99,7 +99,10 @@ export interface FulfillArgs {
 
 export interface CancelArgs {
   txData: TransactionData;
-  /** `0x` for the router's own cancels (§3.6); the contract needs a user signature only on the receiving side before expiry. */
+  /**
+   * `0x` for the router's own cancels (docs/protocol.md#cancel-rules); the contract needs a user signature only on the
+   * receiving side before expiry.
+   */
   signature: string;
   encodedMeta: string;
 }

@@ -13,7 +13,10 @@ export const BYTES32_SCHEMA = Joi.string().pattern(/^0x[0-9a-fA-F]{64}$/);
 export const HEX_BYTES_SCHEMA = Joi.string().pattern(/^0x([0-9a-fA-F]{2})*$/);
 export const UNIX_SECONDS_SCHEMA = Joi.number().integer().min(0).max(Number.MAX_SAFE_INTEGER);
 
-/** TransactionData (§4.1) as JSON: every field required; unknown fields refused unless the caller allows them. */
+/**
+ * TransactionData (docs/protocol.md#structs) as JSON: every field required; unknown fields refused unless the caller
+ * allows them.
+ */
 export const TRANSACTION_DATA_SCHEMA = Joi.object<TransactionData>({
   receivingChainTxManagerAddress: ADDRESS_SCHEMA.required(),
   user: ADDRESS_SCHEMA.required(),

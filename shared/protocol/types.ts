@@ -1,10 +1,13 @@
 /**
- * Wire and on-chain shapes of NXTP v0 (PROTOCOL.md §1.7, §3.1, §4.1). These are the JSON shapes: amounts are
- * decimal integer strings, chain ids and unix-second timestamps are numbers, everything else is a hex
+ * Wire and on-chain shapes of NXTP v0 (docs/protocol.md#payloads, #subgraph, #structs). These are the JSON shapes:
+ * amounts are decimal integer strings, chain ids and unix-second timestamps are numbers, everything else is a hex
  * string whose case is whatever the source sent. Code that does arithmetic converts amounts to bigint.
  */
 
-/** The bid a router signs (§1.7). Field order is the ABI order of §2.7. */
+/**
+ * The bid a router signs (docs/protocol.md#auction-response). Field order is the ABI order
+ * (docs/protocol.md#bid-encoding).
+ */
 export interface AuctionBid {
   user: string;
   router: string;
@@ -26,7 +29,7 @@ export interface AuctionBid {
   bidExpiry: number;
 }
 
-/** `data` of `auction.request` (§1.7). */
+/** `data` of `auction.request` (docs/protocol.md#auction-request). */
 export interface AuctionPayload {
   user: string;
   initiator: string;
@@ -45,8 +48,9 @@ export interface AuctionPayload {
 }
 
 /**
- * The part of a transfer that is identical on both chains (§1.7 JSON shape). The on-chain struct order
- * (§4.1) differs: `receivingAddress` comes before `callTo` there; `digests.ts` owns that order.
+ * The part of a transfer that is identical on both chains (JSON shape, docs/protocol.md#payloads). The on-chain struct
+ * order (docs/protocol.md#structs) differs: `receivingAddress` comes before `callTo` there; `digests.ts` owns that
+ * order.
  */
 export interface InvariantTransactionData {
   receivingChainTxManagerAddress: string;
@@ -64,14 +68,17 @@ export interface InvariantTransactionData {
   transactionId: string;
 }
 
-/** The per-chain part (§4.1). `preparedBlockNumber` is 0 once the side is fulfilled or cancelled on chain. */
+/**
+ * The per-chain part (docs/protocol.md#structs). `preparedBlockNumber` is 0 once the side is fulfilled or cancelled on
+ * chain.
+ */
 export interface VariantTransactionData {
   amount: string;
   expiry: number;
   preparedBlockNumber: number;
 }
 
-/** TransactionData as the subgraph and the contract events carry it (§1.7). */
+/** TransactionData as the subgraph and the contract events carry it (docs/protocol.md#payloads). */
 export interface TransactionData extends InvariantTransactionData, VariantTransactionData {}
 
 /** The address fields of a TransactionData, in the contract's order. */
@@ -87,7 +94,7 @@ export const TX_DATA_ADDRESS_FIELDS = [
   "receivingAddress",
 ] as const satisfies ReadonlyArray<keyof TransactionData>;
 
-/** A swap pool as configured (router-spec §2.3); structurally the config's `SwapPool`. */
+/** A swap pool as configured (docs/config.md, swap pools); structurally the config's `SwapPool`. */
 export interface SwapPoolLike {
   readonly assets: ReadonlyArray<{ readonly assetId: string; readonly chainId: number }>;
 }
@@ -95,8 +102,8 @@ export interface SwapPoolLike {
 export type TransferStatus = "Prepared" | "Fulfilled" | "Cancelled";
 
 /**
- * One side of a transfer as observed on one chain, from the subgraph (§3.1) or from TransactionManager
- * logs (§4.2). Both sources fill the same fields:
+ * One side of a transfer as observed on one chain, from the subgraph (docs/protocol.md#subgraph) or from
+ * TransactionManager logs (docs/protocol.md#tm-events). Both sources fill the same fields:
  * - `txData` is the TransactionData of the prepare. Its `preparedBlockNumber` is the block of the prepare
  *   transaction (the contract stores `block.number`), so the prepare block is not repeated here; it stays
  *   the prepare-time value on fulfilled and cancelled records, which is what a sender fulfill needs.
@@ -121,7 +128,7 @@ export interface PreparedTransferRecord extends TransferRecordCommon {
 
 export interface FulfilledTransferRecord extends TransferRecordCommon {
   status: "Fulfilled";
-  /** The user's fulfill signature (§4.3), valid on both chains. */
+  /** The user's fulfill signature (docs/protocol.md#user-signatures), valid on both chains. */
   signature: string;
   /** Decimal integer string. */
   relayerFee: string;

@@ -3,9 +3,9 @@ import { RouterSigner, sanitizeSignatureV } from "../signer/router-signer";
 import { abiAddress, abiBytes32, parseUint } from "./values";
 
 /**
- * §4.3: the user's fulfill and cancel signatures. EIP-191 over `keccak256(abi.encode(payload))`, no EIP-712.
- * Both payloads are dynamic tuples (a `string` member), so the encoding starts with an offset word.
- * The router only recovers these; the signing helpers exist for tests and the test user.
+ * docs/protocol.md#user-signatures: the user's fulfill and cancel signatures. EIP-191 over
+ * `keccak256(abi.encode(payload))`, no EIP-712. Both payloads are dynamic tuples (a `string` member), so the encoding
+ * starts with an offset word. The router only recovers these; the signing helpers exist for tests and the test user.
  */
 export const SIGNED_FULFILL_DATA_ABI_TYPE =
   "tuple(bytes32 transactionId, uint256 relayerFee, string functionIdentifier, uint256 receivingChainId, " +
@@ -90,8 +90,8 @@ export type UserFulfillSignatureCheck =
 
 /**
  * Whether `signature` is `txData.user`'s fulfill signature for this relayer fee, as both chains check it
- * (§4.3: the transfer's receiving chain id and receiving TransactionManager). Pure; never throws. The one
- * check the sending-side claim and the relayed receiving-side fulfill share.
+ * (docs/protocol.md#user-signatures: the transfer's receiving chain id and receiving TransactionManager). Pure; never
+ * throws. The one check the sending-side claim and the relayed receiving-side fulfill share.
  */
 export function checkUserFulfillSignature(params: UserFulfillSignatureParams): UserFulfillSignatureCheck {
   const { txData } = params;

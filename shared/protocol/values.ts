@@ -2,8 +2,8 @@ import { ProtocolInputError } from "./errors";
 
 /**
  * Strict parsing and comparison of wire values. The wire carries amounts as decimal strings, chain ids and
- * timestamps as JSON numbers, and addresses in whatever case the client sent (§1.7). ethers would accept
- * hex strings and exponent-free floats as uint256 and refuse a mixed-case address with a bad checksum, so
+ * timestamps as JSON numbers, and addresses in whatever case the client sent (docs/protocol.md#payloads). ethers would
+ * accept hex strings and exponent-free floats as uint256 and refuse a mixed-case address with a bad checksum, so
  * every value is normalised here before it reaches the ABI coder.
  */
 

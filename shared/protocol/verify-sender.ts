@@ -13,7 +13,7 @@ import {
 } from "./types";
 import { abiAddress, isAddress, isBytes32, isHexBytes, sameHex } from "./values";
 
-/** The bid fields compared one by one with the sending-side data (weak point 1 of the original). */
+/** The bid fields compared one by one with the sending-side data (docs/protocol.md#deviation-bid-fields). */
 export type BidCheckedField =
   | "user"
   | "router"
@@ -32,8 +32,8 @@ export type BidCheckedField =
   | "receivingChainTxManagerAddress";
 
 /**
- * Why a sending-side prepare is refused. Each check has its own code. Original error classes (§3.5) in
- * brackets, for the ones that have one:
+ * Why a sending-side prepare is refused. Each check has its own code. Original error classes
+ * (docs/protocol.md#receiving-prepare) in brackets, for the ones that have one:
  * - not cancellable: `sender-not-prepared`, `not-sending-side`, `not-our-transfer`;
  * - cancellable: `params-invalid` [ParamsInvalid], `bid-undecodable`, `bid-signature-malformed` and
  *   `bid-signer-mismatch` [AuctionSignerInvalid], `<field>-mismatch` and `amount-outside-tolerance`
@@ -58,7 +58,10 @@ export type VerifyFailure =
 export interface VerifySenderPrepareParams {
   /** The sending-side record, as observed on the sending chain. */
   sender: TransferRecord;
-  /** The router signer's address: bids must recover to it (also in router-contract mode, §2.7). */
+  /**
+   * The router signer's address: bids must recover to it (also in router-contract mode,
+   * docs/protocol.md#bid-signature).
+   */
   routerSignerAddress: string;
   /** The router address (`invariant.router`): the Router contract if configured, else the signer. */
   routerAddress: string;
@@ -85,7 +88,8 @@ export interface VerifySenderPrepareRefused {
   reason: VerifyFailure;
   /**
    * The router should cancel the sending side so the user's funds are not locked until expiry. The cancel
-   * itself still goes through the sender-cancel rules of §3.6 (`checkSenderCancel` in decide.ts).
+   * itself still goes through the sender-cancel rules (docs/protocol.md#cancel-rules, `checkSenderCancel` in
+   * decide.ts).
    */
   cancellable: boolean;
   detail: string;
@@ -95,8 +99,8 @@ export type VerifySenderPrepareResult = VerifySenderPrepareOk | VerifySenderPrep
 
 /**
  * Everything the receiving-side prepare must establish from the sending side before the router locks
- * liquidity (§3.5 steps 2–9, hardened against weak points 1, 2 and 4). Pure: the sanitation check (step 1)
- * and liquidity (step 6) need chain reads and stay with the caller.
+ * liquidity (docs/protocol.md#receiving-prepare steps 2–8, with its deviations). Pure: the sanitation check (step 1)
+ * and liquidity (step 9) need chain reads and stay with the caller.
  *
  * Ownership: a transfer is ours when `invariant.router` is our router address, because only that address
  * can fulfill it and cancel it before expiry. A transfer naming another router is refused as
@@ -104,8 +108,8 @@ export type VerifySenderPrepareResult = VerifySenderPrepareOk | VerifySenderPrep
  * A transfer naming us whose bid was signed by another key, or whose bid names another router, is ours but
  * not our bid: cancellable, so the user is refunded now rather than at expiry.
  *
- * Bid expiry (weak point 2): `bidExpiry` is compared with the sending prepare's block timestamp when the
- * record has it, because what matters is that the bid was valid when the user committed funds; the
+ * Bid expiry (docs/protocol.md#deviation-bid-expiry): `bidExpiry` is compared with the sending prepare's block
+ * timestamp when the record has it, because what matters is that the bid was valid when the user committed funds; the
  * receiving prepare legitimately happens later (confirmations, retries). Without a timestamp it is compared
  * with `nowSec`, which can only refuse a late honest transfer (refunded by the cancel), never accept a
  * stale bid.

@@ -108,7 +108,10 @@ export interface RelayFulfillJobData {
   readonly txData: TransactionData;
   /** Decimal integer string, receiving-asset units: paid by the contract to the relayer (our signer). */
   readonly relayerFee: string;
-  /** The user's fulfill signature (§4.3): public once the fulfill is mined, so it may sit in job data. */
+  /**
+   * The user's fulfill signature (docs/protocol.md#user-signatures): public once the fulfill is mined, so it may sit in
+   * job data.
+   */
   readonly signature: string;
   readonly callData: string;
   /** Correlates the messaging request, the job and their log lines. */

@@ -35,8 +35,8 @@ export interface RouterSigner {
 const RAW_SIGNATURE = /^0x[0-9a-fA-F]{130}$/;
 
 /**
- * §2.7: some signers return v as the recovery id (0/1) instead of 27/28; the SDK's ecrecover expects
- * 27/28, so a 0 or 1 in the last byte is rewritten. Any other v is left alone for the caller to verify.
+ * docs/protocol.md#bid-signature: some signers return v as the recovery id (0/1) instead of 27/28; the SDK's ecrecover
+ * expects 27/28, so a 0 or 1 in the last byte is rewritten. Any other v is left alone for the caller to verify.
  */
 export function sanitizeSignatureV(sig: string): string {
   if (!RAW_SIGNATURE.test(sig)) {

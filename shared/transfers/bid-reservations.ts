@@ -10,7 +10,7 @@ import {
 
 /**
  * The auction's shared bookkeeping in Redis, so any number of auction instances never promise the same
- * liquidity twice (PROTOCOL.md weak point 3; the policy is docs/auction.md, "Promises"):
+ * liquidity twice (docs/protocol.md#deviation-reservations; the policy is docs/auction.md, "Promises"):
  * - every signed bid keeps its `amountReceived` promised on the receiving (chain, asset) until its own
  *   `bidExpiry` (plus a grace, see the auction); a transfer's promise is its largest such bid, so a
  *   re-request never lowers it;

@@ -158,7 +158,10 @@ export async function sendUserFulfill(
   return tm(s.receiving, s.user).getFunction("fulfill").send(args, overrides);
 }
 
-/** PROTOCOL §4.2 "cancel, receiving side": before expiry the user may cancel it (msg.sender == user, and signed). */
+/**
+ * docs/protocol.md#tm-calls, cancel of a receiving side: before expiry the user may cancel it (msg.sender == user, and
+ * signed).
+ */
 export async function userCancelReceiver(s: E2eStack, receiver: TransactionData): Promise<TransferEvent> {
   const signature = await signCancel(walletSigner(s.user), {
     transactionId: receiver.transactionId,

@@ -268,7 +268,9 @@ export async function startAuthProcess(s: SdkStack): Promise<ManagedProcess> {
   return auth;
 }
 
-/** One `status.request` as the SDK sends it (PROTOCOL §1.5–1.7); the first answer, or undefined after `waitMs`. */
+/**
+ * One `status.request` as the SDK sends it (docs/protocol.md#status); the first answer, or undefined after `waitMs`.
+ */
 async function requestStatus(natsUrl: string, waitMs: number): Promise<StatusResponse | undefined> {
   const nc = await connect({ servers: natsUrl });
   try {

@@ -33,7 +33,10 @@ const STEP_TIMEOUT_MS = 20_000;
 const SWAP_TIMEOUT_MS = 40_000;
 /** The router's claim follows the user's fulfill within the sending chain's poll interval (1 s) and a block. */
 const CLAIM_TIMEOUT_MS = 15_000;
-/** The SDK's hard-coded endpoints (REAL_PARTS.md §3), refused through the axios adapter. Anything else fails. */
+/**
+ * The SDK's hard-coded endpoints (test/sdk/README.md, "Offline by construction"), refused through the axios adapter.
+ * Anything else fails.
+ */
 const EXPECTED_BLOCKED =
   /^axios https:\/\/(subgraph-ts-worker\.connext\.workers\.dev\/subgraph_health\/|relay\.gelato\.digital\/relays\/)$/;
 
@@ -136,7 +139,8 @@ describe("the real @connext/nxtp-sdk@0.1.42 swaps through the router's processes
     expect(getAddress(bid.router)).toBe(s.router);
     expect(getAddress(bid.user)).toBe(user.address);
     expect(bid.amount).toBe(pool.amount.toString());
-    // §2.3–2.4: the 0.05 % router fee, then the gas fee the bid reports (non-zero: both chains have oracle prices).
+    // docs/protocol.md#router-fee: the 0.05 % router fee, then the gas fee the bid reports (non-zero: both chains have
+    // oracle prices).
     const gasFee = BigInt(r.quote.gasFeeInReceivingToken);
     expect(gasFee).toBeGreaterThan(0n);
     expect(BigInt(bid.amountReceived)).toBe(

@@ -86,7 +86,10 @@ describe("e2e: pollers, submitters and admin API live on redis + anvil 1 / 1337 
       .filter((l) => l.at === "poller.enqueue")
       .map((l) => [l.action, l.source]);
 
-  /** §0.1 with nothing enqueued by the test; returns ms from the sending prepare's block to the receiving prepare's. */
+  /**
+   * The happy path (docs/protocol.md#lifecycle) with nothing enqueued by the test; returns ms from the sending
+   * prepare's block to the receiving prepare's.
+   */
   async function happyPath(): Promise<number> {
     const router = running();
     const before = [

@@ -5,7 +5,7 @@ import type { TransactionData } from "../../shared/protocol/types";
 import { anvilProvider } from "./anvil";
 
 /**
- * A stand-in for the NXTP v1-runtime subgraph of one chain (PROTOCOL.md §3.1, REAL_PARTS.md §3 "Subgraph"):
+ * A stand-in for the NXTP v1-runtime subgraph of one chain (docs/protocol.md#subgraph):
  * on every request it rebuilds the Transaction and AssetBalance entities from the chain's TransactionManager
  * logs and answers the router's and the real SDK's queries by operation name. Ids and addresses lowercase,
  * numbers as strings, `{"data": ...}` replies. `setLag(n)` makes it index only up to head − n (and report that
@@ -219,7 +219,7 @@ function answer(op: string, v: Record<string, unknown>, state: Indexed): unknown
   };
   const statusOk = (t: Entity): boolean => str("status") === undefined || t.status.toLowerCase() === str("status");
   const ids = ((v.transactionIds as string[] | undefined) ?? []).map((id) => id.toLowerCase());
-  // The SDK (REAL_PARTS.md §3) asks by user and gets a flat `transactions` list; the router asks by routerId.
+  // The SDK 0.1.42 asks by user and gets a flat `transactions` list; the router asks by routerId.
   const userId = str("userId");
   if (userId !== undefined) {
     const ofUser = all.filter((t) => t.user.id === userId);

@@ -222,7 +222,9 @@ export async function startClient(s: AuctionStack): Promise<Client> {
   };
 }
 
-/** The REAL_PARTS.md §3 payload, field for field, for a fresh user and transaction id. */
+/**
+ * The SDK 0.1.42's payload (docs/protocol.md#auction-request), field for field, for a fresh user and transaction id.
+ */
 export function sdkPayload(
   s: AuctionStack,
   p: { user?: string; nowSec?: number; amount?: string } = {},

@@ -35,7 +35,7 @@ export const SENDING = 1337;
 export const RECEIVING = 1338;
 export const LIQUIDITY = parseEther("1000");
 export const DAY = 86_400;
-/** What the SDK uses for the sending expiry (PROTOCOL §3.5 step 9). */
+/** What the SDK uses for the sending expiry (docs/protocol.md#expiry). */
 export const EXPIRY_OFFSET_SEC = 3 * DAY + 3 * 3600;
 /** Shortened polls (default 1 s): each lifecycle case waits on several receipts; the real-SDK swaps run at the defaults. */
 export const FAST: SubmitterOptions = { pollIntervalMs: 50, providerOptions: { headRefreshMs: 200 } };

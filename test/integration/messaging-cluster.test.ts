@@ -17,7 +17,7 @@ import { waitFor } from "../harness/wait";
 /**
  * `messagingUrl` listing a cluster of three real nats-servers: two auction instances of one router (as on two
  * hosts) share the signer's queue group across servers, so each request gets one bid. SIGKILLing the server
- * one instance is connected to makes it fail over to another server, log in again (PROTOCOL.md §1.3) and
+ * one instance is connected to makes it fail over to another server, log in again (docs/protocol.md#login) and
  * keep bidding, still one bid per request.
  */
 describe("messaging over a NATS cluster", () => {

@@ -32,7 +32,8 @@ import { waitFor } from "../harness/wait";
  * Meta-transaction relaying end to end (docs/relaying.md): the router's pollers and submitters for 1337 and
  * 1338 run in this process (e2e fixture), the auction process runs through the real startAuction on a real
  * nats-server, and the test talks to it only as the SDK does: raw NATS, the exact metatx.request envelope of
- * REAL_PARTS §3 on `<M>.<M>.metatx.request`, answers read on `<M>.*.metatx.response`.
+ * the SDK 0.1.42 (docs/protocol.md#metatx-request) on `<M>.<M>.metatx.request`, answers read on
+ * `<M>.*.metatx.response`.
  */
 interface Reply {
   readonly subject: string;

@@ -10,7 +10,7 @@ import { createRemoteSigner } from "../../shared/signer/remote-signer";
 import { RouterSigner, UnsignedTransaction } from "../../shared/signer/router-signer";
 import { Web3SignerServer, startWeb3SignerServer } from "../harness/web3signer-server";
 
-// PROTOCOL.md §12 test vectors.
+// docs/protocol.md#test-vectors.
 const MNEMONIC = "candy maple cake sugar pudding cream honey rich smooth crumble sweet treat";
 const ADDRESS = "0x627306090abaB3A6e1400e9345bC60c78a8BEf57";
 const BID_HASH = "0x59d43a1d7af4812a76481bd3cc4e57b585d50271d21949354b34a685c57f601f";
@@ -87,7 +87,7 @@ describe("remote signer against a web3signer-compatible server", () => {
     await expect(remote.signMessage(message)).resolves.toBe(await local.signMessage(message));
   });
 
-  it("signs 32 raw bytes (the §12 bid hash) to the published bid signature", async () => {
+  it("signs 32 raw bytes (the test-vector bid hash) to the published bid signature", async () => {
     const remote = createRemoteSigner({ url: server.url });
     await expect(remote.signMessage(getBytes(BID_HASH))).resolves.toBe(BID_SIGNATURE);
   });

@@ -1,7 +1,7 @@
 "use strict";
 
 /**
- * Keeps the SDK offline (REAL_PARTS.md §3 "hard-coded internet calls"): every non-loopback connection is refused
+ * Keeps the SDK offline (test/sdk/README.md, "Offline by construction"): every non-loopback connection is refused
  * and recorded. Two layers, both installed before the SDK is required:
  * - the adapter of the shared axios@0.21.4 that nxtp-utils, nxtp-sdk and nxtp-txservice all resolve, which is how
  *   the SDK reaches the Connext subgraph-health worker and Gelato (expected, refused gracefully by the SDK);

@@ -4,7 +4,7 @@ import { encodeBidFast } from "../../shared/protocol/bid-encoder";
 import { ProtocolInputError } from "../../shared/protocol/errors";
 import type { AuctionBid } from "../../shared/protocol/types";
 
-// PROTOCOL.md §12.
+// docs/protocol.md#test-vectors.
 const USER = "0x1111111111111111111111111111111111111111";
 const VECTOR_BID: AuctionBid = {
   user: USER,
@@ -59,7 +59,7 @@ function randomBid(): AuctionBid {
 }
 
 describe("encodeBidFast", () => {
-  it("gives the §12 vector's bytes and hash", () => {
+  it("gives the test vector's bytes and hash", () => {
     const fast = encodeBidFast(VECTOR_BID);
     expect(fast).toBe(encodeBid(VECTOR_BID));
     expect((fast.length - 2) / 2).toBe(640);

@@ -131,7 +131,7 @@ describe("revert code table", () => {
     expect(findRevertCode("no code here")).toBeUndefined();
   });
 
-  it("names every code of PROTOCOL.md §3.8", () => {
+  it("names every code of docs/protocol.md#revert-codes", () => {
     const codes = [
       "P:001",
       "P:009",

@@ -55,7 +55,7 @@ function withValue(path: string, value: unknown): Record<string, unknown> {
 }
 
 describe("loadConfig: a valid file", () => {
-  it("fills every default of spec §2.1 and §2.2", () => {
+  it("fills every default of the top-level keys and the chain object (docs/config.md)", () => {
     const { config } = loadConfig(validConfig(), {});
     expect(config).toMatchObject({
       logLevel: "info",
@@ -257,7 +257,7 @@ describe("loadConfig: every key refuses a bad value and names it", () => {
 });
 
 describe("loadConfig: cross-key rules", () => {
-  it("requires chain 1 (spec §2.1)", () => {
+  it("requires chain 1 (docs/config.md)", () => {
     const raw = validConfig();
     delete (raw.chainConfig as Record<string, unknown>)["1"];
     expect(problemsOf(raw)).toEqual([expect.stringMatching(/^chainConfig\.1: chain 1 must be configured/)]);

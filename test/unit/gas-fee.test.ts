@@ -5,7 +5,7 @@ import { DEFAULT_GAS_LIMITS, gasLimitsFor, l1GasLimitOf } from "../../shared/pro
 const E18 = 10n ** 18n;
 const GWEI = 10n ** 9n;
 
-describe("gasFeeInToken (§2.4 step 5)", () => {
+describe("gasFeeInToken (docs/protocol.md#gas-fee)", () => {
   it("prices 200 000 gas at 50 gwei with ETH at 2000 USD in a 6-decimal 1-USD token", () => {
     // 0.01 ETH = 20 USD = 20 000 000 units of a 6-decimal token.
     const fee = gasFeeInToken({
@@ -107,7 +107,7 @@ describe("gasFeeInToken (§2.4 step 5)", () => {
   });
 });
 
-describe("gas limits (§2.4 step 3)", () => {
+describe("gas limits (docs/protocol.md#gas-limits)", () => {
   it("uses the defaults for an unlisted chain", () => {
     expect(gasLimitsFor(1337)).toEqual(DEFAULT_GAS_LIMITS);
     expect(DEFAULT_GAS_LIMITS.prepare).toBe(190_000n);

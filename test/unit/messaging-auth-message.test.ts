@@ -3,7 +3,7 @@ import { Wallet, verifyMessage } from "ethers";
 import { AUTH_MESSAGE_PREFIX, authMessage } from "../../shared/messaging";
 import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
 
-describe("messaging auth message (PROTOCOL §1.3)", () => {
+describe("messaging auth message (docs/protocol.md#login)", () => {
   it("is byte-exact: three lines, the second two spaces, ending with ': '", () => {
     const lines = AUTH_MESSAGE_PREFIX.split("\n");
     expect(lines).toHaveLength(3);

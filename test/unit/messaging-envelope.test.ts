@@ -25,7 +25,7 @@ function rejection(
   throw new Error("parseEnvelope accepted the body");
 }
 
-describe("messaging envelope (PROTOCOL §1.4)", () => {
+describe("messaging envelope (docs/protocol.md#envelope)", () => {
   it("encodes the four fields in the original's order, undefined as null, bigint as a decimal string", () => {
     const text = encodeEnvelope({
       responseInbox: INBOX,

@@ -14,7 +14,7 @@ import {
 const user = Wallet.createRandom().address;
 const router = Wallet.createRandom().address;
 
-describe("messaging subjects (PROTOCOL §1.5)", () => {
+describe("messaging subjects (docs/protocol.md#subjects)", () => {
   it("builds the request, response and wildcard subjects with checksummed addresses", () => {
     expect(requestWildcard("auction")).toBe("*.*.auction.request");
     expect(requestSubject(user, "metatx")).toBe(`${user}.${user}.metatx.request`);

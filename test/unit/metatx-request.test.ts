@@ -24,7 +24,10 @@ const TX_DATA: TransactionData = {
   preparedBlockNumber: 21,
 };
 
-/** Exactly the shape the SDK 0.1.42 publishes (REAL_PARTS §3), with its redundant top-level relayerFee. */
+/**
+ * Exactly the shape the SDK 0.1.42 publishes (docs/protocol.md#metatx-request), with its redundant top-level
+ * relayerFee.
+ */
 function sdkRequest(over: Record<string, unknown> = {}, data: Record<string, unknown> = {}): Record<string, unknown> {
   return {
     type: "Fulfill",

@@ -17,14 +17,14 @@ import {
 } from "../../shared/protocol/expiry";
 import { AuctionBid } from "../../shared/protocol/types";
 
-describe("amountAfterRouterFee (§2.3)", () => {
+describe("amountAfterRouterFee (docs/protocol.md#router-fee)", () => {
   it.each([
     [1_000_000_000n, 6, 6, 999_500_000n],
     [1_234_567_891_234_567_891n, 18, 6, 1_233_949n],
     [1_999n, 6, 6, 1_998n],
     [1n, 6, 6, 0n],
     [1_000_000n, 6, 18, 999_500_000_000_000_000n],
-    [1_000_000_000_000_000_000_000n, 18, 6, 999_500_000n], // the §12 bid
+    [1_000_000_000_000_000_000_000n, 18, 6, 999_500_000n], // the test-vector bid
     [0n, 18, 6, 0n],
   ])("%s with %i -> %i decimals gives %s", (amount, inputDecimals, outputDecimals, expected) => {
     expect(amountAfterRouterFee({ amount, inputDecimals, outputDecimals })).toBe(expected);
@@ -43,7 +43,7 @@ describe("amountAfterRouterFee (§2.3)", () => {
   });
 });
 
-describe("isWithinTolerance (§3.5 step 4)", () => {
+describe("isWithinTolerance (docs/protocol.md#receiving-prepare, step 6)", () => {
   it.each([
     [1000n, 900n, 10, true],
     [1000n, 899n, 10, false],
@@ -62,7 +62,7 @@ describe("isWithinTolerance (§3.5 step 4)", () => {
   });
 });
 
-describe("receiverAmountFor (weak point 4: the signed amountReceived is honoured)", () => {
+describe("receiverAmountFor (the signed amountReceived is honoured: docs/protocol.md#deviation-signed-amount)", () => {
   const bid = { amount: "1000000", amountReceived: "999000" } as AuctionBid;
   const tolerancePercent = DEFAULT_TOLERANCE_PERCENT;
 

@@ -47,7 +47,7 @@ function config(): RouterConfig {
   ).config;
 }
 
-describe("auction fee estimator (PROTOCOL.md §2.4 from the refreshers' cache)", () => {
+describe("auction fee estimator (docs/protocol.md#gas-fee from the refreshers' cache)", () => {
   let cache: FeeCache;
   let nowMs = NOW;
   const cfg = config();

@@ -13,7 +13,7 @@ const ADDR = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
 const TOKEN = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512";
 const NOW = 1_800_000_000;
 
-/** The REAL_PARTS.md §3 auction payload shape. */
+/** The auction payload shape the SDK 0.1.42 sends (docs/protocol.md#auction-request). */
 function payload(): Record<string, unknown> {
   return {
     user: ADDR,
@@ -113,7 +113,7 @@ describe("checkAuctionExpiry", () => {
 });
 
 describe("quoteAuction", () => {
-  it("applies §2.3 then subtracts the gas fee", () => {
+  it("applies the router fee then subtracts the gas fee", () => {
     expect(quoteAuction({ amount: 1_000_000_000n, inputDecimals: 6, outputDecimals: 6, gasFee: 500_000n })).toEqual({
       amountReceived: 999_000_000n,
       gasFee: 500_000n,

@@ -5,7 +5,7 @@ import { AuctionBid } from "../../shared/protocol/types";
 import { RouterSigner } from "../../shared/signer/router-signer";
 import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
 
-// PROTOCOL.md §12.
+// docs/protocol.md#test-vectors.
 const MNEMONIC = "candy maple cake sugar pudding cream honey rich smooth crumble sweet treat";
 const SIGNER_ADDRESS = "0x627306090abaB3A6e1400e9345bC60c78a8BEf57";
 const BID_HASH = "0x59d43a1d7af4812a76481bd3cc4e57b585d50271d21949354b34a685c57f601f";
@@ -35,14 +35,14 @@ const VECTOR_BID: AuctionBid = {
   bidExpiry: 1699700000,
 };
 
-describe("encodeBid / hashBid (§2.7, §12)", () => {
-  it("encodes the §12 bid as one dynamic tuple of 640 bytes starting with the 0x20 offset word", () => {
+describe("encodeBid / hashBid (docs/protocol.md#bid-encoding)", () => {
+  it("encodes the test-vector bid as one dynamic tuple of 640 bytes starting with the 0x20 offset word", () => {
     const encoded = encodeBid(VECTOR_BID);
     expect(getBytes(encoded)).toHaveLength(640);
     expect(encoded.slice(2, 66)).toBe("00".repeat(31) + "20");
   });
 
-  it("hashes the §12 bid to the published bid hash, from the bid or from its encoding", () => {
+  it("hashes the test-vector bid to the published bid hash, from the bid or from its encoding", () => {
     expect(hashBid(VECTOR_BID)).toBe(BID_HASH);
     expect(hashBid(encodeBid(VECTOR_BID))).toBe(BID_HASH);
   });
@@ -62,7 +62,7 @@ describe("encodeBid / hashBid (§2.7, §12)", () => {
 });
 
 describe("decodeBid", () => {
-  it("round-trips the §12 bid", () => {
+  it("round-trips the test-vector bid", () => {
     expect(decodeBid(encodeBid(VECTOR_BID))).toEqual(VECTOR_BID);
   });
 
@@ -104,7 +104,7 @@ describe("decodeBid", () => {
 describe("signBid / recoverBidSigner", () => {
   const signer = createMnemonicSigner(MNEMONIC);
 
-  it("signs the §12 bid to exactly the published signature (EIP-191 over the 32 raw hash bytes)", async () => {
+  it("signs the test-vector bid to exactly the published signature (EIP-191 over the 32 raw hash bytes)", async () => {
     const signature = await signBid(signer, VECTOR_BID);
     expect(signature).toBe(BID_SIGNATURE);
     expect(verifyMessage(getBytes(BID_HASH), signature)).toBe(SIGNER_ADDRESS);

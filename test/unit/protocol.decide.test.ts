@@ -86,7 +86,7 @@ function decide(overrides: Partial<DecideActionParams>): Action {
   });
 }
 
-describe("decideAction: one row per derived state (§3.3) and cancel rule (§3.6)", () => {
+describe("decideAction: one row per derived state (docs/protocol.md#transfer-states) and cancel rule", () => {
   const rows: Array<[string, Partial<DecideActionParams>, Action]> = [
     // SenderPrepared
     [
@@ -183,7 +183,7 @@ describe("decideAction: one row per derived state (§3.3) and cancel rule (§3.6
       { kind: "fulfill-sender", state: "ReceiverFulfilled" },
     ],
     [
-      "ReceiverFulfilled, sender expired: never cancel our own claim; wait and alert (weak point 5)",
+      "ReceiverFulfilled, sender expired: never cancel our own claim; wait and alert (docs/protocol.md#deviation-claim-first)",
       { sender: sender("Prepared", EXPIRED), receiver: receiver("Fulfilled", EXPIRED) },
       { kind: "wait", state: "ReceiverFulfilled", reason: "sender-expired-after-receiver-fulfilled", alert: true },
     ],
@@ -290,7 +290,7 @@ describe("decideAction: one row per derived state (§3.3) and cancel rule (§3.6
   });
 });
 
-describe("checkSenderCancel (§3.6 sender side)", () => {
+describe("checkSenderCancel (docs/protocol.md#cancel-rules, sending side)", () => {
   const rows: Array<[string, CheckSenderCancelParams, ReturnType<typeof checkSenderCancel>]> = [
     ["no receiver, prepared long ago", { sender: sender("Prepared"), nowSec: NOW }, { ok: true }],
     ["receiver Cancelled", { sender: sender("Prepared"), receiver: receiver("Cancelled"), nowSec: NOW }, { ok: true }],

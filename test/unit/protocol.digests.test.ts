@@ -20,7 +20,7 @@ import {
 } from "../../shared/protocol/user-signatures";
 import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
 
-// PROTOCOL.md §4.1, §4.3, §12.
+// docs/protocol.md#structs, #user-signatures, #test-vectors.
 const MNEMONIC = "candy maple cake sugar pudding cream honey rich smooth crumble sweet treat";
 const SIGNER_ADDRESS = "0x627306090abaB3A6e1400e9345bC60c78a8BEf57";
 const TRANSACTION_ID = "0x" + "ab".repeat(32);
@@ -47,7 +47,7 @@ const TX_DATA: TransactionData = {
   preparedBlockNumber: 12345,
 };
 
-describe("variant digests (§4.1)", () => {
+describe("variant digests (docs/protocol.md#structs)", () => {
   it("EMPTY_VARIANT_DIGEST is keccak256(abi.encode(0,0,0))", () => {
     expect(EMPTY_VARIANT_DIGEST).toBe("0x46700b4d40ac5c35af2c22dda2787a91eb567b06c924a8fb8ae9a05b20c08c21");
     expect(variantDigest({ amount: "0", expiry: 0, preparedBlockNumber: 0 })).toBe(EMPTY_VARIANT_DIGEST);
@@ -64,7 +64,7 @@ describe("variant digests (§4.1)", () => {
   });
 });
 
-describe("invariantDigest (§4.1)", () => {
+describe("invariantDigest (docs/protocol.md#structs)", () => {
   it("hashes the static invariant tuple in struct order (receivingAddress before callTo), with no offset word", () => {
     const coder = AbiCoder.defaultAbiCoder();
     const encoded = coder.encode(
@@ -132,7 +132,7 @@ describe("invariantDigest (§4.1)", () => {
   });
 });
 
-describe("classifyVariant (§3.7 sanitation check)", () => {
+describe("classifyVariant (docs/protocol.md#sanitation-check)", () => {
   const variant = { amount: TX_DATA.amount, expiry: TX_DATA.expiry, preparedBlockNumber: TX_DATA.preparedBlockNumber };
 
   it.each([
@@ -157,7 +157,7 @@ describe("classifyVariant (§3.7 sanitation check)", () => {
   });
 });
 
-describe("user fulfill / cancel payloads (§4.3, §12)", () => {
+describe("user fulfill / cancel payloads (docs/protocol.md#user-signatures)", () => {
   const signer = createMnemonicSigner(MNEMONIC);
   const fulfill = {
     transactionId: TRANSACTION_ID,
@@ -167,12 +167,12 @@ describe("user fulfill / cancel payloads (§4.3, §12)", () => {
   };
   const cancel = { transactionId: TRANSACTION_ID, receivingChainId: 137, receivingChainTxManagerAddress: RECEIVING_TM };
 
-  it("hashes the §12 fulfill payload (relayerFee 0)", () => {
+  it("hashes the test-vector fulfill payload (relayerFee 0)", () => {
     expect(fulfillPayloadHash(fulfill)).toBe(FULFILL_HASH);
     expect(fulfillPayloadHash({ ...fulfill, relayerFee: "0" })).toBe(FULFILL_HASH);
   });
 
-  it("hashes the §12 cancel payload", () => {
+  it("hashes the test-vector cancel payload", () => {
     expect(cancelPayloadHash(cancel)).toBe(CANCEL_HASH);
   });
 

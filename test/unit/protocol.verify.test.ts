@@ -52,7 +52,7 @@ const HONEST_BID: AuctionBid = {
   amount: "1000000000000000000000",
   receivingChainId: 137,
   receivingAssetId: POLYGON_USDC,
-  amountReceived: "999400000", // §2.3 minus a gas fee of 0.1 USDC
+  amountReceived: "999400000", // docs/protocol.md#router-fee minus a gas fee of 0.1 USDC
   receivingAddress: USER,
   transactionId: "0x" + "ab".repeat(32),
   expiry: SENDER_EXPIRY,

@@ -12,7 +12,7 @@ import { gasFeeInToken } from "../../shared/protocol/gas-fee";
 import { checkRelayerFee, relayerFeeBudgetWei, relayerFeeLowerBound } from "../../shared/protocol/relayer-fee";
 import type { TransactionData } from "../../shared/protocol/types";
 
-describe("relayer fee threshold (PROTOCOL §5 step 5)", () => {
+describe("relayer fee threshold (docs/protocol.md#relayer-fee)", () => {
   it("accepts an offer down to the estimate minus the threshold percent, and refuses one unit below", () => {
     expect(relayerFeeLowerBound(1000n, 10)).toBe(900n);
     expect(checkRelayerFee({ offeredFee: 900n, expectedFee: 1000n, thresholdPercent: 10 })).toEqual({

@@ -9,7 +9,7 @@ import {
 } from "../../shared/protocol/router-signatures";
 import { ProtocolInputError } from "../../shared/protocol/errors";
 
-// PROTOCOL.md §12 signer.
+// docs/protocol.md#test-vectors signer.
 const MNEMONIC = "candy maple cake sugar pudding cream honey rich smooth crumble sweet treat";
 const ADDRESS = "0x627306090abaB3A6e1400e9345bC60c78a8BEf57";
 const TOKEN = "0x2791Bca1f2de4661ED88A30C99A7a9449Aa84174";
@@ -22,7 +22,7 @@ const payload: RemoveLiquiditySignaturePayload = {
   chainId: 137,
 };
 
-describe("removeLiquidity router signature (§4.5)", () => {
+describe("removeLiquidity router signature (docs/protocol.md#router-signatures)", () => {
   it("encodes the static tuple as five words with no offset word", () => {
     const encoded = encodeRemoveLiquidityPayload(payload);
     expect((encoded.length - 2) / 64).toBe(5);

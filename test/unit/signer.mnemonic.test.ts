@@ -4,7 +4,7 @@ import { SignerConfigError, UnsignedTransactionInvalidError } from "../../shared
 import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
 import { UnsignedTransaction, sanitizeSignatureV } from "../../shared/signer/router-signer";
 
-// PROTOCOL.md §12 test vectors.
+// docs/protocol.md#test-vectors.
 const MNEMONIC = "candy maple cake sugar pudding cream honey rich smooth crumble sweet treat";
 const ADDRESS = "0x627306090abaB3A6e1400e9345bC60c78a8BEf57";
 const BID_HASH = "0x59d43a1d7af4812a76481bd3cc4e57b585d50271d21949354b34a685c57f601f";
@@ -37,12 +37,12 @@ const EIP1559_TX: UnsignedTransaction = {
 describe("createMnemonicSigner", () => {
   const signer = createMnemonicSigner(MNEMONIC);
 
-  it("derives account 0 of the §12 mnemonic, checksummed", async () => {
+  it("derives account 0 of the test-vector mnemonic, checksummed", async () => {
     expect(signer.kind).toBe("mnemonic");
     await expect(signer.getAddress()).resolves.toBe(ADDRESS);
   });
 
-  it("signs the §12 bid hash as 32 raw bytes to exactly the published bid signature", async () => {
+  it("signs the test-vector bid hash as 32 raw bytes to exactly the published bid signature", async () => {
     await expect(signer.signMessage(getBytes(BID_HASH))).resolves.toBe(BID_SIGNATURE);
   });
 
@@ -139,7 +139,7 @@ describe("sanitizeSignatureV", () => {
     expect(sanitizeSignatureV(rs + "1c")).toBe(rs + "1c");
   });
 
-  it("turns a recovery-id signature of the §12 bid into the published one", () => {
+  it("turns a recovery-id signature of the test-vector bid into the published one", () => {
     const lowV = BID_SIGNATURE.slice(0, -2) + "00";
     expect(sanitizeSignatureV(lowV)).toBe(BID_SIGNATURE);
     expect(verifyMessage(getBytes(BID_HASH), sanitizeSignatureV(lowV))).toBe(ADDRESS);

@@ -6,7 +6,7 @@ import { bodyOf } from "./json-body";
 import { requestIdOf } from "./request-context";
 
 /**
- * router-spec §5: `adminToken` in the JSON body must equal the configured token. Runs before any field
+ * docs/admin-api.md: `adminToken` in the JSON body must equal the configured token. Runs before any field
  * validation, so an unauthenticated caller learns nothing about the body rules. Both sides are hashed
  * first: timingSafeEqual needs equal lengths, and comparing digests hides the token's length too.
  */

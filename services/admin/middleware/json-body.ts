@@ -1,7 +1,10 @@
 import express, { type RequestHandler } from "express";
 import { AdminApiError } from "../errors";
 
-/** router-spec §8 sets no limit; admin bodies are a few hundred bytes, so 16 kB is generous. */
+/**
+ * The admin API's specification sets no body limit (docs/admin-api.md, decisions); admin bodies are a few hundred
+ * bytes, so 16 kB is generous.
+ */
 export const BODY_LIMIT = "16kb";
 
 /**

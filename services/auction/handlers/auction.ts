@@ -92,7 +92,7 @@ interface Priced {
 }
 
 /**
- * `auction.request` (PROTOCOL.md §2.1, hardened): modes → payload → chains → pool → expiry window → decimals
+ * `auction.request` (docs/protocol.md#auction, hardened): modes → payload → chains → pool → expiry window → decimals
  * → router fee and gas fee → one atomic Redis step (rate limit, balance and gas freshness, liquidity net of
  * hard holds and of unprepared bids up to their share, signer gas, then the bid's promise and rate stamp) →
  * bid, signed unless dry run → response. A refusal is logged once with its code and never answered; nothing a
@@ -465,7 +465,10 @@ function refused(code: AuctionRefusal["code"], detail: string): Outcome {
   return { result: "refused", refusal: refusal(code, detail), fields: {} };
 }
 
-/** The 32 bytes the router signs (EIP-191) for a bid: keccak256 of its §2.7 encoding, hashed natively. */
+/**
+ * The 32 bytes the router signs (EIP-191) for a bid: keccak256 of its encoding (docs/protocol.md#bid-encoding), hashed
+ * natively.
+ */
 function bidDigest(bid: AuctionBid): Buffer {
   return keccak256Bytes(Buffer.from(encodeBidFast(bid).slice(2), "hex"));
 }
@@ -529,7 +532,10 @@ interface RouterFields {
   readonly bidExpiry: number;
 }
 
-/** §1.7: the fields in ABI order; everything but the router's fields copied from the request unchanged. */
+/**
+ * docs/protocol.md#auction-response: the fields in ABI order; everything but the router's fields copied from the
+ * request unchanged.
+ */
 function buildBid(p: AuctionPayload, r: RouterFields): AuctionBid {
   return {
     user: p.user,

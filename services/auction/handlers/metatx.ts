@@ -9,8 +9,8 @@ import { InvalidMetaTxPayloadError, InvalidMetaTxTypeError, RelayBusyError } fro
 import { relayFulfill, type RelayOptions, type RelayTrace } from "../operations/relay-fulfill";
 
 /**
- * `*.*.metatx.request` (PROTOCOL §5, docs/relaying.md): a request without data is dropped; anything else is
- * answered, with `{transactionHash, chainId}` once the relay is broadcast, or with an error reply
+ * `*.*.metatx.request` (docs/protocol.md#relaying, docs/relaying.md): a request without data is dropped; anything else
+ * is answered, with `{transactionHash, chainId}` once the relay is broadcast, or with an error reply
  * (`{type: <error class>, message, context}`) for a refusal or a failure. The original answered failures
  * with silence, leaving the requester to time out. Every request is counted in `router_metatx_requests_total`
  * (outcome, code); a relayed one is logged, while the lines of the other outcomes, which any requester can

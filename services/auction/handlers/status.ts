@@ -6,7 +6,7 @@ import type { AuctionContext } from "../context";
 import { buildStatusReport, readRouterVersion } from "../operations/status-report";
 
 /**
- * `*.*.status.request` (PROTOCOL §1.7): every request is answered, whatever its data (the SDK sends
+ * `*.*.status.request` (docs/protocol.md#status): every request is answered, whatever its data (the SDK sends
  * `{requestee}`), also in cleanUpMode and diagnosticMode (the original went silent in cleanUpMode).
  */
 export function createStatusHandler(ctx: AuctionContext, routerVersion: string = readRouterVersion()): RequestHandler {

@@ -14,8 +14,8 @@ export interface RelayFeeDecision {
 }
 
 /**
- * §5 step 5 for a Fulfill, from the fee caches (no RPC): the fulfill's gas plus the call's gas, priced in the
- * receiving asset on the receiving chain; the offer must reach the chain's relayerFeeThreshold below it.
+ * docs/protocol.md#relayer-fee for a Fulfill, from the fee caches (no RPC): the fulfill's gas plus the call's gas,
+ * priced in the receiving asset on the receiving chain; the offer must reach the chain's relayerFeeThreshold below it.
  * The call's gas is the requester's `callDataGas`; with no call (callTo zero, or call data "0x") it is 0;
  * otherwise the request is refused, since estimating the call would need an RPC on the request path.
  */

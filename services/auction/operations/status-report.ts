@@ -6,7 +6,7 @@ import { openTransfersKey } from "../../../shared/queues";
 import { withTimeout } from "../../../shared/timing";
 import type { AuctionContext } from "../context";
 
-/** PROTOCOL §1.7 StatusResponse, plus this router's two modes. */
+/** The status response (docs/protocol.md#status), plus this router's two modes. */
 export interface StatusReport {
   readonly isRouterContract: boolean;
   readonly routerVersion: string;

@@ -3,7 +3,7 @@ import { redactUrl } from "../../../shared/logging/redact";
 import { SUBGRAPH_TRANSACTION_FIELDS, type SubgraphTransaction } from "./subgraph-mapping";
 
 /**
- * The NXTP v1-runtime subgraph queries the poller uses (PROTOCOL.md §3.1), with `first`/`skip` added: The
+ * The NXTP v1-runtime subgraph queries the poller uses (docs/protocol.md#subgraph), with `first`/`skip` added: The
  * Graph returns 100 entities when `first` is absent, which silently capped the original's active list.
  */
 const PAGE_FIELDS = `first: $first, skip: $skip, orderBy: preparedBlockNumber, orderDirection: desc`;

@@ -4,7 +4,7 @@ import type { TransactionData, TransferRecord, TransferStatus } from "../../../s
 import { isBytes32, isHexBytes, toSafeNumber } from "../../../shared/protocol/values";
 
 /**
- * The `Transaction` entity of the NXTP v1-runtime subgraph (PROTOCOL.md §3.1) as the queries select it.
+ * The `Transaction` entity of the NXTP v1-runtime subgraph (docs/protocol.md#subgraph) as the queries select it.
  * BigInts arrive as decimal strings, `user.id` / `router.id` and the address fields in lowercase.
  */
 export interface SubgraphTransaction {
@@ -39,7 +39,7 @@ export interface SubgraphTransaction {
   readonly cancelTransactionHash?: string | null;
 }
 
-/** The selection the poller and the test server agree on (REAL_PARTS.md §3, "Subgraph"). */
+/** The selection the poller and the test server agree on (docs/protocol.md#subgraph). */
 export const SUBGRAPH_TRANSACTION_FIELDS =
   "id status chainId preparedTimestamp user { id } router { id } initiator receivingChainTxManagerAddress " +
   "sendingAssetId receivingAssetId sendingChainFallback receivingAddress callTo sendingChainId receivingChainId " +

@@ -46,7 +46,7 @@ interface SyncedUrl {
 }
 
 /**
- * The router's transfers on one chain from the configured subgraphs (PROTOCOL.md §3.1–3.3), state-based:
+ * The router's transfers on one chain from the configured subgraphs (docs/protocol.md#subgraph), state-based:
  * every sync lists the open sending and receiving sides, then asks for the current state of every transfer
  * the store still has open, or that another chain's open sending side expects here, and that dropped out of
  * those lists. Paging is not pinned to a block, so a page boundary can shift while a record changes; the

@@ -5,8 +5,8 @@ import { ReceiverNotExpiredError } from "./errors";
 import { buildUnlessCompleted, openPreparedSide, wallClockMsWhenChainPasses, type LifecycleContext } from "./lifecycle";
 
 /**
- * Returns the router's locked liquidity after the receiving side expired unfulfilled (§3.6 receiver side),
- * on the receiving chain (the queue's chain):
+ * Returns the router's locked liquidity after the receiving side expired unfulfilled (docs/protocol.md#cancel-rules,
+ * receiving side), on the receiving chain (the queue's chain):
  * 1. sanitation: completed (fulfilled by the user, or cancelled) → no-op; not prepared / other variant →
  *    terminal;
  * 2. only after the receiving expiry (latest block timestamp > expiry): before it the contract wants the

@@ -9,8 +9,8 @@ import type { RouterError } from "../../../shared/errors";
 import { buildUnlessCompleted, openPreparedSide, wallClockMsWhenChainPasses, type LifecycleContext } from "./lifecycle";
 
 /**
- * Refund of the sending side to `sendingChainFallback` (§3.6), on the sending chain (the queue's chain).
- * Cancelling the sender while the receiving side can still pay the user loses the router's funds, so:
+ * Refund of the sending side to `sendingChainFallback` (docs/protocol.md#cancel-rules), on the sending chain (the
+ * queue's chain). Cancelling the sender while the receiving side can still pay the user loses the router's funds, so:
  * 1. sanitation here: completed → no-op; not prepared / other variant → terminal;
  * 2. unless `force` (admin only) with no receiving prepare recorded: the on-chain sender-cancel check
  *    (shared/chain/sender-cancel-check.ts): receiving side never prepared (and no prepare-receiver in flight) or cancelled, never fulfilled

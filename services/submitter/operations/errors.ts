@@ -3,8 +3,9 @@ import { RouterError } from "../../../shared/errors";
 /**
  * Conditions of the transfer-lifecycle operations (prepare-receiver, fulfill-sender, cancel-sender,
  * cancel-receiver). Each has a stable `code`, `retriable`, and `cancellable`: a terminal refusal of a
- * receiving prepare that should refund the user now rather than at expiry (§3.5's cancellable classes).
- * The processor enqueues that refund; the cancel-sender job re-checks the cancel rules itself.
+ * receiving prepare that should refund the user now rather than at expiry (the cancellable refusals of
+ * docs/protocol.md#receiving-prepare). The processor enqueues that refund; the cancel-sender job re-checks the cancel
+ * rules itself.
  */
 export abstract class LifecycleError extends RouterError {
   readonly cancellable: boolean = false;
@@ -80,7 +81,10 @@ export function verifyReasonCode(reason: string): string {
     .toUpperCase();
 }
 
-/** The router's unlocked liquidity on the receiving chain is below the receiving amount (§3.5 NotEnoughLiquidity). */
+/**
+ * The router's unlocked liquidity on the receiving chain is below the receiving amount
+ * (docs/protocol.md#receiving-prepare, NotEnoughLiquidity).
+ */
 export class NotEnoughLiquidityError extends LifecycleError {
   readonly code = "NOT_ENOUGH_LIQUIDITY";
   readonly retriable = false;

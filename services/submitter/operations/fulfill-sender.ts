@@ -7,8 +7,8 @@ import { InvalidUserSignatureError, SenderExpiredError } from "./errors";
 import { buildUnlessCompleted, openPreparedSide, revertCodeOf, type LifecycleContext } from "./lifecycle";
 
 /**
- * The router's claim on the sending chain (§3.4 ReceiverFulfilled), with the user's fulfill signature from
- * the receiving-side fulfill:
+ * The router's claim on the sending chain (docs/protocol.md#transfer-actions, ReceiverFulfilled), with the user's
+ * fulfill signature from the receiving-side fulfill:
  * 1. the signature must recover to `txData.user` for the payload the sending chain checks (the transfer's
  *    receiving chain id and receiving TransactionManager), or the contract reverts #F:022 anyway;
  * 2. sanitation here: completed → no-op; not prepared / other variant → terminal; expired (latest block

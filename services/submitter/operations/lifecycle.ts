@@ -93,10 +93,10 @@ export function noop(reason: string, blockNumber: number): TxNoop {
 /**
  * The transaction for `TransactionManager.<kind>(args)`, sent on this chain by the signer:
  * - direct mode: to the TransactionManager (the signer is the router);
- * - router-contract mode: `Router.<kind>(args, relayerFeeAsset, 0, routerSignature)` (§4.5–4.6 step 4). The
- *   Router skips the signature for its signer, but it is the valid one for this chain, so the same call data
- *   would also work relayed. The fee asset comes from *this* chain's config (the original took the receiving
- *   chain's for a sending fulfill, weak point 12).
+ * - router-contract mode: `Router.<kind>(args, relayerFeeAsset, 0, routerSignature)`
+ *   (docs/protocol.md#router-contract-calls). The Router skips the signature for its signer, but it is the valid one
+ *   for this chain, so the same call data would also work relayed. The fee asset comes from *this* chain's config (the
+ *   original took the receiving chain's for a sending fulfill, docs/protocol.md#deviation-router-contract).
  * Checked with eth_estimateGas: a revert fails here, before any nonce is used.
  */
 export async function buildTransferCall<K extends RouterCallKind>(
@@ -140,9 +140,9 @@ export type TransferSide = "sending" | "receiving";
 
 /**
  * The common opening of the fulfill and cancel jobs: the transfer must name our router and have this side on
- * the queue's chain; then the §3.7 sanitation check here: completed (fulfilled or cancelled) is a no-op,
- * not prepared or another variant is terminal. Returns the chain's state when the side is prepared as the
- * job says.
+ * the queue's chain; then the sanitation check (docs/protocol.md#sanitation-check) here: completed (fulfilled or
+ * cancelled) is a no-op, not prepared or another variant is terminal. Returns the chain's state when the side is
+ * prepared as the job says.
  */
 export async function openPreparedSide(
   ctx: LifecycleContext,

@@ -31,8 +31,8 @@ import {
 } from "./lifecycle";
 
 /**
- * The receiving-side prepare (§3.5), on the receiving chain (the queue's chain). Locks the router's
- * liquidity for the user, so every input is proven before anything is sent:
+ * The receiving-side prepare (docs/protocol.md#receiving-prepare), on the receiving chain (the queue's chain). Locks
+ * the router's liquidity for the user, so every input is proven before anything is sent:
  * 1. sanitation: already prepared here (any non-zero variant) → no-op;
  * 2. no sender cancel for the transfer: none decided, no cancel-sender job in any state, no cancel-sender
  *    transaction record (SENDER_CANCEL_DECIDED, terminal: the refund is under way; see step 6);

@@ -32,8 +32,8 @@ export interface OperationContext {
  *    before any nonce is used or gas is spent.
  * - Direct mode: `TransactionManager.removeLiquidity(amount, assetId, recipientAddress)` from the signer.
  * - Router-contract mode: `Router.removeLiquidity(amount, assetId, relayerFeeAsset, 0, signature)` from the
- *   signer (PROTOCOL.md §4.6 step 4). The TransactionManager pays the Router's own `recipient`; the job's
- *   recipientAddress cannot change that. The Router skips the signature check for its signer, but the
+ *   signer (docs/protocol.md#router-contract-calls). The TransactionManager pays the Router's own `recipient`; the
+ *   job's recipientAddress cannot change that. The Router skips the signature check for its signer, but the
  *   signature is still the valid one so the same call data would also work relayed.
  */
 export async function prepareRemoveLiquidity(ctx: OperationContext, data: RemoveLiquidityJobData): Promise<TxCall> {
