@@ -110,7 +110,7 @@ it("a re-request of the same transfer never frees what its earlier unexpired bid
 
   // The requester asks again for the same transfer once requestLimit allows it: its stamp is deleted here
   // instead of waiting the fixture's 60 s.
-  await s.redis.del(auctionRateKey(prefix, { ...first, user } as Parameters<typeof auctionRateKey>[1]));
+  await s.redis.del(auctionRateKey(prefix, key));
   const small = await ask(honest, { ...first, amount: "2000000000000000000" });
   if (typeof small === "string") throw new Error(`no bid: ${small}`);
   expect(BigInt(small.amountReceived)).toBeLessThan(BigInt(large.amountReceived));
