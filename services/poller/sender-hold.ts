@@ -25,8 +25,12 @@ export async function holdForSender(ctx: PollerContext, record: TransferRecord, 
     await dropSenderHold(ctx, record);
     return;
   }
-  const verified = verifySender(ctx, record, nowSec);
-  if (!verified.ok) {
+  // A receiving chain we do not serve has no promise to hold (and no TransactionManager to verify against).
+  if (ctx.config.chainConfig[String(record.txData.receivingChainId)] === undefined) {
+    return;
+  }
+  const verified = verifiedOrUndefined(ctx, record, nowSec);
+  if (verified === undefined || !verified.ok) {
     await dropSenderHold(ctx, record);
     return;
   }
@@ -59,6 +63,24 @@ export async function dropSenderHold(ctx: PollerContext, record: TransferRecord)
   await guarded(ctx, record, "unpin", () =>
     ctx.reservations.unpin(receivingChainId, receivingAssetId, transferKeyOf(record)),
   );
+}
+
+/** The verification, or undefined when it throws: a record it cannot judge must not fail the tick that stores it. */
+function verifiedOrUndefined(
+  ctx: PollerContext,
+  record: TransferRecord,
+  nowSec: number,
+): ReturnType<typeof verifySender> | undefined {
+  try {
+    return verifySender(ctx, record, nowSec);
+  } catch (err) {
+    ctx.logger.warn("sending side not verifiable for its hold", {
+      at: "poller.reservation",
+      transferKey: transferKeyOf(record),
+      error: errorMessage(err),
+    });
+    return undefined;
+  }
 }
 
 /** A failed hold change is logged, never thrown: the hold lapses by itself, and the tick goes on. */
