@@ -105,6 +105,18 @@ local function ddiv(a, d)
   end
   return djoin(parts)
 end
+-- acc (chunks, least significant first) += a, kept normalised so every chunk stays exact in a double.
+local function dsumInto(acc, a)
+  local x = dchunks(a)
+  local n = math.max(#acc, #x)
+  local carry = 0
+  for k = 1, n do
+    local s = (acc[k] or 0) + (x[k] or 0) + carry
+    if s >= BASE then carry = 1; s = s - BASE else carry = 0 end
+    acc[k] = s
+  end
+  if carry > 0 then acc[n + 1] = carry end
+end
 local function dvalid(a)
   return type(a) == 'string' and string.find(a, '^[0-9]+$') ~= nil
 end
@@ -127,14 +139,26 @@ export const MAX_BIDS_PER_TRANSFER = 16;
 
 /**
  * Records of transfers with nothing left to count that one script call forgets (memory only: a lapsed promise
- * stops counting through its lapse-time sum, whatever is left of its record). Each reserve adds at most one.
+ * stops counting through its lapse-time sum, whatever is left of its record). Each reserve adds at most one, so
+ * a few per call keep up.
  */
-const FORGET_PER_CALL = 32;
+const FORGET_PER_CALL = 4;
+
+/**
+ * The step lapse times are rounded up to: a promise lasts until its `untilMs` rounded up to the next 10 s. The
+ * sums are kept per step, so at most one per 10 s of the longest promise (the 1 h hold) is ever open: ≈ 400, which
+ * bounds what one prune subtracts whatever the number of promises (bench/reservation-scripts.ts).
+ */
+export const LAPSE_STEP_MS = 10_000;
+
+/** When a promise recorded with `untilMs` stops counting. */
+export function promiseLapseMs(untilMs: number): number {
+  return Math.ceil(untilMs / LAPSE_STEP_MS) * LAPSE_STEP_MS;
+}
 
 /**
  * The promise records of one receiving (chain, asset), shared by the scripts below. Every lapse time is rounded
- * up to a whole second (bids lapse at whole seconds already), so at most one sum per second of the next hour is
- * open. In the hash:
+ * up to `LAPSE_STEP_MS`. In the hash:
  * - `total`: every promise not lapsed by `wm`; `hard`: the hard holds among them; unprepared = total − hard;
  * - `wm`: the time of the last prune (ms, never moves back): a bid or hold lapsing at or before it is gone;
  * - `b:<ms>`: what stops counting at that time (`k:<ms>`: its hard part). A transfer whose bids are a staircase
@@ -142,8 +166,8 @@ const FORGET_PER_CALL = 32;
  *   of that step's time, so at any time the live sums add up to exactly the largest live bid of each transfer;
  * - `p:<transferKey>`: the transfer's bids as `amount@untilMs,...`, or its hard hold as `h:amount@untilMs`.
  * Zsets: the lapse times with a sum (KEYS[3] of each script), and the transfers by their last lapse time (KEYS[2]).
- * A prune subtracts every sum whose time has come, one per second elapsed at most: bounded by the longest
- * promise (the 1 h hold), never by how many promises are open or lapsed.
+ * A prune subtracts every sum whose time has come: at most one per step of the longest promise, never a number
+ * that grows with the promises open or lapsed.
  * Fields of earlier versions (`r:`, `s:`, `u:`, a `total` without `wm`) are not counted: an upgrade forgets the
  * open promises (the receiving prepare still checks the liquidity on chain).
  */
@@ -157,7 +181,7 @@ local function fsub(h, f, v)
   redis.call('HSET', h, f, dsub(redis.call('HGET', h, f) or '0', v))
 end
 local function fmt(ms) return string.format('%.0f', ms) end
-local function roundUp(ms) return math.ceil(ms / 1000) * 1000 end
+local function roundUp(ms) return math.ceil(ms / ${LAPSE_STEP_MS}) * ${LAPSE_STEP_MS} end
 -- The transfer's record: nil when none, else whether it is a hard hold, and its entries {amount, untilMs}.
 local function readRecord(h, member)
   local state = redis.call('HGET', h, 'p:' .. member)
@@ -248,13 +272,28 @@ local function prune(h, tz, lz, nowMs)
   local wm = tonumber(stored or '0')
   if nowMs > wm then wm = nowMs end
   local due = redis.call('ZRANGEBYSCORE', lz, '-inf', wm)
-  for _, at in ipairs(due) do
-    local v = redis.call('HMGET', h, 'b:' .. at, 'k:' .. at)
-    fsub(h, 'total', v[1] or '0')
-    fsub(h, 'hard', v[2] or '0')
-    redis.call('HDEL', h, 'b:' .. at, 'k:' .. at)
+  if #due > 0 then
+    local fields = {}
+    for _, at in ipairs(due) do
+      fields[#fields + 1] = 'b:' .. at
+      fields[#fields + 1] = 'k:' .. at
+    end
+    -- The lapsed sums are added up in chunks and subtracted once (one digit-string operation per sum, not three).
+    local lapsed, lapsedHard = {}, {}
+    for i = 1, #fields, 1000 do
+      local part = {unpack(fields, i, math.min(i + 999, #fields))}
+      local values = redis.call('HMGET', h, unpack(part))
+      for j = 1, #part, 2 do
+        if values[j] then dsumInto(lapsed, values[j]) end
+        if values[j + 1] then dsumInto(lapsedHard, values[j + 1]) end
+      end
+      redis.call('HDEL', h, unpack(part))
+    end
+    local total = dsub(redis.call('HGET', h, 'total') or '0', djoin(lapsed))
+    local hard = dsub(redis.call('HGET', h, 'hard') or '0', djoin(lapsedHard))
+    redis.call('HSET', h, 'total', total, 'hard', hard)
+    redis.call('ZREMRANGEBYSCORE', lz, '-inf', wm)
   end
-  if #due > 0 then redis.call('ZREMRANGEBYSCORE', lz, '-inf', wm) end
   redis.call('HSET', h, 'wm', fmt(wm))
   for _, member in ipairs(redis.call('ZRANGEBYSCORE', tz, '-inf', wm, 'LIMIT', 0, ${FORGET_PER_CALL})) do
     redis.call('HDEL', h, 'p:' .. member, 'r:' .. member, 's:' .. member)

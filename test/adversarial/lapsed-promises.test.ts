@@ -1,7 +1,7 @@
 import { getAddress, hexlify, randomBytes } from "ethers";
 import { transferKey } from "../../shared/queues";
 import { createBalanceStore } from "../../shared/transfers/balance-store";
-import { createBidReservations, type ReserveParams } from "../../shared/transfers/bid-reservations";
+import { createBidReservations, promiseLapseMs, type ReserveParams } from "../../shared/transfers/bid-reservations";
 import { RESERVATION_GRACE_SEC } from "../../services/auction/handlers/auction";
 import { BID_EXPIRY_SEC } from "../../shared/protocol/expiry";
 import { useRedis } from "../harness/redis";
@@ -49,7 +49,8 @@ describe("lapsed promises", () => {
     // The swarm: 5 000 requesters with a key each, over 50 s, each taking 320 (each fits next to the others'
     // promises, counted up to half of 1 000): 1 600 000 promised against a balance of 1 000.
     let nowMs = Math.floor(Date.now() / 1000) * 1000;
-    const lapseMs = (Math.floor(nowMs / 1000) + 50 + BID_EXPIRY_SEC + RESERVATION_GRACE_SEC) * 1000;
+    // The last bid's lapse time: its bidExpiry + grace, rounded up to the lapse step.
+    const lapseMs = promiseLapseMs((Math.floor(nowMs / 1000) + 50 + BID_EXPIRY_SEC + RESERVATION_GRACE_SEC) * 1000);
     for (let i = 0; i < 5000; i += 1) {
       if (i % 100 === 0) {
         nowMs += 1000;
@@ -61,8 +62,12 @@ describe("lapsed promises", () => {
     // While they hold, 60 % is refused (they count up to half of the free liquidity)...
     expect((await reservations.reserve(bid(nowMs, 600n, false))).code).toBe("LiquidityUnavailable");
 
-    // ...and from the last one's lapse time on, none of them counts: the first request after it gets its bid.
-    nowMs = lapseMs + 1;
+    // ...up to the last one's lapse time (never earlier: that would promise the same liquidity twice)...
+    nowMs = lapseMs - 1;
+    await fresh(nowMs);
+    expect((await reservations.reserve(bid(nowMs, 600n, false))).code).toBe("LiquidityUnavailable");
+    // ...and from the last one's lapse time on, none of them counts: the first request then gets its bid.
+    nowMs = lapseMs;
     await fresh(nowMs);
     const honest = await reservations.reserve(bid(nowMs, 600n));
     expect(honest.code).toBe("ok");

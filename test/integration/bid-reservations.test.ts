@@ -2,8 +2,10 @@ import { getAddress, hexlify, randomBytes } from "ethers";
 import { bidReservationExpiryKey } from "../../shared/queues";
 import {
   DIGIT_MATH_LUA,
+  LAPSE_STEP_MS,
   MAX_BIDS_PER_TRANSFER,
   createBidReservations,
+  promiseLapseMs,
   type BidReservations,
   type ReserveParams,
 } from "../../shared/transfers/bid-reservations";
@@ -235,20 +237,20 @@ describe("bid reservations", () => {
   });
 
   it("lets each bid lapse at its own untilMs, and holds lapse at their pin", async () => {
-    const pinned = stranger({ amount: 600n, untilMs: NOW + 1000 });
-    const lapsing = stranger({ amount: 400n, untilMs: NOW + 1000 });
+    const pinned = stranger({ amount: 600n, untilMs: NOW + 10_000 });
+    const lapsing = stranger({ amount: 400n, untilMs: NOW + 10_000 });
     expect((await store.reserve(pinned)).code).toBe("ok");
     expect((await store.reserve(lapsing)).code).toBe("ok");
-    expect((await store.reserve({ ...lapsing, amount: 100n, untilMs: NOW + 3000 })).code).toBe("ok");
-    expect(await store.pin(1338, ASSET, pinned.transferKey, NOW + 10_000, 600n)).toBe(true);
-    const later = NOW + 2000;
+    expect((await store.reserve({ ...lapsing, amount: 100n, untilMs: NOW + 30_000 })).code).toBe("ok");
+    expect(await store.pin(1338, ASSET, pinned.transferKey, NOW + 100_000, 600n)).toBe(true);
+    const later = NOW + 20_000;
     await refreshBalances(later);
     expect((await store.reserve(stranger({ nowMs: later, amount: 301n }))).code).toBe("LiquidityUnavailable");
     expect((await store.promises(1338, ASSET)).byTransfer.get(lapsing.transferKey)).toBe(100n);
     expect((await store.reserve(stranger({ nowMs: later, amount: 300n }))).code).toBe("ok");
     expect(await store.reservedTotal(1338, ASSET)).toBe(1000n);
-    await refreshBalances(NOW + 10_001);
-    expect((await store.reserve(stranger({ nowMs: NOW + 10_001, amount: 700n }))).code).toBe("ok");
+    await refreshBalances(NOW + 100_000);
+    expect((await store.reserve(stranger({ nowMs: NOW + 100_000, amount: 700n }))).code).toBe("ok");
   });
 
   it("withdraws only the unsent bid; releases a transfer's promise once", async () => {
@@ -268,11 +270,13 @@ describe("bid reservations", () => {
   it(`keeps at most ${MAX_BIDS_PER_TRANSFER} open bids per transfer`, async () => {
     const t = stranger();
     for (let i = 0; i < MAX_BIDS_PER_TRANSFER; i += 1) {
-      // Each smaller and longer (by a second: lapse times are whole seconds) than the one before: none covers
-      // another, all stay promised.
-      expect((await store.reserve({ ...t, amount: BigInt(100 - i), untilMs: t.untilMs + i * 1000 })).code).toBe("ok");
+      // Each smaller and longer (by a lapse step: lapse times are rounded up to it) than the one before: none
+      // covers another, all stay promised.
+      expect(
+        (await store.reserve({ ...t, amount: BigInt(100 - i), untilMs: t.untilMs + i * LAPSE_STEP_MS })).code,
+      ).toBe("ok");
     }
-    expect(await store.reserve({ ...t, amount: 1n, untilMs: t.untilMs + 100_000 })).toMatchObject({
+    expect(await store.reserve({ ...t, amount: 1n, untilMs: t.untilMs + 100 * LAPSE_STEP_MS })).toMatchObject({
       code: "AuctionRateExceeded",
       detail: expect.stringContaining("open bids"),
     });
@@ -326,8 +330,8 @@ describe("bid reservations against a model (random bids, pins, withdrawals, rele
     const model = new Map<string, { hard: boolean; entries: Entry[] }>();
     const keys = Array.from({ length: 12 }, () => `${hexlify(randomBytes(32))}-${USER}`.toLowerCase());
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(Math.random() * xs.length)] as T;
-    /** Lapse times count up to the whole second (bids lapse at whole seconds anyway). */
-    const second = (ms: number): number => Math.ceil(ms / 1000) * 1000;
+    /** A promise lapses at its untilMs rounded up to the lapse step. */
+    const second = promiseLapseMs;
     const liveMax = (entries: Entry[], now: number): bigint =>
       entries.reduce((best, e) => (e.untilMs > now && e.amount > best ? e.amount : best), 0n);
     const expected = (now: number): bigint => [...model.values()].reduce((sum, r) => sum + liveMax(r.entries, now), 0n);
