@@ -67,19 +67,24 @@ local function djoin(parts)
   end
   return dnorm(table.concat(out))
 end
+-- acc (chunks, least significant first) += a, kept normalised so every chunk stays exact in a double.
+local function dsumInto(acc, a)
+  local x = dchunks(a)
+  local n = math.max(#acc, #x)
+  local carry = 0
+  for k = 1, n do
+    local s = (acc[k] or 0) + (x[k] or 0) + carry
+    if s >= BASE then carry = 1; s = s - BASE else carry = 0 end
+    acc[k] = s
+  end
+  if carry > 0 then acc[n + 1] = carry end
+end
 local function dadd(a, b)
   if b == '0' then return a end
   if a == '0' then return b end
-  local x, y = dchunks(a), dchunks(b)
-  local n = math.max(#x, #y)
-  local parts, carry = {}, 0
-  for k = 1, n do
-    local s = (x[k] or 0) + (y[k] or 0) + carry
-    if s >= BASE then carry = 1; s = s - BASE else carry = 0 end
-    parts[k] = s
-  end
-  if carry > 0 then parts[n + 1] = carry end
-  return djoin(parts)
+  local acc = dchunks(a)
+  dsumInto(acc, b)
+  return djoin(acc)
 end
 -- a - b, floored at zero (a reservation total never goes negative, even after a foreign write).
 local function dsub(a, b)
@@ -104,18 +109,6 @@ local function ddiv(a, d)
     rem = cur - parts[k] * d
   end
   return djoin(parts)
-end
--- acc (chunks, least significant first) += a, kept normalised so every chunk stays exact in a double.
-local function dsumInto(acc, a)
-  local x = dchunks(a)
-  local n = math.max(#acc, #x)
-  local carry = 0
-  for k = 1, n do
-    local s = (acc[k] or 0) + (x[k] or 0) + carry
-    if s >= BASE then carry = 1; s = s - BASE else carry = 0 end
-    acc[k] = s
-  end
-  if carry > 0 then acc[n + 1] = carry end
 end
 local function dvalid(a)
   return type(a) == 'string' and string.find(a, '^[0-9]+$') ~= nil
