@@ -5,7 +5,8 @@
  * `<me>.<me>.auction.request`, wait for `<me>.<router>.auction.response`), each with a fresh user and
  * transaction id: 20 warm-up, 200 sequential, a closed loop of 50 in flight (200 total) and a burst of 50.
  * Prints p50/p99/max publish→reply latency, bids/s, the auction processes' CPU ms per bid (from
- * /proc/<pid>/stat) and the ratio to the original router's figures.
+ * /proc/<pid>/stat) and the ratio to the original router's figures. Then the reservation scripts' own time in
+ * Redis with 100 000 open promises (bench/reservation-scripts.ts; BENCH_RESERVATION_SCRIPTS=0 skips it).
  * Self-contained on purpose: bench/ is compiled with the app and must not import test/.
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -42,6 +43,7 @@ import {
 } from "../scripts/local/probes";
 import { pollUntil, sleep } from "../shared/timing";
 import { percentile } from "./support";
+import { benchReservationScripts, reportReservationScripts } from "./reservation-scripts";
 import { startStack, stopStack } from "./recovery";
 import { pm2DaemonPid, pm2List, runPm2 } from "../scripts/local/pm2";
 import { packageArtifact, type NxtpContractName } from "../scripts/nxtp-package";
@@ -281,6 +283,10 @@ async function runBench(p: BenchParams): Promise<void> {
       auctionPids: pids,
       otherProcesses: [],
     });
+    // After the phases, so they do not share Redis with it; BENCH_RESERVATION_SCRIPTS=0 skips it.
+    if (process.env.BENCH_RESERVATION_SCRIPTS !== "0") {
+      reportReservationScripts(await benchReservationScripts(redis, `${prefix}-scripts`));
+    }
   } finally {
     clearInterval(keepFresh);
     const auctions = p.children.slice(-p.instances);

@@ -63,7 +63,6 @@ async function main(): Promise<void> {
       n += 1;
       const nowMs = Date.now();
       const outcome = await reservations.reserve({
-        user: "0x00000000000000000000000000000000000000aa",
         sendingChainId: 1337,
         sendingAssetId: "0x0000000000000000000000000000000000000002",
         receivingChainId: 1338,

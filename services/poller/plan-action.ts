@@ -2,7 +2,11 @@ import type { RouterConfig } from "../../shared/config/types";
 import { checkSenderCancel, decideAction, type DerivedState } from "../../shared/protocol/decide";
 import { completionBlockOf } from "../../shared/protocol/completion-block";
 import type { TransferRecord } from "../../shared/protocol/types";
-import { verifySenderPrepare, type VerifyFailure } from "../../shared/protocol/verify-sender";
+import {
+  verifySenderPrepare,
+  type VerifyFailure,
+  type VerifySenderPrepareResult,
+} from "../../shared/protocol/verify-sender";
 import { TX_JOB, transferKey, type SenderPrepareData, type TxJobDataByName, type TxJobName } from "../../shared/queues";
 import type { ChainHead } from "../../shared/transfers/transfer-store";
 
@@ -112,19 +116,24 @@ export function planSenderSide(ctx: PlanContext, p: PlanSenderParams): Plan {
   }
 }
 
-function planPrepareReceiver(ctx: PlanContext, p: PlanSenderParams): Plan {
-  const { sender, receiver, nowSec } = p;
-  const receivingChainId = sender.txData.receivingChainId;
-  const verified = verifySenderPrepare({
+/** The receiving prepare's verification of a sending side (verify-sender.ts), with this poller's addresses. */
+export function verifySender(ctx: PlanContext, sender: TransferRecord, nowSec: number): VerifySenderPrepareResult {
+  return verifySenderPrepare({
     sender,
     routerSignerAddress: ctx.signerAddress,
     routerAddress: ctx.routerAddress,
-    receivingTxManagerAddress: chainOf(ctx, receivingChainId).transactionManagerAddress,
+    receivingTxManagerAddress: chainOf(ctx, sender.txData.receivingChainId).transactionManagerAddress,
     sendingTxManagerAddress: chainOf(ctx, ctx.chainId).transactionManagerAddress,
     swapPools: ctx.config.swapPools,
     nowSec,
     tolerancePercent: ctx.tolerancePercent,
   });
+}
+
+function planPrepareReceiver(ctx: PlanContext, p: PlanSenderParams): Plan {
+  const { sender, receiver, nowSec } = p;
+  const receivingChainId = sender.txData.receivingChainId;
+  const verified = verifySender(ctx, sender, nowSec);
   if (verified.ok) {
     return enqueue("SenderPrepared", {
       name: TX_JOB.prepareReceiver,

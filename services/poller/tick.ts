@@ -1,6 +1,4 @@
 import { errorMessage } from "../../shared/errors";
-import { PREPARE_DELAY_MARGIN_SEC } from "../../shared/protocol/auction-expiry";
-import { decodeBid } from "../../shared/protocol/bid";
 import type { TransferRecord } from "../../shared/protocol/types";
 import { sameHex } from "../../shared/protocol/values";
 import { TX_JOB, txJobId } from "../../shared/queues";
@@ -10,6 +8,7 @@ import { planReceiverSide, planSenderSide, transferKeyOf, type Plan, type Receiv
 import { cancelMayUseBatchReads } from "../../shared/protocol/decision-reads";
 import { headsOnce, oncePerChain, prefetchCounterparts, type CounterpartOf } from "./batch-reads";
 import { executePlan, type EnqueueOutcome } from "./plan-executor";
+import { dropHoldUnlessHonoured, dropSenderHold, holdForSender } from "./sender-hold";
 import { tryReconcile, type ReconcileOptions } from "./reconcile";
 import { SyncAbortedError, type SourceBatch, type TransferSource } from "./sources/transfer-source";
 
@@ -54,7 +53,7 @@ export async function runTick(ctx: PollerContext, input: TickInput, signal: Abor
   }
   const nowSec = block.timestamp;
   const confirmedHead = input.head - ctx.chain.confirmations + 1;
-  const pulled = await pullChanges(ctx, { head: input.head, confirmedHead, signal });
+  const pulled = await pullChanges(ctx, { head: input.head, confirmedHead, nowSec, signal });
   await ctx.store.setHead(ctx.chainId, { blockNumber: input.head, timestamp: nowSec, syncedBlock: pulled.syncedBlock });
 
   const decided = await decideOpenTransfers(ctx, { head: input.head, nowSec, source: pulled.source }, signal);
@@ -96,52 +95,6 @@ interface Pulled {
   readonly receiverPrepares: readonly TransferRecord[];
 }
 
-/** The auction's reservation of a bid covers confirmations until the receiving prepare (auction-expiry.ts margin). */
-const PIN_RESERVATION_MS = PREPARE_DELAY_MARGIN_SEC * 1000;
-
-/**
- * Our sending-side prepare is in: the bid it carries was taken, so its promise becomes a hard hold that outlives
- * bidExpiry, and the transfer's other bids are free again (docs/auction.md, "Promises").
- */
-async function pinReservation(ctx: PollerContext, record: TransferRecord): Promise<void> {
-  const { receivingChainId, receivingAssetId, transactionId, user } = record.txData;
-  try {
-    await ctx.reservations.pin(
-      receivingChainId,
-      receivingAssetId,
-      transferKeyOf(record),
-      Date.now() + PIN_RESERVATION_MS,
-      amountReceivedOfBid(record),
-    );
-  } catch (err) {
-    ctx.logger.warn("reservation pin failed", {
-      at: "poller.reservation",
-      transactionId,
-      user,
-      error: errorMessage(err),
-    });
-  }
-}
-
-/**
- * The receiving amount of the bid the sending prepare carries, when it is this transfer's bid; undefined (the
- * whole promise is held) when the encoding is not one. Only a cap: the script never holds more than was
- * promised, and the receiving prepare verifies the bid's signature before anything is locked.
- */
-function amountReceivedOfBid(record: TransferRecord): bigint | undefined {
-  try {
-    const bid = decodeBid(record.encodedBid);
-    const matches =
-      sameHex(bid.transactionId, record.txData.transactionId) &&
-      sameHex(bid.user, record.txData.user) &&
-      bid.receivingChainId === record.txData.receivingChainId &&
-      sameHex(bid.receivingAssetId, record.txData.receivingAssetId);
-    return matches ? BigInt(bid.amountReceived) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /** After a balance refresh that already reflects these receiving prepares' locks, their reservations would count twice. */
 async function releaseReservations(ctx: PollerContext, records: readonly TransferRecord[]): Promise<void> {
   for (const record of records) {
@@ -164,7 +117,7 @@ async function balancesOlderThan(ctx: PollerContext, maxAgeMs: number): Promise<
 
 async function pullChanges(
   ctx: PollerContext,
-  p: { head: number; confirmedHead: number; signal: AbortSignal },
+  p: { head: number; confirmedHead: number; nowSec: number; signal: AbortSignal },
 ): Promise<Pulled> {
   let recordsChanged = 0;
   let liquidityEvents = 0;
@@ -175,8 +128,8 @@ async function pullChanges(
       if (outcome === "created" || outcome === "updated") {
         recordsChanged += 1;
         if (sameHex(record.txData.router, ctx.routerAddress)) {
-          if (record.chainId === record.txData.sendingChainId && record.status === "Prepared") {
-            await pinReservation(ctx, record);
+          if (record.chainId === record.txData.sendingChainId) {
+            await holdForSender(ctx, record, p.nowSec);
           } else if (record.chainId === record.txData.receivingChainId) {
             // Any status: a receiving side first seen already fulfilled or cancelled was prepared too.
             receiverPrepares.push(record);
@@ -286,6 +239,7 @@ async function decideOne(
     }
     const checked = p.check.value;
     if (checked.record === undefined) {
+      await dropSenderHold(ctx, p.listed);
       return undefined; // no longer open: a missed fulfill or cancel was just stored
     }
     if (ctx.reconcile.onHold(transferKey)) {
@@ -304,6 +258,7 @@ async function decideOne(
     ) {
       plan = await replanAfterFreshRead(ctx, checked.record, plan, p);
     }
+    await dropHoldUnlessHonoured(ctx, checked.record, plan);
     return plan === undefined ? undefined : await executePlan(ctx, plan, { transferKey, source: p.source });
   } catch (err) {
     // One bad record must not hold up the others; it is decided again next tick.

@@ -85,42 +85,32 @@ export function transferDecisionKey(prefix: string, transferKey: string): string
 }
 
 /**
- * The auction's rate limit of one (user, sending chain, receiving chain, sending asset, receiving asset), all
- * lowercase: a key that exists (with a TTL of `requestLimit` ms) means a bid for it was signed recently.
+ * The auction's rate limit of one transfer (`transferKey(transactionId, user)`, lowercase): a key that exists (with a
+ * TTL of `requestLimit` ms) means a bid for that transfer was signed recently. Keyed on the transfer, never on the
+ * payload's `user` alone: anyone may name any user, so a user-keyed stamp let a stranger get that user refused.
  */
-export function auctionRateKey(
-  prefix: string,
-  p: {
-    user: string;
-    sendingChainId: number;
-    receivingChainId: number;
-    sendingAssetId: string;
-    receivingAssetId: string;
-  },
-): string {
-  return routerKey(
-    prefix,
-    "rate",
-    p.user.toLowerCase(),
-    p.sendingChainId,
-    p.receivingChainId,
-    p.sendingAssetId.toLowerCase(),
-    p.receivingAssetId.toLowerCase(),
-  );
+export function auctionRateKey(prefix: string, transferKey: string): string {
+  return routerKey(prefix, "rate", transferKey.toLowerCase());
 }
 
 /**
  * Liquidity promised on the receiving (chain, asset) by open bids and hard holds: a hash of decimal strings,
- * `total`, `hard`, and per transfer `r:<transferKey>` (its promise) and `s:<transferKey>` (its bids or `hard`),
- * per user `u:<user>`; the layout is owned by shared/transfers/bid-reservations.ts.
+ * `total` and `hard` (what has not lapsed by `wm`, the last prune's time), per lapse time `b:<ms>` and `k:<ms>`
+ * (what stops counting then), per transfer `p:<transferKey>` (its bids, or its hard hold); the layout is owned by
+ * shared/transfers/bid-reservations.ts.
  */
 export function bidReservationsKey(prefix: string, chainId: number, assetId: string): string {
   return routerKey(prefix, "reserved", chainId, assetId.toLowerCase());
 }
 
-/** Sorted set of the transfer keys in `bidReservationsKey`, scored by when each one's promise next changes (ms). */
+/** Sorted set of the transfer keys in `bidReservationsKey`, scored by when the last of its bids or its hold lapses (ms). */
 export function bidReservationExpiryKey(prefix: string, chainId: number, assetId: string): string {
   return routerKey(prefix, "reserved-until", chainId, assetId.toLowerCase());
+}
+
+/** Sorted set of the lapse times (ms) that have a `b:<ms>` sum in `bidReservationsKey`, scored by themselves. */
+export function bidReservationLapseKey(prefix: string, chainId: number, assetId: string): string {
+  return routerKey(prefix, "reserved-lapse", chainId, assetId.toLowerCase());
 }
 
 /**

@@ -9,6 +9,7 @@ import { loadConfig } from "../../shared/config";
 import type { RouterConfig } from "../../shared/config/types";
 import { connectMessaging } from "../../shared/messaging";
 import type { Messaging, MessagingResponse } from "../../shared/messaging/types";
+import type { AuctionBid } from "../../shared/protocol/types";
 import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
 import { createBalanceStore, type BalanceStore } from "../../shared/transfers/balance-store";
 import { startAuthServer } from "../harness/auth-server";
@@ -220,6 +221,23 @@ export async function startClient(s: AuctionStack): Promise<Client> {
     responsesTo,
     close: () => messaging.close(),
   };
+}
+
+/** The router's bid for `data`, or its refusal code: every request ends in exactly one outcome line. */
+export async function askFor(
+  router: AuctionInstance,
+  client: Client,
+  data: Record<string, unknown>,
+): Promise<AuctionBid | string> {
+  const inbox = client.request(data);
+  const line = await waitFor(`outcome of ${String(data.transactionId)}`, () =>
+    router.outcomes().find((l) => l.transactionId === data.transactionId),
+  );
+  if (line.result !== "bid") return String(line.code);
+  const response = await waitFor("the bid", () =>
+    client.responsesTo(inbox).find((r) => r.responder === router.running.signerAddress),
+  );
+  return (response.data as { bid: AuctionBid }).bid;
 }
 
 /**

@@ -2,7 +2,7 @@ import { Redis } from "ioredis";
 import { parseEther } from "ethers";
 import { bidReservationExpiryKey, bidReservationsKey } from "../../shared/queues";
 import { createBalanceStore } from "../../shared/transfers/balance-store";
-import { createBidReservations } from "../../shared/transfers/bid-reservations";
+import { createBidReservations, promiseLapseMs } from "../../shared/transfers/bid-reservations";
 import type { RunningPoller } from "../../services/poller/start-poller";
 import {
   RECEIVING,
@@ -57,7 +57,6 @@ describe("auction reservations through the pollers", () => {
     const reservations = createBidReservations(redis, prefix);
     const reservedAtMs = Date.now();
     const params = {
-      user: prepared.user,
       sendingChainId: SENDING,
       sendingAssetId: prepared.bid.sendingAssetId,
       receivingChainId: RECEIVING,
@@ -89,7 +88,8 @@ describe("auction reservations through the pollers", () => {
       const score = Number(await redis.zscore(expiryKey, prepared.transferKey));
       return score > reservedAtMs + 30 * 60_000 ? score : undefined;
     });
-    expect(pinnedUntil).toBeLessThanOrEqual(Date.now() + 3600_000);
+    // An hour from the pin, rounded up to the lapse step.
+    expect(pinnedUntil).toBeLessThanOrEqual(promiseLapseMs(Date.now() + 3600_000));
     // The hold is the bid the prepare carries (its encodedBid), not the larger one it did not use.
     expect(await reservations.promises(RECEIVING, token)).toMatchObject({
       total: BigInt(prepared.bid.amountReceived),
@@ -99,7 +99,8 @@ describe("auction reservations through the pollers", () => {
     const receipt = await routerPrepareReceiver(s, prepared);
     const preparedAtMs = Date.now();
     await waitFor("the release", async () =>
-      (await redis.hexists(bidReservationsKey(prefix, RECEIVING, token), `r:${prepared.transferKey}`)) === 0
+      (await redis.hexists(bidReservationsKey(prefix, RECEIVING, token), `p:${prepared.transferKey.toLowerCase()}`)) ===
+      0
         ? true
         : undefined,
     );

@@ -4,6 +4,7 @@ import { auctionRateKey, transferKey } from "../../shared/queues";
 import { UNPREPARED_SHARE_PERCENT, createBidReservations } from "../../shared/transfers/bid-reservations";
 import {
   RECEIVING,
+  askFor,
   auctionConfig,
   randomMnemonic,
   sdkPayload,
@@ -16,7 +17,6 @@ import {
   type Client,
 } from "./auction-fixture";
 import { uniquePrefix } from "./submitter-fixture";
-import { waitFor } from "../harness/wait";
 
 jest.setTimeout(120_000);
 
@@ -65,19 +65,9 @@ function router(): AuctionInstance {
   return instance;
 }
 
-/** This router's bid for `data`, or its refusal code: every request ends in exactly one outcome line. */
-async function ask(client: Client, data: Record<string, unknown>): Promise<AuctionBid | string> {
-  const inbox = client.request(data);
-  const line = await waitFor(`outcome of ${String(data.transactionId)}`, () =>
-    router()
-      .outcomes()
-      .find((l) => l.transactionId === data.transactionId),
-  );
-  if (line.result !== "bid") return String(line.code);
-  const response = await waitFor("the bid", () =>
-    client.responsesTo(inbox).find((r) => r.responder === router().running.signerAddress),
-  );
-  return (response.data as { bid: AuctionBid }).bid;
+/** This router's bid for `data`, or its refusal code. */
+function ask(client: Client, data: Record<string, unknown>): Promise<AuctionBid | string> {
+  return askFor(router(), client, data);
 }
 
 it("a swarm of rotating keys that never prepares cannot refuse an honest request of half the free liquidity", async () => {
@@ -110,7 +100,7 @@ it("a re-request of the same transfer never frees what its earlier unexpired bid
 
   // The requester asks again for the same transfer once requestLimit allows it: its stamp is deleted here
   // instead of waiting the fixture's 60 s.
-  await s.redis.del(auctionRateKey(prefix, { ...first, user } as Parameters<typeof auctionRateKey>[1]));
+  await s.redis.del(auctionRateKey(prefix, key));
   const small = await ask(honest, { ...first, amount: "2000000000000000000" });
   if (typeof small === "string") throw new Error(`no bid: ${small}`);
   expect(BigInt(small.amountReceived)).toBeLessThan(BigInt(large.amountReceived));

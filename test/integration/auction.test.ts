@@ -351,12 +351,13 @@ describe("auction: modes and several instances", () => {
 
     const second = await startInstance({ config, injectMessaging: true });
     started.push(second);
-    const r2 = sdkPayload(s, { user });
+    // A re-request of the same transfer (the limit is per transfer, never per user: anyone may name any user).
+    const r2 = { ...r1 };
     const inbox = client.request(r2);
     expect(await outcomeOf(second, r2.transactionId)).toMatchObject({ code: "AuctionRateExceeded" });
     await assertNothingFrom(second, inbox);
-    // Another user is not limited.
-    const other = sdkPayload(s);
+    // The same user's next transfer (a new quote draws a new transactionId) is not limited.
+    const other = sdkPayload(s, { user });
     const otherInbox = client.request(other);
     await waitFor("second instance's bid", () =>
       client.responsesTo(otherInbox).find((r) => r.responder === second.running.signerAddress),

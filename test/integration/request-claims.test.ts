@@ -43,7 +43,6 @@ describe("auction request claims (real Redis)", () => {
   });
 
   const reserveParams = (claim: ReserveParams["claim"]): ReserveParams => ({
-    user: USER,
     sendingChainId: 1337,
     sendingAssetId: ASSET,
     receivingChainId: 1338,

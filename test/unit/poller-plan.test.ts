@@ -1,4 +1,4 @@
-import { ZeroAddress, keccak256 } from "ethers";
+import { Wallet, ZeroAddress, keccak256 } from "ethers";
 import { loadConfig } from "../../shared/config";
 import { encodeBid, signBid } from "../../shared/protocol/bid";
 import type { AuctionBid, TransactionData, TransferRecord } from "../../shared/protocol/types";
@@ -7,9 +7,15 @@ import type { RouterSigner } from "../../shared/signer/router-signer";
 import {
   planReceiverSide,
   planSenderSide,
+  type Plan,
   type PlanContext,
   type ReceivingView,
 } from "../../services/poller/plan-action";
+import type { PollerContext } from "../../services/poller/context";
+import { PIN_RESERVATION_MS, dropHoldUnlessHonoured, holdForSender } from "../../services/poller/sender-hold";
+import { TX_JOB } from "../../shared/queues";
+import type { BidReservations } from "../../shared/transfers/bid-reservations";
+import { captureLogs } from "../harness/logs";
 
 const ROUTER_MNEMONIC = "candy maple cake sugar pudding cream honey rich smooth crumble sweet treat";
 const ROUTER = "0x627306090abaB3A6e1400e9345bC60c78a8BEf57";
@@ -315,5 +321,82 @@ describe("planReceiverSide", () => {
       kind: "wait",
       alert: true,
     });
+  });
+});
+
+/**
+ * The sending poller's hard holds (services/poller/sender-hold.ts): taken only for a sending prepare that passes the
+ * receiving prepare's verification, for what it locked; dropped when the transfer will not be honoured.
+ */
+describe("sending-side holds", () => {
+  /** The calls the hold logic makes, recorded (the Redis side is bid-reservations' own tests). */
+  const holdContext = (): { ctx: PollerContext; calls: Array<[string, ...unknown[]]> } => {
+    const calls: Array<[string, ...unknown[]]> = [];
+    const reservations = {
+      pin: async (...args: unknown[]) => (calls.push(["pin", ...args]), true),
+      unpin: async (...args: unknown[]) => (calls.push(["unpin", ...args]), true),
+    } as unknown as BidReservations;
+    return { ctx: { ...ctx, reservations, logger: captureLogs().logger } as unknown as PollerContext, calls };
+  };
+  const KEY = `${BID.transactionId}-${USER}`.toLowerCase();
+  const UNPIN = ["unpin", 1338, TOKEN_B, KEY];
+  const cancelled = async (tx: Partial<TransactionData> = {}): Promise<TransferRecord> => ({
+    ...(await sender({ tx })),
+    status: "Cancelled",
+    cancelTransactionHash: "0x" + "56".repeat(32),
+  });
+
+  it("pins a verified sending prepare for the receiving amount of what it locked, for an hour", async () => {
+    const { ctx: hold, calls } = holdContext();
+    const before = Date.now();
+    await holdForSender(hold, await sender({ tx: { amount: "950000" } }), NOW);
+    expect(calls).toEqual([["pin", 1338, TOKEN_B, KEY, expect.any(Number), 949525n]]);
+    expect(calls[0]?.[4]).toBeGreaterThanOrEqual(before + PIN_RESERVATION_MS);
+  });
+
+  it("holds nothing for a prepare that fails verification (1 unit locked, a bid signed by another key), and drops any hold", async () => {
+    const stranger = createMnemonicSigner(Wallet.createRandom().mnemonic?.phrase ?? "");
+    for (const record of [await sender({ tx: { amount: "1" } }), await sender({ by: stranger })]) {
+      const { ctx: hold, calls } = holdContext();
+      await holdForSender(hold, record, NOW);
+      expect(calls).toEqual([UNPIN]);
+    }
+  });
+
+  it("drops the hold once the sending side leaves Prepared", async () => {
+    const { ctx: hold, calls } = holdContext();
+    await holdForSender(hold, await cancelled(), NOW);
+    expect(calls).toEqual([UNPIN]);
+  });
+
+  it("drops the hold when the plan refuses or cancels the sending side, and keeps it otherwise", async () => {
+    const record = await sender();
+    const cancel = {
+      name: TX_JOB.cancelSender,
+      chainId: 1337,
+      data: { chainId: 1337, txData: record.txData, reason: "x", force: false },
+    };
+    const plans: Array<[Plan, boolean]> = [
+      [{ kind: "refused", reason: "not-our-transfer", detail: "" }, true],
+      [{ kind: "enqueue", state: "SenderPrepared", job: cancel }, true],
+      [{ kind: "wait", state: "SenderPrepared", reason: "confirmations", alert: false }, false],
+    ];
+    for (const [plan, drops] of plans) {
+      const { ctx: hold, calls } = holdContext();
+      await dropHoldUnlessHonoured(hold, record, plan);
+      expect(calls).toEqual(drops ? [UNPIN] : []);
+    }
+  });
+
+  it("never touches the promise of a record naming another router, or of a transfer to a chain it does not serve", async () => {
+    const { ctx: hold, calls } = holdContext();
+    await holdForSender(hold, await cancelled({ router: USER }), NOW);
+    await dropHoldUnlessHonoured(hold, await sender({ tx: { router: USER } }), {
+      kind: "refused",
+      reason: "not-our-transfer",
+      detail: "",
+    });
+    await holdForSender(hold, await sender({ tx: { receivingChainId: 99 } }), NOW);
+    expect(calls).toEqual([]);
   });
 });
