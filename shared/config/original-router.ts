@@ -51,8 +51,8 @@ const CHAIN: Readonly<Record<string, Decision>> = {
   confirmationTimeout: { renamed: "confirmationTimeoutMs" },
   gasPriceReplacementBumpPercent: { renamed: "gasBumpPercent" },
   gelatoOracle: { ignored: "this router sends Router-contract calls itself and never asks Gelato" },
-  syncProvidersInterval: { ignored: "providers are not re-ranked on a timer here; a failing one is skipped per call" },
-  debug_logRpcCalls: { ignored: "RPC calls are logged at logLevel trace" },
+  syncProvidersInterval: { ignored: "every provider's head is re-read on a fixed schedule of a few seconds here" },
+  debug_logRpcCalls: { ignored: "a debugging switch of the original; this router keeps no per-call RPC log" },
   gasPriceInitialBoostPercent: {
     refused:
       "no boost is added to the first gas price here; remove it (gasPriceMaximum and gasBumpPercent bound the price)",
