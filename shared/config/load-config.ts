@@ -69,7 +69,7 @@ export function loadConfig(raw: unknown, env: ConfigEnv, options: LoadConfigOpti
   const warnings: string[] = [];
   const effectiveEnv = resolveOriginalEnv(env, problems, warnings);
   const { input, renamedPaths } = translateOriginalKeys(raw, problems, warnings);
-  const { value, error } = configSchema.validate(applyEnvOverrides(input, effectiveEnv), {
+  const { value, error } = configSchema.validate(applyEnvOverrides(input, effectiveEnv, warnings), {
     abortEarly: false,
     convert: false,
     errors: { label: false },
@@ -170,18 +170,35 @@ interface ParsedConfig {
   dashboardActions: boolean;
 }
 
-/** Secrets may live in the environment instead of the file; the environment wins. */
-function applyEnvOverrides(raw: Record<string, unknown>, env: ConfigEnv): Record<string, unknown> {
+/**
+ * Secrets may live in the environment instead of the file; the environment wins. A file value it replaces is
+ * named in a warning (never the value), so the file never holds a setting that silently has no effect.
+ */
+function applyEnvOverrides(raw: Record<string, unknown>, env: ConfigEnv, warnings: string[]): Record<string, unknown> {
   const out = { ...raw };
+  const replaced = (key: string, variable: string): void => {
+    if (raw[key] !== undefined) {
+      warnings.push(`${key}: replaced by ${variable} from the environment; the file's value is not used`);
+    }
+  };
   if (env.ROUTER_ADMIN_TOKEN) {
+    replaced("adminToken", "ROUTER_ADMIN_TOKEN");
     out.adminToken = env.ROUTER_ADMIN_TOKEN;
   }
   if (env.ROUTER_MNEMONIC) {
+    replaced("mnemonic", "ROUTER_MNEMONIC");
     out.mnemonic = env.ROUTER_MNEMONIC;
   }
   if (env.REDIS_URL) {
+    replaced("redisUrl", "REDIS_URL");
     // The environment wins over either form in the file; only where Redis is, not how many replicas must ack.
-    const { minReplicas, replicaAckTimeoutMs } = (out.redis ?? {}) as Record<string, unknown>;
+    const { minReplicas, replicaAckTimeoutMs, ...where } = (isRecord(out.redis) ? out.redis : {}) as Record<
+      string,
+      unknown
+    >;
+    if (Object.keys(where).length > 0) {
+      warnings.push(`redis: ${Object.keys(where).join(", ")} replaced by REDIS_URL from the environment; not used`);
+    }
     delete out.redis;
     delete out.redisUrl;
     if (minReplicas !== undefined || replicaAckTimeoutMs !== undefined) {

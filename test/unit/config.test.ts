@@ -120,6 +120,27 @@ describe("loadConfig: a valid file", () => {
     expect(config.redisUrl).toBe("redis://10.0.0.5:6380/2");
   });
 
+  it("names each file value the environment replaces, never the value", () => {
+    const raw: Record<string, unknown> = {
+      ...validConfig(),
+      redis: { sentinels: [{ host: "10.0.0.1", port: 26379 }], name: "primary", minReplicas: 1 },
+    };
+    const { config, warnings } = loadConfig(raw, {
+      ROUTER_ADMIN_TOKEN: "token-from-the-environment",
+      ROUTER_MNEMONIC: MNEMONIC,
+      REDIS_URL: "redis://10.0.0.5:6380/2",
+    });
+    expect(config.redis).toEqual({ url: "redis://10.0.0.5:6380/2" });
+    expect(warnings).toEqual(
+      expect.arrayContaining([
+        "adminToken: replaced by ROUTER_ADMIN_TOKEN from the environment; the file's value is not used",
+        "mnemonic: replaced by ROUTER_MNEMONIC from the environment; the file's value is not used",
+        "redis: sentinels, name replaced by REDIS_URL from the environment; not used",
+      ]),
+    );
+    expect(warnings.join("\n")).not.toMatch(/test test|token-from|10\.0\.0\.5/);
+  });
+
   it("accepts a remote signer instead of a mnemonic", () => {
     const raw = withValue("mnemonic", undefined);
     raw.remoteSignerUrl = "http://127.0.0.1:9000";
