@@ -279,6 +279,11 @@ describe("loadConfig: an unknown key is an error naming the closest known key", 
       (raw) => (raw.redis = { sentinels: [{ host: "10.0.0.1", port: 26379 }], name: "p", tls: { servrname: "r" } }),
       "redis.tls.servrname: unknown key (did you mean `servername`?)",
     ],
+    [
+      "a sentinel address",
+      (raw) => (raw.redis = { sentinels: [{ host: "10.0.0.1", prot: 26379 }], name: "p" }),
+      "redis.sentinels[0].prot: unknown key (did you mean `port`?)",
+    ],
     ["far from any key", (raw) => (raw.zzzzzzzzzzzz = 1), "zzzzzzzzzzzz: unknown key (the closest known key is"],
   ];
 
