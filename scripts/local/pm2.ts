@@ -23,7 +23,10 @@ export interface Pm2Result {
   readonly output: string;
 }
 
-/** The router's secrets come from .local/config.json only: the shell's overrides must not leak in. */
+/**
+ * The router's secrets come from .local/config.json only: the shell's overrides must not leak in, nor the
+ * original router's NXTP_* variables (NXTP_MNEMONIC would be read as ROUTER_MNEMONIC, the others refused).
+ */
 export function pm2Env(paths: LocalPaths, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -32,8 +35,10 @@ export function pm2Env(paths: LocalPaths, extra: NodeJS.ProcessEnv = {}): NodeJS
     ROUTER_LOG_DIR: paths.logDir,
     ...extra,
   };
-  for (const name of ["ROUTER_ADMIN_TOKEN", "ROUTER_MNEMONIC", "REDIS_URL"]) {
-    delete env[name];
+  for (const name of Object.keys(env)) {
+    if (["ROUTER_ADMIN_TOKEN", "ROUTER_MNEMONIC", "REDIS_URL"].includes(name) || name.startsWith("NXTP_")) {
+      delete env[name];
+    }
   }
   return env;
 }

@@ -1,5 +1,5 @@
 export { ConfigError, loadConfig, formatPath, type ConfigEnv } from "./load-config";
-export { readConfig, readConfigFile, configFilePath } from "./read-config";
+export { readConfig, readConfigFile, loadConfigFile, configEnvOf, configFilePath } from "./read-config";
 export { configSecrets, redactConfig } from "./redact-config";
 export { knownDeployments, type KnownDeployment } from "./deployments";
 export { poolAssetsOf, poolPartnersOf } from "./pools";

@@ -16,9 +16,13 @@ import {
   recommendedConfirmations,
 } from "./defaults";
 import { knownDeployments, type KnownDeployment } from "./deployments";
-import { CHAIN_KEYS, TOP_LEVEL_KEYS, configSchema } from "./schema";
+import { isRecord } from "./json-shapes";
+import { knownKeysAt, unknownKeyMessage } from "./known-keys";
+import { resolveOriginalEnv, translateOriginalKeys } from "./original-router";
+import { configSchema } from "./schema";
 import type {
   ChainConfig,
+  ConfigEnv,
   LoadedConfig,
   Network,
   RedisConnectionConfig,
@@ -27,23 +31,23 @@ import type {
   SwapPool,
 } from "./types";
 
-/** Every problem of a config, one line each, naming the key path (`chainConfig.1337.providers[0]: ...`). */
+export type { ConfigEnv } from "./types";
+
+/**
+ * Every problem of a config, one line each, naming the key path (`chainConfig.1337.providers[0]: ...`), with the
+ * warnings found on the way: a problem may concern a key the file spells the original router's way.
+ */
 export class ConfigError extends RouterError {
   readonly code = "CONFIG_INVALID";
   readonly retriable = false;
   readonly problems: readonly string[];
+  readonly warnings: readonly string[];
 
-  constructor(problems: readonly string[]) {
+  constructor(problems: readonly string[], warnings: readonly string[] = []) {
     super(`invalid router config:\n${problems.map((p) => `  ${p}`).join("\n")}`, { problems });
     this.problems = problems;
+    this.warnings = warnings;
   }
-}
-
-/** The environment variables the config reads; anything else in the environment is ignored. */
-export interface ConfigEnv {
-  readonly ROUTER_ADMIN_TOKEN?: string;
-  readonly ROUTER_MNEMONIC?: string;
-  readonly REDIS_URL?: string;
 }
 
 export interface LoadConfigOptions {
@@ -52,38 +56,41 @@ export interface LoadConfigOptions {
 }
 
 /**
- * Validates a parsed config file plus the secret env overrides and returns the effective, frozen config.
+ * Validates a parsed config file plus the env overrides and returns the effective, frozen config.
  * Pure: it reads no file and connects to nothing, so every process can refuse a bad config before it starts.
+ * Every problem is reported in one go: the original router's keys and variables, the schema (an unknown key
+ * included), and the rules across keys and chains, which run on whatever the schema could read.
  */
 export function loadConfig(raw: unknown, env: ConfigEnv, options: LoadConfigOptions = {}): LoadedConfig {
-  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
+  if (!isRecord(raw)) {
     throw new ConfigError(["(root): the config must be a JSON object"]);
   }
-  const input = applyEnvOverrides(raw as Record<string, unknown>, env);
-  const { value, error } = configSchema.validate(input, {
+  const problems: string[] = [];
+  const warnings: string[] = [];
+  const effectiveEnv = resolveOriginalEnv(env, problems, warnings);
+  const { input, renamedPaths } = translateOriginalKeys(raw, problems, warnings);
+  const { value, error } = configSchema.validate(applyEnvOverrides(input, effectiveEnv, warnings), {
     abortEarly: false,
     convert: false,
     errors: { label: false },
   });
-  if (error) {
-    throw new ConfigError(error.details.map(formatDetail));
+  for (const detail of error?.details ?? []) {
+    problems.push(formatDetail(detail, renamedPaths));
   }
-  const problems: string[] = [];
-  const warnings: string[] = [];
   const deployments = options.deployments ?? knownDeployments();
+  // Where the schema failed, `parsed` holds what it could read: each rule below checks the shape it relies on.
   const parsed = value as ParsedConfig;
 
   checkSignerSource(parsed, problems);
   const redis = buildRedis(parsed, problems);
   const chainConfig = buildChains(parsed.chainConfig, deployments, problems, warnings);
-  checkChainOne(chainConfig, problems);
-  checkSwapPools(parsed.swapPools, new Set(Object.keys(parsed.chainConfig)), problems, warnings);
-  warnUnknownKeys(raw as Record<string, unknown>, parsed.chainConfig, warnings);
-  if (parsed.adminToken.length < 16) {
+  checkChainOne(parsed.chainConfig, problems);
+  checkSwapPools(parsed.swapPools, parsed.chainConfig, problems, warnings);
+  if (typeof parsed.adminToken === "string" && parsed.adminToken.length < 16) {
     warnings.push("adminToken: shorter than 16 characters; use a long random token");
   }
   if (problems.length > 0) {
-    throw new ConfigError(problems);
+    throw new ConfigError([...new Set(problems)], warnings);
   }
 
   const network = parsed.network as Network;
@@ -163,18 +170,35 @@ interface ParsedConfig {
   dashboardActions: boolean;
 }
 
-/** Secrets may live in the environment instead of the file; the environment wins. */
-function applyEnvOverrides(raw: Record<string, unknown>, env: ConfigEnv): Record<string, unknown> {
+/**
+ * Secrets may live in the environment instead of the file; the environment wins. A file value it replaces is
+ * named in a warning (never the value), so the file never holds a setting that silently has no effect.
+ */
+function applyEnvOverrides(raw: Record<string, unknown>, env: ConfigEnv, warnings: string[]): Record<string, unknown> {
   const out = { ...raw };
+  const replaced = (key: string, variable: string): void => {
+    if (raw[key] !== undefined) {
+      warnings.push(`${key}: replaced by ${variable} from the environment; the file's value is not used`);
+    }
+  };
   if (env.ROUTER_ADMIN_TOKEN) {
+    replaced("adminToken", "ROUTER_ADMIN_TOKEN");
     out.adminToken = env.ROUTER_ADMIN_TOKEN;
   }
   if (env.ROUTER_MNEMONIC) {
+    replaced("mnemonic", "ROUTER_MNEMONIC");
     out.mnemonic = env.ROUTER_MNEMONIC;
   }
   if (env.REDIS_URL) {
+    replaced("redisUrl", "REDIS_URL");
     // The environment wins over either form in the file; only where Redis is, not how many replicas must ack.
-    const { minReplicas, replicaAckTimeoutMs } = (out.redis ?? {}) as Record<string, unknown>;
+    const { minReplicas, replicaAckTimeoutMs, ...where } = (isRecord(out.redis) ? out.redis : {}) as Record<
+      string,
+      unknown
+    >;
+    if (Object.keys(where).length > 0) {
+      warnings.push(`redis: ${Object.keys(where).join(", ")} replaced by REDIS_URL from the environment; not used`);
+    }
     delete out.redis;
     delete out.redisUrl;
     if (minReplicas !== undefined || replicaAckTimeoutMs !== undefined) {
@@ -194,8 +218,26 @@ export function formatPath(path: ReadonlyArray<string | number>): string {
   return out === "" ? "(root)" : out;
 }
 
-function formatDetail(detail: Joi.ValidationErrorItem): string {
-  return `${formatPath(detail.path)}: ${detail.message}`;
+/**
+ * One schema problem. An unknown key names the closest known key of its object; a problem with a renamed key
+ * of the original router names the key as the file spells it, then the key it was read as.
+ */
+function formatDetail(detail: Joi.ValidationErrorItem, renamedPaths: ReadonlyMap<string, string>): string {
+  const path = formatPath(detail.path);
+  let message = detail.message;
+  if (detail.type === "object.unknown") {
+    const known = knownKeysAt(configSchema, detail.path.slice(0, -1));
+    // chainConfig's keys are patterns (chain ids): its own message says what a key must look like.
+    if (known.length > 0) {
+      message = unknownKeyMessage(String(detail.path[detail.path.length - 1]), known);
+    }
+  }
+  for (const [to, from] of renamedPaths) {
+    if (path === to || path.startsWith(`${to}.`) || path.startsWith(`${to}[`)) {
+      return `${from}${path.slice(to.length)} (read as ${path}): ${message}`;
+    }
+  }
+  return `${path}: ${message}`;
 }
 
 function checkSignerSource(parsed: ParsedConfig, problems: string[]): void {
@@ -222,6 +264,9 @@ function buildRedis(parsed: ParsedConfig, problems: string[]): RedisConnectionCo
   }
   if (redis === undefined) {
     return { url: redisUrl ?? DEFAULT_REDIS_URL };
+  }
+  if (!isRecord(redis)) {
+    return undefined; // the schema said what is wrong with it
   }
   if (redis.cluster !== undefined) {
     problems.push(clusterProblem(parsed.redisPrefix));
@@ -255,14 +300,18 @@ function joinMessagingUrls(value: string | string[] | undefined): string | undef
   return Array.isArray(value) ? value.map((v) => v.trim()).join(",") : value;
 }
 
+/** Each chain with its defaults; a chain the schema found no object for, or no chain id, is skipped. */
 function buildChains(
-  chains: Record<string, ParsedChain>,
+  chains: Record<string, ParsedChain> | undefined,
   deployments: ReadonlyMap<number, KnownDeployment>,
   problems: string[],
   warnings: string[],
 ): Record<string, ChainConfig> {
   const out: Record<string, ChainConfig> = {};
-  for (const [key, chain] of Object.entries(chains)) {
+  for (const [key, chain] of Object.entries(isRecord(chains) ? chains : {})) {
+    if (!isRecord(chain) || !/^[0-9]+$/.test(key)) {
+      continue;
+    }
     const chainId = Number(key);
     const known = deployments.get(chainId) ?? {};
     const transactionManagerAddress = chain.transactionManagerAddress ?? known.transactionManagerAddress;
@@ -273,7 +322,7 @@ function buildChains(
       continue;
     }
     const recommended = recommendedConfirmations(chainId);
-    if (chain.confirmations !== undefined && chain.confirmations < recommended) {
+    if (typeof chain.confirmations === "number" && chain.confirmations < recommended) {
       warnings.push(
         `chainConfig.${key}.confirmations: ${chain.confirmations} is below the recommended ${recommended} for chain ${key}`,
       );
@@ -304,61 +353,51 @@ function buildChains(
   return out;
 }
 
-/**
- * docs/config.md (top-level keys): gas reimbursement prices are read on chain 1, so it needs a provider even with no
- * pool there.
- */
-function checkChainOne(chains: Record<string, ChainConfig>, problems: string[]): void {
-  if (!problems.some((p) => p.startsWith("chainConfig.1.")) && !chains["1"]) {
+/** docs/config.md (top-level keys): gas reimbursement prices are read on chain 1, so it needs a provider even with no pool there. */
+function checkChainOne(chains: Record<string, ParsedChain> | undefined, problems: string[]): void {
+  if (isRecord(chains) && !Object.hasOwn(chains, "1")) {
     problems.push(
       "chainConfig.1: chain 1 must be configured with at least one provider (gas prices are read on chain 1)",
     );
   }
 }
 
+/** Every pool asset's chain is configured; a pool or asset the schema could not read is skipped. */
 function checkSwapPools(
-  pools: readonly SwapPool[],
-  configuredChainIds: ReadonlySet<string>,
+  pools: readonly SwapPool[] | undefined,
+  chains: Record<string, ParsedChain> | undefined,
   problems: string[],
   warnings: string[],
 ): void {
+  if (!Array.isArray(pools)) {
+    return;
+  }
   if (pools.length === 0) {
     warnings.push("swapPools: no swap pools configured; the router will not bid");
   }
-  pools.forEach((pool, poolIndex) => {
+  pools.forEach((pool: unknown, poolIndex) => {
+    if (!isRecord(pool) || !Array.isArray(pool.assets)) {
+      return;
+    }
     const seen = new Set<string>();
-    pool.assets.forEach((asset, assetIndex) => {
-      if (!configuredChainIds.has(String(asset.chainId))) {
+    pool.assets.forEach((asset: unknown, assetIndex) => {
+      if (!isRecord(asset) || typeof asset.chainId !== "number") {
+        return;
+      }
+      if (isRecord(chains) && !Object.hasOwn(chains, String(asset.chainId))) {
         problems.push(
           `swapPools[${poolIndex}].assets[${assetIndex}].chainId: chain ${asset.chainId} is not in chainConfig`,
         );
       }
-      const key = `${asset.chainId}-${asset.assetId}`;
+      const key = `${asset.chainId}-${String(asset.assetId)}`;
       if (seen.has(key)) {
         warnings.push(
-          `swapPools[${poolIndex}].assets[${assetIndex}]: duplicate asset ${asset.assetId} on chain ${asset.chainId}`,
+          `swapPools[${poolIndex}].assets[${assetIndex}]: duplicate asset ${String(asset.assetId)} on chain ${asset.chainId}`,
         );
       }
       seen.add(key);
     });
   });
-}
-
-function warnUnknownKeys(raw: Record<string, unknown>, chains: Record<string, ParsedChain>, warnings: string[]): void {
-  const topLevel = new Set<string>(TOP_LEVEL_KEYS);
-  for (const key of Object.keys(raw)) {
-    if (!topLevel.has(key)) {
-      warnings.push(`${key}: unknown key, ignored`);
-    }
-  }
-  const chainKeys = new Set<string>(CHAIN_KEYS);
-  for (const [chainId, chain] of Object.entries(chains)) {
-    for (const key of Object.keys(chain)) {
-      if (!chainKeys.has(key)) {
-        warnings.push(`chainConfig.${chainId}.${key}: unknown key, ignored`);
-      }
-    }
-  }
 }
 
 function withoutUndefined<T extends object>(value: T): T {

@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { ConfigError, loadConfig, type ConfigEnv } from "./load-config";
-import type { LoadedConfig } from "./types";
+import { ConfigError, loadConfig } from "./load-config";
+import { originalEnvOf, resolveOriginalEnv } from "./original-router";
+import type { ConfigEnv, LoadedConfig } from "./types";
 
 /** `ROUTER_CONFIG_FILE`, else `config.json` in the working directory. */
 export function configFilePath(env: NodeJS.ProcessEnv, cwd: string = process.cwd()): string {
@@ -27,10 +28,36 @@ export function readConfigFile(path: string): unknown {
 }
 
 export function readConfig(env: NodeJS.ProcessEnv, cwd?: string): LoadedConfig {
-  const path = configFilePath(env, cwd);
-  return loadConfig(readConfigFile(path), pickConfigEnv(env));
+  return loadConfigFile(configFilePath(env, cwd), env);
 }
 
-function pickConfigEnv(env: NodeJS.ProcessEnv): ConfigEnv {
-  return { ROUTER_ADMIN_TOKEN: env.ROUTER_ADMIN_TOKEN, ROUTER_MNEMONIC: env.ROUTER_MNEMONIC, REDIS_URL: env.REDIS_URL };
+/**
+ * Reads and loads the file at `path` with the environment's overrides. A file that cannot be read or parsed is
+ * reported together with the environment's own problems (the original router's variables), all in one run.
+ */
+export function loadConfigFile(path: string, env: NodeJS.ProcessEnv): LoadedConfig {
+  const configEnv = configEnvOf(env);
+  let raw: unknown;
+  try {
+    raw = readConfigFile(path);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) {
+      throw err;
+    }
+    const problems: string[] = [];
+    const warnings: string[] = [];
+    resolveOriginalEnv(configEnv, problems, warnings);
+    throw new ConfigError([...problems, ...err.problems], warnings);
+  }
+  return loadConfig(raw, configEnv);
+}
+
+/** The variables the config reads: ours, and the original router's `NXTP_*` ones (each renamed or refused). */
+export function configEnvOf(env: NodeJS.ProcessEnv): ConfigEnv {
+  return {
+    ROUTER_ADMIN_TOKEN: env.ROUTER_ADMIN_TOKEN,
+    ROUTER_MNEMONIC: env.ROUTER_MNEMONIC,
+    REDIS_URL: env.REDIS_URL,
+    original: originalEnvOf(env),
+  };
 }

@@ -4,8 +4,11 @@ import { LOG_LEVELS } from "../logging/create-logger";
 import { DEFAULT_REDIS_PREFIX } from "./defaults";
 
 /**
- * The config file's shape (docs/config.md: top-level keys, chain object, swap pools). Cross-key rules that
- * need more than one value (signer source, chain 1, pool chains, contract defaults) live in load-config.ts.
+ * The config file's shape (docs/config.md: top-level keys, chain object, swap pools). Every object is closed:
+ * an unknown key is an error (known-keys.ts words it with the closest known key), so a typo never falls back to
+ * a default. The original router's keys are translated before this schema runs (original-router.ts). Cross-key
+ * rules that need more than one value (signer source, chain 1, pool chains, contract defaults) live in
+ * load-config.ts.
  * No message may echo a value: the file holds secrets. Joi's pattern messages do, so every pattern here
  * carries its own message.
  */
@@ -126,28 +129,6 @@ const mnemonic = (): Joi.StringSchema =>
     )
     .messages({ "mnemonic.invalid": "must be a valid BIP-39 mnemonic phrase" });
 
-export const CHAIN_KEYS = [
-  "providers",
-  "subgraph",
-  "analyticsSubgraph",
-  "transactionManagerAddress",
-  "priceOracleAddress",
-  "multicallAddress",
-  "confirmations",
-  "minGas",
-  "gasStations",
-  "allowRelay",
-  "relayerFeeThreshold",
-  "subgraphSyncBuffer",
-  "defaultInitialGasPrice",
-  "routerContractRelayerAsset",
-  "gasPriceMaximum",
-  "gasBumpPercent",
-  "maxGasBumps",
-  "confirmationTimeoutMs",
-  "nativeMainnetEquivalent",
-] as const;
-
 export const chainSchema = Joi.object({
   providers: urlList(providerUrl).min(1).required(),
   subgraph: urlList(httpUrl).default([]),
@@ -168,7 +149,7 @@ export const chainSchema = Joi.object({
   maxGasBumps: Joi.number().integer().min(0).max(20),
   confirmationTimeoutMs: Joi.number().integer().min(1000),
   nativeMainnetEquivalent: address(),
-}).unknown(true);
+}).unknown(false);
 
 const assetSchema = Joi.object({
   assetId: address().required(),
@@ -179,31 +160,7 @@ const assetSchema = Joi.object({
 const swapPoolSchema = Joi.object({
   name: Joi.string().min(1),
   assets: Joi.array().items(assetSchema).min(2).required(),
-}).unknown(true);
-
-export const TOP_LEVEL_KEYS = [
-  "adminToken",
-  "routerContractAddress",
-  "remoteSignerUrl",
-  "mnemonic",
-  "chainConfig",
-  "swapPools",
-  "logLevel",
-  "port",
-  "host",
-  "network",
-  "requestLimit",
-  "cleanUpMode",
-  "diagnosticMode",
-  "redisUrl",
-  "redis",
-  "redisPrefix",
-  "messagingUrl",
-  "authUrl",
-  "metricsPort",
-  "metricsHost",
-  "dashboardActions",
-] as const;
+}).unknown(false);
 
 export const configSchema = Joi.object({
   adminToken: Joi.string().required(),
@@ -239,4 +196,4 @@ export const configSchema = Joi.object({
   metricsPort: Joi.number().integer().min(1).max(60000).default(9460),
   metricsHost: Joi.string().hostname().default("127.0.0.1"),
   dashboardActions: Joi.boolean().default(false),
-}).unknown(true);
+}).unknown(false);

@@ -132,6 +132,17 @@ export interface RouterConfig {
   readonly dashboardActions: boolean;
 }
 
+/**
+ * The environment variables the config reads; anything else in the environment is ignored, except the original
+ * router's `NXTP_*` variables (`original`), which are each renamed or refused (shared/config/original-router.ts).
+ */
+export interface ConfigEnv {
+  readonly ROUTER_ADMIN_TOKEN?: string;
+  readonly ROUTER_MNEMONIC?: string;
+  readonly REDIS_URL?: string;
+  readonly original?: Readonly<Record<string, string>>;
+}
+
 /** The result of loading: the frozen config plus warnings to log once a logger exists. */
 export interface LoadedConfig {
   readonly config: RouterConfig;

@@ -118,6 +118,10 @@ function loadConfigOrExit(service: string): LoadedConfig | undefined {
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${service}: invalid router config (${err.problems.length} problem(s)); not starting\n`);
+      // A warning can explain a problem: a key the file spells the original router's way is named by ours.
+      for (const warning of err.warnings) {
+        process.stderr.write(`${service}: warning: ${warning}\n`);
+      }
       for (const problem of err.problems) {
         process.stderr.write(`${service}: ${problem}\n`);
       }

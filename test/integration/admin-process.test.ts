@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { getFreePort } from "../harness/free-port";
@@ -207,5 +207,27 @@ describe("admin process (dist/services/admin/main.js)", () => {
     expect(proc.stderr()).not.toContain(ANVIL_MNEMONIC);
     expect(proc.stdout()).not.toContain("admin.listen");
     await expect(fetch(`http://127.0.0.1:${port}/ping`)).rejects.toThrow();
+  });
+
+  it("reports every problem of the file in one run: a misspelt key, a bad value and a pool chain rule", async () => {
+    const port = await getFreePort();
+    const path = writeConfig("three-mistakes.json", port, ["127.0.0.1:8545"]);
+    const { redisUrl, ...config } = JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
+    const asset = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512";
+    const pool = {
+      assets: [
+        { chainId: 1, assetId: asset },
+        { chainId: 1338, assetId: asset },
+      ],
+    };
+    writeFileSync(path, JSON.stringify({ ...config, redisURL: redisUrl, swapPools: [pool] }));
+    const proc = spawnAdmin(path);
+    running.push(proc);
+    expect(await exitWithin(proc, 5_000)).toBe(1);
+    expect(proc.stderr()).toContain("admin: invalid router config (3 problem(s)); not starting");
+    expect(proc.stderr()).toMatch(/^admin: chainConfig\.1\.providers\[0\]: must be a valid uri/m);
+    expect(proc.stderr()).toContain("admin: redisURL: unknown key (did you mean `redisUrl`?)");
+    expect(proc.stderr()).toContain("admin: swapPools[0].assets[1].chainId: chain 1338 is not in chainConfig");
+    expect(proc.stdout()).not.toContain("admin.listen");
   });
 });

@@ -7,14 +7,17 @@ const SCRIPT = resolve(__dirname, "../../dist/scripts/check-config.js");
 const TOKEN = "check-config-admin-token-value";
 const MNEMONIC = "test test test test test test test test test test test junk";
 
-function run(config: unknown): { status: number | null; stdout: string; stderr: string } {
+function run(config: unknown, env: NodeJS.ProcessEnv = {}): { status: number | null; stdout: string; stderr: string } {
   if (!existsSync(SCRIPT)) {
     throw new Error(`${SCRIPT} is missing: run npm run build first`);
   }
   const dir = mkdtempSync(join(tmpdir(), "check-config-"));
   const file = join(dir, "config.json");
   writeFileSync(file, typeof config === "string" ? config : JSON.stringify(config));
-  const result = spawnSync(process.execPath, [SCRIPT, file], { encoding: "utf8", env: { PATH: process.env.PATH } });
+  const result = spawnSync(process.execPath, [SCRIPT, file], {
+    encoding: "utf8",
+    env: { PATH: process.env.PATH, ...env },
+  });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -44,6 +47,57 @@ describe("npm run check-config", () => {
     expect(stderr).toMatch(/^ {2}port: /m);
     expect(stderr).toMatch(/^ {2}chainConfig\.1\.providers\[0\]: /m);
     expect(stderr).not.toContain(TOKEN);
+  });
+
+  it("reports three mistakes of three kinds in one run: a misspelt key, a bad value, a chain rule; exit 1", () => {
+    const { status, stderr, stdout } = run({
+      ...valid,
+      redisURL: "redis://10.0.0.9:6379",
+      chainConfig: {
+        "1": { providers: ["rpc.example:8545"] },
+        "56": { providers: ["https://bsc.example"] },
+      },
+      swapPools: [
+        {
+          name: "USDC",
+          assets: [
+            { chainId: 56, assetId: "0x8AC76a51cc950d9822D68b83fE1Ad97B32Cd580d" },
+            { chainId: 137, assetId: "0x2791Bca1f2de4661ED88A30C99A7a9449Aa84174" },
+          ],
+        },
+      ],
+    });
+    expect(status).toBe(1);
+    expect(stdout).toBe("");
+    const problems = stderr.split("\n").filter((line) => line.startsWith("  "));
+    expect(problems).toEqual([
+      expect.stringMatching(/^ {2}chainConfig\.1\.providers\[0\]: must be a valid uri/),
+      "  redisURL: unknown key (did you mean `redisUrl`?)",
+      "  swapPools[0].assets[1].chainId: chain 137 is not in chainConfig",
+    ]);
+    expect(stderr).toContain("(3 problem(s))");
+  });
+
+  it("refuses a config of the original router that would change meaning, and warns about each renamed key", () => {
+    const { status, stderr } = run(
+      { ...valid, mnemonic: undefined, web3SignerUrl: "http://10.0.0.7:9000", metrics_port: 8081 },
+      { NXTP_NATS_URL: "nats://10.0.0.4:4222" },
+    );
+    expect(status).toBe(1);
+    expect(stderr).toMatch(/^warning: web3SignerUrl: the original router's key, read as remoteSignerUrl/m);
+    expect(stderr).toMatch(/^ {2}\(env\) NXTP_NATS_URL: .*set messagingUrl in the config file$/m);
+    expect(stderr).toMatch(/^ {2}metrics_port: the original router's key, not read here: .*set metricsPort$/m);
+    expect(stderr).not.toMatch(/a signer is required/);
+  });
+
+  it("reports the original router's variables even when the file cannot be read", () => {
+    const result = spawnSync(process.execPath, [SCRIPT, join(tmpdir(), "no-such-config.json")], {
+      encoding: "utf8",
+      env: { PATH: process.env.PATH, NXTP_CONFIG_FILE: "/etc/router.json" },
+    });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/^ {2}\(env\) NXTP_CONFIG_FILE: .*ROUTER_CONFIG_FILE/m);
+    expect(result.stderr).toMatch(/file not found/);
   });
 
   it("refuses a file that is not JSON, exit 1", () => {

@@ -1,29 +1,5 @@
 import { ConfigError, loadConfig, type ConfigEnv } from "../../shared/config";
-
-const TM = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
-const TOKEN = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512";
-const MNEMONIC = "test test test test test test test test test test test junk";
-
-function validConfig(): Record<string, unknown> {
-  return {
-    adminToken: "a-long-enough-admin-token-for-tests",
-    mnemonic: MNEMONIC,
-    chainConfig: {
-      "1": { providers: ["http://127.0.0.1:8545"] },
-      "1337": { providers: ["http://127.0.0.1:18545"], transactionManagerAddress: TM },
-      "1338": { providers: ["http://127.0.0.1:18546", "ws://127.0.0.1:18547"], transactionManagerAddress: TM },
-    },
-    swapPools: [
-      {
-        name: "TEST",
-        assets: [
-          { chainId: 1337, assetId: TOKEN },
-          { chainId: 1338, assetId: TOKEN },
-        ],
-      },
-    ],
-  };
-}
+import { MNEMONIC, TM, TOKEN, validConfig } from "./config-fixtures";
 
 function problemsOf(raw: unknown, env: ConfigEnv = {}): string[] {
   try {
@@ -144,21 +120,39 @@ describe("loadConfig: a valid file", () => {
     expect(config.redisUrl).toBe("redis://10.0.0.5:6380/2");
   });
 
+  it("names each file value the environment replaces, never the value", () => {
+    const raw: Record<string, unknown> = {
+      ...validConfig(),
+      redis: { sentinels: [{ host: "10.0.0.1", port: 26379 }], name: "primary", minReplicas: 1 },
+    };
+    const { config, warnings } = loadConfig(raw, {
+      ROUTER_ADMIN_TOKEN: "token-from-the-environment",
+      ROUTER_MNEMONIC: MNEMONIC,
+      REDIS_URL: "redis://10.0.0.5:6380/2",
+    });
+    expect(config.redis).toEqual({ url: "redis://10.0.0.5:6380/2" });
+    expect(warnings).toEqual(
+      expect.arrayContaining([
+        "adminToken: replaced by ROUTER_ADMIN_TOKEN from the environment; the file's value is not used",
+        "mnemonic: replaced by ROUTER_MNEMONIC from the environment; the file's value is not used",
+        "redis: sentinels, name replaced by REDIS_URL from the environment; not used",
+      ]),
+    );
+    expect(warnings.join("\n")).not.toMatch(/test test|token-from|10\.0\.0\.5/);
+  });
+
   it("accepts a remote signer instead of a mnemonic", () => {
     const raw = withValue("mnemonic", undefined);
     raw.remoteSignerUrl = "http://127.0.0.1:9000";
     expect(loadConfig(raw, {}).config.remoteSignerUrl).toBe("http://127.0.0.1:9000");
   });
 
-  it("warns, without failing, on unknown keys, a short token and low confirmations", () => {
-    const raw: Record<string, unknown> = { ...validConfig(), adminToken: "short", statsPort: 9000 };
-    (raw.chainConfig as Record<string, Record<string, unknown>>)["1"].gasPriceMinimum = "1";
+  it("warns, without failing, on a short token and low confirmations", () => {
+    const raw: Record<string, unknown> = { ...validConfig(), adminToken: "short" };
     (raw.chainConfig as Record<string, Record<string, unknown>>)["1"].confirmations = 2;
     const { warnings } = loadConfig(raw, {});
     expect(warnings).toEqual(
       expect.arrayContaining([
-        "statsPort: unknown key, ignored",
-        "chainConfig.1.gasPriceMinimum: unknown key, ignored",
         expect.stringMatching(/^adminToken: /),
         expect.stringMatching(/^chainConfig\.1\.confirmations: 2 is below the recommended 7/),
       ]),
@@ -253,6 +247,97 @@ describe("loadConfig: every key refuses a bad value and names it", () => {
     (raw.chainConfig as Record<string, Record<string, unknown>>)["1337"].minGas = "SECRETVALUE";
     const text = problemsOf(raw).join("\n");
     expect(text).not.toMatch(/horse|secretword|SECRETVALUE|12345/);
+  });
+});
+
+describe("loadConfig: an unknown key is an error naming the closest known key", () => {
+  const cases: Array<[string, (raw: Record<string, unknown>) => void, string]> = [
+    [
+      "top level",
+      (raw) => (raw.redisURL = "redis://10.0.0.9:6379"),
+      "redisURL: unknown key (did you mean `redisUrl`?)",
+    ],
+    [
+      "a chain",
+      (raw) => ((raw.chainConfig as Record<string, Record<string, unknown>>)["1337"].confirmation = 3),
+      "chainConfig.1337.confirmation: unknown key (did you mean `confirmations`?)",
+    ],
+    [
+      "a pool",
+      (raw) => ((raw.swapPools as Array<Record<string, unknown>>)[0].nmae = "USDC"),
+      "swapPools[0].nmae: unknown key (did you mean `name`?)",
+    ],
+    [
+      "an asset",
+      (raw) =>
+        ((raw.swapPools as Array<{ assets: Array<Record<string, unknown>> }>)[0].assets[1].mainnetEquivalant = TOKEN),
+      "swapPools[0].assets[1].mainnetEquivalant: unknown key (did you mean `mainnetEquivalent`?)",
+    ],
+    ["redis", (raw) => (raw.redis = { URL: "redis://10.0.0.9:6379" }), "redis.URL: unknown key (did you mean `url`?)"],
+    [
+      "a redis TLS object",
+      (raw) => (raw.redis = { sentinels: [{ host: "10.0.0.1", port: 26379 }], name: "p", tls: { servrname: "r" } }),
+      "redis.tls.servrname: unknown key (did you mean `servername`?)",
+    ],
+    [
+      "a sentinel address",
+      (raw) => (raw.redis = { sentinels: [{ host: "10.0.0.1", prot: 26379 }], name: "p" }),
+      "redis.sentinels[0].prot: unknown key (did you mean `port`?)",
+    ],
+    ["far from any key", (raw) => (raw.zzzzzzzzzzzz = 1), "zzzzzzzzzzzz: unknown key (the closest known key is"],
+  ];
+
+  it.each(cases)("in %s", (_level, mutate, expected) => {
+    const raw = validConfig();
+    mutate(raw);
+    expect(problemsOf(raw)).toEqual(expect.arrayContaining([expect.stringContaining(expected)]));
+  });
+
+  it("never falls back to the default Redis because redisUrl was misspelt", () => {
+    expect(() => loadConfig({ ...validConfig(), redisURL: "redis://10.0.0.9:6379" }, {})).toThrow(ConfigError);
+  });
+});
+
+describe("loadConfig: every problem of a file in one run", () => {
+  it("reports a typo, a schema problem and a chain rule together", () => {
+    const raw: Record<string, unknown> = { ...validConfig(), redisURL: "redis://10.0.0.9:6379" };
+    (raw.chainConfig as Record<string, Record<string, unknown>>)["1338"].providers = ["127.0.0.1:18546"];
+    (raw.swapPools as Array<{ assets: Array<Record<string, unknown>> }>)[0].assets[0].chainId = 10;
+    const problems = problemsOf(raw);
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        "redisURL: unknown key (did you mean `redisUrl`?)",
+        expect.stringMatching(/^chainConfig\.1338\.providers\[0\]: /),
+        "swapPools[0].assets[0].chainId: chain 10 is not in chainConfig",
+      ]),
+    );
+    expect(problems).toHaveLength(3);
+  });
+
+  it("reports the cross-key rules next to schema problems", () => {
+    const raw = withValue("mnemonic", undefined);
+    raw.port = "8080";
+    delete (raw.chainConfig as Record<string, unknown>)["1"];
+    raw.redis = { url: "redis://127.0.0.1:6379" };
+    raw.redisUrl = "redis://127.0.0.1:6379";
+    expect(problemsOf(raw)).toEqual([
+      expect.stringMatching(/^port: /),
+      expect.stringMatching(/^remoteSignerUrl: a signer is required/),
+      expect.stringMatching(/^redis: set either redisUrl or redis/),
+      expect.stringMatching(/^chainConfig\.1: chain 1 must be configured/),
+    ]);
+  });
+
+  it("survives values of the wrong shape at every level", () => {
+    for (const [key, value] of [
+      ["chainConfig", "x"],
+      ["chainConfig", { "1": null, "1337": [] }],
+      ["swapPools", [null, { assets: "x" }, { assets: [null, 7] }]],
+      ["redis", null],
+      ["adminToken", 7],
+    ] as const) {
+      expect(problemsOf({ ...validConfig(), [key]: value }).length).toBeGreaterThan(0);
+    }
   });
 });
 

@@ -2,6 +2,8 @@ import { ZeroAddress, Wallet, getAddress } from "ethers";
 import { createPriceSources } from "../../shared/protocol/price-sources";
 import { loadConfig } from "../../shared/config";
 import { localConfigJson, type LocalChain } from "../../scripts/local/local-config";
+import { localPaths } from "../../scripts/local/paths";
+import { pm2Env } from "../../scripts/local/pm2";
 import { parseOptions } from "../../scripts/local/start";
 
 const addr = (n: number): string => getAddress(`0x${n.toString(16).padStart(40, "0")}`);
@@ -74,5 +76,20 @@ describe("npm run local: options", () => {
     expect(() => parseOptions(["--verbose"], {})).toThrow(/unknown argument/);
     expect(() => parseOptions(["--nats-url=http://x"], {})).toThrow(/nats:\/\//);
     expect(() => parseOptions([], { LOCAL_REDIS_URL: "http://x" })).toThrow(/redis:\/\//);
+  });
+});
+
+describe("npm run local: the processes' environment", () => {
+  it("keeps the shell's config overrides and the original router's NXTP_* variables out", () => {
+    const names = ["ROUTER_MNEMONIC", "REDIS_URL", "NXTP_MNEMONIC", "NXTP_NATS_URL"];
+    const saved = names.map((name) => process.env[name]);
+    try {
+      names.forEach((name) => (process.env[name] = "from-the-shell"));
+      const env = pm2Env(localPaths("/tmp/router-checkout"));
+      expect(env.ROUTER_CONFIG_FILE).toBe(localPaths("/tmp/router-checkout").configFile);
+      expect(names.filter((name) => env[name] !== undefined)).toEqual([]);
+    } finally {
+      names.forEach((name, i) => (saved[i] === undefined ? delete process.env[name] : (process.env[name] = saved[i])));
+    }
   });
 });
