@@ -1,5 +1,6 @@
 import type { Queue } from "bullmq";
 import express, { type RequestHandler } from "express";
+import type { Redis } from "ioredis";
 import { configSecrets } from "../../shared/config/redact-config";
 import type { RouterConfig } from "../../shared/config/types";
 import type { Logger } from "../../shared/logging/create-logger";
@@ -11,6 +12,7 @@ import { errorHandler, methodNotAllowed, notFound } from "./middleware/error-han
 import { bodyOf, jsonBody } from "./middleware/json-body";
 import { requestContext, requestIdOf } from "./middleware/request-context";
 import { decodeCancelSender, decodeRemoveLiquidity } from "./request-schemas";
+import { dashboardGuard } from "./routes/dashboard-guard";
 import { DASHBOARD_PATH, queueDashboard } from "./routes/queue-dashboard";
 import type { RouterStatus } from "./status";
 import type { AdminOperations, OperationContext, TransactionResponse } from "./types";
@@ -25,8 +27,11 @@ export interface AdminAppDeps {
   readonly operations: AdminOperations;
   /** GET /status (admin token): the whole router's state; the route is absent without it. */
   readonly status?: () => Promise<RouterStatus>;
-  /** Queues shown by the dashboard at /admin/queues (admin token); absent without them. */
-  readonly dashboardQueues?: readonly Queue[];
+  /**
+   * The dashboard at /admin/queues (admin token) over these queues; absent without them. Its Redis client
+   * reads what a retry must check first (send records, transfers).
+   */
+  readonly dashboard?: { readonly queues: readonly Queue[]; readonly redis: Redis };
 }
 
 /**
@@ -88,12 +93,14 @@ export function createApp(deps: AdminAppDeps): express.Express {
     });
     app.all("/status", methodNotAllowed(["GET", "HEAD"]));
   }
-  if (deps.dashboardQueues) {
+  if (deps.dashboard) {
+    const { queues, redis } = deps.dashboard;
     app.use(
       DASHBOARD_PATH,
       adminPage,
       sameOriginWrites,
-      queueDashboard({ queues: deps.dashboardQueues, actions: config.dashboardActions, environment: config.network }),
+      dashboardGuard({ actions: config.dashboardActions, queues, redis, redisPrefix: config.redisPrefix }),
+      queueDashboard({ queues, actions: config.dashboardActions, environment: config.network }),
     );
   }
 

@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { RequestHandler } from "express";
 import type { Logger } from "../../../shared/logging/create-logger";
+import { AdminApiError } from "../errors";
 import { requestIdOf } from "./request-context";
 
 /**
@@ -25,11 +26,7 @@ export function requireAdminToken(params: { adminToken: string; logger: Logger; 
       reason: password === undefined ? "no credentials" : "wrong token",
     });
     res.setHeader("WWW-Authenticate", challenge);
-    res.status(401).json({
-      error: "unauthorized",
-      message: "HTTP Basic credentials with the adminToken as password are required",
-      requestId: requestIdOf(res),
-    });
+    next(new AdminApiError("UNAUTHORIZED", "HTTP Basic credentials with the adminToken as password are required"));
   };
 }
 
@@ -38,7 +35,7 @@ export function requireAdminToken(params: { adminToken: string; logger: Logger; 
  * request to the origin, so a cross-site form could otherwise retry or clean jobs. Browsers always send
  * `Origin` (and `Sec-Fetch-Site`) on fetch/XHR POST, PUT and DELETE: these must name this very origin.
  */
-export const sameOriginWrites: RequestHandler = (req, res, next) => {
+export const sameOriginWrites: RequestHandler = (req, _res, next) => {
   if (req.method === "GET" || req.method === "HEAD" || req.method === "OPTIONS") {
     next();
     return;
@@ -49,11 +46,7 @@ export const sameOriginWrites: RequestHandler = (req, res, next) => {
   const originHost = origin ? hostOf(origin) : undefined;
   const sameOrigin = (site === undefined || site === "same-origin") && origin !== undefined && originHost === host;
   if (!sameOrigin) {
-    res.status(403).json({
-      error: "forbidden",
-      message: "dashboard actions must come from the dashboard's own origin",
-      requestId: requestIdOf(res),
-    });
+    next(new AdminApiError("FORBIDDEN", "dashboard actions must come from the dashboard's own origin"));
     return;
   }
   next();
