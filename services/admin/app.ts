@@ -6,6 +6,7 @@ import type { RouterConfig } from "../../shared/config/types";
 import type { Logger } from "../../shared/logging/create-logger";
 import { createRedactor } from "../../shared/logging/redact";
 import { AdminApiError } from "./errors";
+import { createAuthThrottle } from "./middleware/auth-throttle";
 import { authenticate } from "./middleware/authenticate";
 import { requireAdminToken, sameOriginWrites } from "./middleware/dashboard-auth";
 import { errorHandler, methodNotAllowed, notFound } from "./middleware/error-handler";
@@ -54,7 +55,9 @@ export function createApp(deps: AdminAppDeps): express.Express {
   });
 
   // Same pipeline for every admin action, applied once: body checks, then the token, then the fields.
-  const adminPost = [...jsonBody(), authenticate({ adminToken: config.adminToken, logger })];
+  // One throttle for both surfaces: a source guessing the token is slowed down on each (auth-throttle.ts).
+  const throttle = createAuthThrottle(logger);
+  const adminPost = [...jsonBody(), authenticate({ adminToken: config.adminToken, throttle })];
   app.post(
     "/remove-liquidity",
     ...adminPost,
@@ -77,7 +80,7 @@ export function createApp(deps: AdminAppDeps): express.Express {
   );
 
   // Pages for people and scripts: HTTP Basic (token as password) or Bearer, not a token in a JSON body.
-  const adminPage = requireAdminToken({ adminToken: config.adminToken, logger });
+  const adminPage = requireAdminToken({ adminToken: config.adminToken, throttle });
   if (deps.status) {
     const readStatus = deps.status;
     app.get("/status", adminPage, async (_req, res) => {

@@ -34,6 +34,7 @@ export const HTTP_STATUS = {
   SENDER_TOO_NEW: { status: 409 },
   PAYLOAD_TOO_LARGE: { status: 413 },
   UNSUPPORTED_MEDIA_TYPE: { status: 415 },
+  TOO_MANY_AUTH_FAILURES: { status: 429 },
   INTERNAL_ERROR: { status: 500 },
   TRANSACTION_FAILED: { status: 502, expose: ["jobId"] },
   QUEUE_UNAVAILABLE: { status: 503 },

@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { verifyMessage } from "ethers";
 import { authMessage } from "../../shared/messaging/auth-message";
+import { sourceAddressKey } from "../../shared/source-address";
 import type { Logger } from "../../shared/logging/create-logger";
 
 /**
@@ -86,7 +87,7 @@ export async function createAuthServer(params: CreateAuthServerParams): Promise<
       if (!ADDRESS.test(address)) {
         throw new HttpError(400, "Invalid address");
       }
-      return logins.issueNonce(address, requesterOf(req));
+      return logins.issueNonce(address, sourceAddressKey(req.socket.remoteAddress));
     }
     if (req.method === "POST" && path === "/auth") {
       return logins.issueToken(await readJson(req));
@@ -261,23 +262,6 @@ function createNonceStore() {
     },
     remove,
   };
-}
-
-/** Who asks: the TCP source address, which nobody can set for someone else; IPv6 by its /64 (one host's share). */
-function requesterOf(req: IncomingMessage): string {
-  const raw = req.socket.remoteAddress ?? "unknown";
-  const v4 = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(raw);
-  if (v4) {
-    return v4[1];
-  }
-  if (!raw.includes(":")) {
-    return raw;
-  }
-  const [head, tail] = raw.split("::");
-  const groupsOf = (part: string | undefined): string[] => (part ? part.split(":") : []);
-  const zeros = Array<string>(Math.max(0, 8 - groupsOf(head).length - groupsOf(tail).length)).fill("0");
-  const groups = tail === undefined ? groupsOf(head) : [...groupsOf(head), ...zeros, ...groupsOf(tail)];
-  return `${groups.slice(0, 4).join(":")}::/64`;
 }
 
 /** The port the server listens on, once it accepts connections. */

@@ -55,6 +55,9 @@ export interface LoadConfigOptions {
  * Validates a parsed config file plus the secret env overrides and returns the effective, frozen config.
  * Pure: it reads no file and connects to nothing, so every process can refuse a bad config before it starts.
  */
+/** The shortest adminToken accepted (docs/config.md). */
+export const MIN_ADMIN_TOKEN_LENGTH = 16;
+
 export function loadConfig(raw: unknown, env: ConfigEnv, options: LoadConfigOptions = {}): LoadedConfig {
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
     throw new ConfigError(["(root): the config must be a JSON object"]);
@@ -79,8 +82,11 @@ export function loadConfig(raw: unknown, env: ConfigEnv, options: LoadConfigOpti
   checkChainOne(chainConfig, problems);
   checkSwapPools(parsed.swapPools, new Set(Object.keys(parsed.chainConfig)), problems, warnings);
   warnUnknownKeys(raw as Record<string, unknown>, parsed.chainConfig, warnings);
-  if (parsed.adminToken.length < 16) {
-    warnings.push("adminToken: shorter than 16 characters; use a long random token");
+  // A short token can be guessed through the API; refused in every network (npm run local generates 48 characters).
+  if (parsed.adminToken.length < MIN_ADMIN_TOKEN_LENGTH) {
+    problems.push(
+      `adminToken: must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters; use a long random token (e.g. openssl rand -hex 24)`,
+    );
   }
   if (problems.length > 0) {
     throw new ConfigError(problems);

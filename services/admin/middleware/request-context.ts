@@ -38,6 +38,9 @@ export function requestContext(logger: Logger): RequestHandler {
         return;
       }
       logged = true;
+      if (res.locals.accessLogged === true) {
+        return;
+      }
       logger.info("admin request", {
         at: "admin.request",
         method,
