@@ -126,15 +126,17 @@ const common = {
   // Restarts (issue 12): a fixed short delay, never PM2's exponential backoff, which under repeated crashes grew
   // to 11.5 s with a submitter's chain stalled meanwhile. A SIGKILLed process is respawned after 250 ms and is
   // ready again ~1-2 s later. Crash loops: PM2 counts a restart as unstable when the process lived under
-  // min_uptime (2 s: a bad config or an unreachable Redis kills a process within about a second, a healthy one
-  // lives longer), and after max_restarts (10) unstable restarts within min_uptime x max_restarts (20 s) of
+  // min_uptime (5 s: a bad config or an unreachable Redis kills a process within about a second on a quiet
+  // machine, but node's start alone took ~2 s on a loaded 2-core one, where the former 2 s let a crash loop reset
+  // PM2's count and run for ever; a healthy process lives far longer), and after max_restarts (10) unstable
+  // restarts within min_uptime x max_restarts (50 s) of
   // `pm2 start` it stops restarting the app and logs "too many unstable restarts (10). Stopped." (with a
   // restart_delay, PM2 7 then shows it as "waiting restart" with pid 0 and a frozen ↺ count instead of
   // "errored"; its heartbeat goes missing and RouterProcessHeartbeatMissing fires). A process that starts
   // crashing later restarts every 250 ms; its climbing ↺ count and the RouterRestarting alert are the signal,
   // never a silently growing delay.
   restart_delay: 250,
-  min_uptime: 2000,
+  min_uptime: 5000,
   max_restarts: 10,
   merge_logs: true,
   log_date_format: "YYYY-MM-DD HH:mm:ss.SSS Z",

@@ -15,8 +15,9 @@ import { readConfig } from "../shared/config";
 import type { RouterConfig } from "../shared/config/types";
 import { errorMessage } from "../shared/errors";
 import { createRedactor } from "../shared/logging/redact";
+import { retryRefusal, transferSidesOf } from "../shared/metrics/retry-safety";
 import { JOB_STATES, queueCounts, readTxRecord, type TxRecordView } from "../shared/metrics/router-state";
-import { TX_JOB, chainIdOfTxQueue, redisOptions, transferKey, transferRecordKey, txQueueName } from "../shared/queues";
+import { chainIdOfTxQueue, redisOptions, txQueueName } from "../shared/queues";
 
 export interface QueuesCliDeps {
   readonly config: RouterConfig;
@@ -124,7 +125,7 @@ async function show(deps: QueuesCliDeps, job: Job): Promise<void> {
     result: job.returnvalue ?? null,
     data: job.data,
     transactions: record ? transactionsOf(record) : [],
-    transfer: await transferStateOf(deps, job),
+    transfer: await transferSidesOf(redis, config.redisPrefix, job),
   };
   deps.out(JSON.stringify(redactor.value(view), null, 2));
 }
@@ -140,94 +141,10 @@ function transactionsOf(record: TxRecordView): Array<Record<string, unknown>> {
   }));
 }
 
-interface TransferSide {
-  readonly chainId: number;
-  readonly status?: string;
-}
-
-/** The transfer's both sides as the pollers stored them (lifecycle jobs only). */
-async function transferStateOf(
-  deps: QueuesCliDeps,
-  job: Job,
-): Promise<{ transactionId: string; sending: TransferSide; receiving: TransferSide } | null> {
-  const txData = txDataOf(job);
-  if (!txData) {
-    return null;
-  }
-  const key = transferKey(txData.transactionId, txData.user);
-  const side = async (chainId: number): Promise<TransferSide> => {
-    const json = await deps.redis.get(transferRecordKey(deps.config.redisPrefix, chainId, key));
-    return { chainId, status: json ? (JSON.parse(json) as { status?: string }).status : undefined };
-  };
-  return {
-    transactionId: txData.transactionId,
-    sending: await side(txData.sendingChainId),
-    receiving: await side(txData.receivingChainId),
-  };
-}
-
-interface TxDataIds {
-  readonly transactionId: string;
-  readonly user: string;
-  readonly sendingChainId: number;
-  readonly receivingChainId: number;
-}
-
-function txDataOf(job: Job): TxDataIds | undefined {
-  const data = job.data as { txData?: TxDataIds; sender?: { txData?: TxDataIds } };
-  return data.txData ?? data.sender?.txData;
-}
-
-/**
- * Why re-running the job could act twice, or undefined when a retry is safe: the job completed, its
- * transaction is confirmed, or the transfer already shows the job's effect on chain.
- */
-async function effectAlreadyHappened(deps: QueuesCliDeps, job: Job): Promise<string | undefined> {
-  const state = await job.getState();
-  if (state === "completed") {
-    return "the job completed: its effect is on chain";
-  }
-  const chainId = chainIdOfTxQueue(job.queueName) as number;
-  const record = job.id ? await readTxRecord(deps.redis, deps.config.redisPrefix, chainId, job.id) : undefined;
-  if (record?.status === "confirmed") {
-    return `its transaction ${record.result?.transactionHash ?? ""} is confirmed`.trim();
-  }
-  const transfer = await transferStateOf(deps, job);
-  if (transfer) {
-    const { sending, receiving } = transfer;
-    switch (job.name) {
-      case TX_JOB.prepareReceiver:
-        if (receiving.status !== undefined) {
-          return `the receiving side is already ${receiving.status} on chain ${receiving.chainId}`;
-        }
-        break;
-      case TX_JOB.fulfillSender:
-      case TX_JOB.cancelSender:
-        if (sending.status === "Fulfilled" || sending.status === "Cancelled") {
-          return `the sending side is already ${sending.status} on chain ${sending.chainId}`;
-        }
-        break;
-      case TX_JOB.cancelReceiver:
-      case TX_JOB.relayFulfill:
-        if (receiving.status === "Fulfilled" || receiving.status === "Cancelled") {
-          return `the receiving side is already ${receiving.status} on chain ${receiving.chainId}`;
-        }
-        break;
-      default:
-        break;
-    }
-  }
-  return undefined;
-}
-
 async function retry(deps: QueuesCliDeps, job: Job): Promise<void> {
-  const refusal = await effectAlreadyHappened(deps, job);
+  const refusal = await retryRefusal(deps.redis, deps.config.redisPrefix, job);
   if (refusal) {
     throw new QueuesCliError(`refused to retry ${job.id}: ${refusal}`);
-  }
-  const state = await job.getState();
-  if (state !== "failed") {
-    throw new QueuesCliError(`refused to retry ${job.id}: it is ${state}, only failed jobs are retried`);
   }
   await job.retry("failed");
   deps.out(`${job.id}: retried (back in ${job.queueName}, attempts reset)`);
@@ -239,7 +156,7 @@ async function retryFailed(deps: QueuesCliDeps, queue: Queue): Promise<void> {
   // The whole failed set first: retried jobs leave it while we walk.
   const jobs = await queue.getJobs(["failed"], 0, -1);
   for (const job of jobs) {
-    const refusal = await effectAlreadyHappened(deps, job);
+    const refusal = await retryRefusal(deps.redis, deps.config.redisPrefix, job);
     if (refusal) {
       refused += 1;
       deps.out(`${job.id}: not retried: ${refusal}`);

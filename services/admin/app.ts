@@ -1,16 +1,19 @@
 import type { Queue } from "bullmq";
 import express, { type RequestHandler } from "express";
+import type { Redis } from "ioredis";
 import { configSecrets } from "../../shared/config/redact-config";
 import type { RouterConfig } from "../../shared/config/types";
 import type { Logger } from "../../shared/logging/create-logger";
 import { createRedactor } from "../../shared/logging/redact";
 import { AdminApiError } from "./errors";
+import { createAuthThrottle } from "./middleware/auth-throttle";
 import { authenticate } from "./middleware/authenticate";
 import { requireAdminToken, sameOriginWrites } from "./middleware/dashboard-auth";
 import { errorHandler, methodNotAllowed, notFound } from "./middleware/error-handler";
 import { bodyOf, jsonBody } from "./middleware/json-body";
 import { requestContext, requestIdOf } from "./middleware/request-context";
 import { decodeCancelSender, decodeRemoveLiquidity } from "./request-schemas";
+import { dashboardGuard } from "./routes/dashboard-guard";
 import { DASHBOARD_PATH, queueDashboard } from "./routes/queue-dashboard";
 import type { RouterStatus } from "./status";
 import type { AdminOperations, OperationContext, TransactionResponse } from "./types";
@@ -25,8 +28,11 @@ export interface AdminAppDeps {
   readonly operations: AdminOperations;
   /** GET /status (admin token): the whole router's state; the route is absent without it. */
   readonly status?: () => Promise<RouterStatus>;
-  /** Queues shown by the dashboard at /admin/queues (admin token); absent without them. */
-  readonly dashboardQueues?: readonly Queue[];
+  /**
+   * The dashboard at /admin/queues (admin token) over these queues; absent without them. Its Redis client
+   * reads what a retry must check first (send records, transfers).
+   */
+  readonly dashboard?: { readonly queues: readonly Queue[]; readonly redis: Redis };
 }
 
 /**
@@ -49,7 +55,9 @@ export function createApp(deps: AdminAppDeps): express.Express {
   });
 
   // Same pipeline for every admin action, applied once: body checks, then the token, then the fields.
-  const adminPost = [...jsonBody(), authenticate({ adminToken: config.adminToken, logger })];
+  // One throttle for both surfaces: a source guessing the token is slowed down on each (auth-throttle.ts).
+  const throttle = createAuthThrottle(logger);
+  const adminPost = [...jsonBody(), authenticate({ adminToken: config.adminToken, throttle })];
   app.post(
     "/remove-liquidity",
     ...adminPost,
@@ -72,7 +80,7 @@ export function createApp(deps: AdminAppDeps): express.Express {
   );
 
   // Pages for people and scripts: HTTP Basic (token as password) or Bearer, not a token in a JSON body.
-  const adminPage = requireAdminToken({ adminToken: config.adminToken, logger });
+  const adminPage = requireAdminToken({ adminToken: config.adminToken, throttle });
   if (deps.status) {
     const readStatus = deps.status;
     app.get("/status", adminPage, async (_req, res) => {
@@ -88,12 +96,14 @@ export function createApp(deps: AdminAppDeps): express.Express {
     });
     app.all("/status", methodNotAllowed(["GET", "HEAD"]));
   }
-  if (deps.dashboardQueues) {
+  if (deps.dashboard) {
+    const { queues, redis } = deps.dashboard;
     app.use(
       DASHBOARD_PATH,
       adminPage,
       sameOriginWrites,
-      queueDashboard({ queues: deps.dashboardQueues, actions: config.dashboardActions, environment: config.network }),
+      dashboardGuard({ actions: config.dashboardActions, queues, redis, redisPrefix: config.redisPrefix }),
+      queueDashboard({ queues, actions: config.dashboardActions, environment: config.network }),
     );
   }
 

@@ -123,11 +123,24 @@ function validate<T>(schema: Joi.ObjectSchema, body: Record<string, unknown>): T
   if (!error) {
     return value as T;
   }
-  const message = error.details.map((d) => `${fieldPath(d)}: ${PROBLEMS[d.type] ?? "is invalid"}`).join("; ");
-  const amountOnly = error.details.every((d) => AMOUNT_VALUE_PROBLEMS.has(d.type));
-  throw new AdminApiError(amountOnly ? "INVALID_AMOUNT" : "INVALID_BODY", message, {
-    fields: error.details.map(fieldPath),
+  // An unknown key's name comes from the body (it may be a secret pasted in the wrong place): counted, not named.
+  const known = error.details.filter((d) => d.type !== "object.unknown");
+  const unknown = error.details.length - known.length;
+  const problems = known.map((d) => `${fieldPath(d)}: ${PROBLEMS[d.type] ?? "is invalid"}`);
+  if (unknown > 0) {
+    problems.push(
+      `(body): ${unknown} field${unknown === 1 ? " is" : "s are"} not accepted; accepted: ${acceptedFields(schema)}`,
+    );
+  }
+  const amountOnly = unknown === 0 && known.every((d) => AMOUNT_VALUE_PROBLEMS.has(d.type));
+  throw new AdminApiError(amountOnly ? "INVALID_AMOUNT" : "INVALID_BODY", problems.join("; "), {
+    fields: known.map(fieldPath),
   });
+}
+
+function acceptedFields(schema: Joi.ObjectSchema): string {
+  const keys = (schema.describe().keys ?? {}) as Record<string, unknown>;
+  return Object.keys(keys).join(", ");
 }
 
 function fieldPath(detail: Joi.ValidationErrorItem): string {

@@ -68,7 +68,7 @@ export async function startAdmin({ config, logger, observe }: ServiceContext): P
     signerAddress,
     operations,
     status: createStatusReader({ config, redis, queueFor: queues.queueFor }),
-    dashboardQueues: Object.values(config.chainConfig).map((chain) => queues.queueFor(chain.chainId)),
+    dashboard: { queues: Object.values(config.chainConfig).map((chain) => queues.queueFor(chain.chainId)), redis },
   });
   const server = await listen(app, config.host, config.port).catch(async (err: unknown) => {
     await resources.close();

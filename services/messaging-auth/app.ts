@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { verifyMessage } from "ethers";
 import { authMessage } from "../../shared/messaging/auth-message";
+import { sourceAddressKey } from "../../shared/source-address";
 import type { Logger } from "../../shared/logging/create-logger";
 
 /**
@@ -11,12 +12,25 @@ import type { Logger } from "../../shared/logging/create-logger";
  * it. Tokens are opaque random strings, not RS256 JWTs: the local nats-server runs without auth and never
  * looks at them; `verifyToken` is there for anything local that wants to check one.
  */
-export const NONCE_TTL_MS = 24 * 3600 * 1000;
+/**
+ * A login signs its nonce at once (nonce → personal_sign → POST, well under a second), so 10 minutes is
+ * ample, and it bounds how long a flood of nonce requests can matter.
+ */
+export const NONCE_TTL_MS = 10 * 60 * 1000;
 export const DEFAULT_TOKEN_TTL_SEC = 24 * 3600;
-/** Outstanding nonces kept per address: auction instances sharing one signer log in concurrently. */
-const NONCES_PER_ADDRESS = 8;
-/** Bounds on memory, in case something hammers GET /auth/<random address>; oldest entries go first. */
-const MAX_ADDRESSES = 10_000;
+/**
+ * Live nonces are never dropped for someone else's request (an unauthenticated `GET /auth/<victim>` used to
+ * push out the victim's pending nonce). A requester (source address; an IPv6 /64) holds at most
+ * NONCES_PER_REQUESTER_ADDRESS nonces per address (instances sharing a signer log in concurrently) and
+ * NONCES_PER_REQUESTER in all: past either, its own oldest goes. An address holds at most
+ * NONCES_PER_ADDRESS live nonces (each login tries them all, so this bounds its signature recoveries) and
+ * the server MAX_LIVE_NONCES: past those a new request is refused (429 / 503), never served by eviction.
+ * So a flood can only delay a new login until the flood's nonces lapse (NONCE_TTL_MS), never cancel one.
+ */
+export const NONCES_PER_REQUESTER_ADDRESS = 8;
+export const NONCES_PER_REQUESTER = 256;
+export const NONCES_PER_ADDRESS = 64;
+export const MAX_LIVE_NONCES = 100_000;
 const MAX_TOKENS = 10_000;
 const MAX_BODY_BYTES = 4096;
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
@@ -47,6 +61,8 @@ export interface AuthServer {
 
 interface Pending {
   readonly nonce: string;
+  readonly address: string;
+  readonly requester: string;
   readonly expiresAtMs: number;
 }
 
@@ -71,7 +87,7 @@ export async function createAuthServer(params: CreateAuthServerParams): Promise<
       if (!ADDRESS.test(address)) {
         throw new HttpError(400, "Invalid address");
       }
-      return logins.issueNonce(address);
+      return logins.issueNonce(address, sourceAddressKey(req.socket.remoteAddress));
     }
     if (req.method === "POST" && path === "/auth") {
       return logins.issueToken(await readJson(req));
@@ -113,8 +129,8 @@ export async function createAuthServer(params: CreateAuthServerParams): Promise<
 
 /** The server's state: outstanding nonces per address and the tokens issued, both bounded in memory. */
 interface Logins {
-  /** GET /auth/<address>: a new nonce for the address to sign. */
-  issueNonce(address: string): string;
+  /** GET /auth/<address>: a new nonce for the address to sign, on behalf of `requester` (its source). */
+  issueNonce(address: string, requester: string): string;
   /** POST /auth {sig, signerAddress}: a token, if `sig` is the address's signature over one of its live nonces. */
   issueToken(body: unknown): string;
   verifyToken(token: string): string | undefined;
@@ -122,21 +138,15 @@ interface Logins {
 }
 
 function createLogins(tokenTtlMs: number, logger: Logger | undefined): Logins {
-  const nonces = new Map<string, Pending[]>();
+  const nonces = createNonceStore();
   const tokens = new Map<string, { address: string; expiresAtMs: number }>();
   const counts = { nonceRequests: 0, tokensIssued: 0, verificationFailures: 0 };
 
-  const issueNonce = (address: string): string => {
-    const nonce = `0x${randomBytes(32).toString("hex")}`;
-    const now = Date.now();
-    const live = (nonces.get(address) ?? []).filter((p) => p.expiresAtMs > now).slice(-(NONCES_PER_ADDRESS - 1));
-    live.push({ nonce, expiresAtMs: now + NONCE_TTL_MS });
-    nonces.delete(address);
-    nonces.set(address, live);
-    evictOldest(nonces, MAX_ADDRESSES);
+  const issueNonce = (address: string, requester: string): string => {
+    const pending = nonces.add(address, requester, Date.now());
     counts.nonceRequests += 1;
     logger?.info("nonce issued", { at: "messaging-auth.nonce", address });
-    return nonce;
+    return pending.nonce;
   };
 
   const issueToken = (body: unknown): string => {
@@ -144,20 +154,17 @@ function createLogins(tokenTtlMs: number, logger: Logger | undefined): Logins {
     if (typeof sig !== "string" || typeof signerAddress !== "string") {
       throw new HttpError(400, "Body must be JSON {sig, signerAddress}");
     }
-    const pending = nonces.get(signerAddress);
-    if (!pending || pending.length === 0) {
+    const now = Date.now();
+    const pending = nonces.liveFor(signerAddress, now);
+    if (pending.length === 0) {
       throw new HttpError(500, "User hasn't requested a nonce yet");
     }
-    const now = Date.now();
     let recovered: string | undefined;
     for (const candidate of pending) {
-      if (candidate.expiresAtMs <= now) {
-        continue;
-      }
       recovered = recoverOrUndefined(candidate.nonce, sig);
       // Exact, case-sensitive comparison like the Connext server: clients must send the checksummed form.
       if (recovered === signerAddress) {
-        pending.splice(pending.indexOf(candidate), 1);
+        nonces.remove(candidate);
         const token = randomBytes(32).toString("base64url");
         tokens.set(token, { address: signerAddress, expiresAtMs: now + tokenTtlMs });
         evictOldest(tokens, MAX_TOKENS);
@@ -186,6 +193,74 @@ function createLogins(tokenTtlMs: number, logger: Logger | undefined): Logins {
       return entry && entry.expiresAtMs > Date.now() ? entry.address : undefined;
     },
     stats: () => ({ ...counts }),
+  };
+}
+
+/** Live nonces in issue order (one TTL for all, so the oldest lapse first), indexed by address and requester. */
+function createNonceStore() {
+  const all = new Map<string, Pending>();
+  const byAddress = new Map<string, Pending[]>();
+  const byRequester = new Map<string, Pending[]>();
+
+  const detach = (index: Map<string, Pending[]>, key: string, pending: Pending): void => {
+    const list = index.get(key);
+    const at = list ? list.indexOf(pending) : -1;
+    if (list && at >= 0) {
+      list.splice(at, 1);
+      if (list.length === 0) {
+        index.delete(key);
+      }
+    }
+  };
+  const remove = (pending: Pending): void => {
+    all.delete(pending.nonce);
+    detach(byAddress, pending.address, pending);
+    detach(byRequester, pending.requester, pending);
+  };
+  const prune = (now: number): void => {
+    for (const pending of all.values()) {
+      if (pending.expiresAtMs > now) {
+        return;
+      }
+      remove(pending);
+    }
+  };
+
+  return {
+    add(address: string, requester: string, now: number): Pending {
+      prune(now);
+      const own = byRequester.get(requester) ?? [];
+      const ownForAddress = own.filter((p) => p.address === address);
+      // The requester's own oldest makes room; nobody else's nonce is ever dropped before it lapses.
+      const evict =
+        ownForAddress.length >= NONCES_PER_REQUESTER_ADDRESS
+          ? ownForAddress[0]
+          : own.length >= NONCES_PER_REQUESTER
+            ? own[0]
+            : undefined;
+      if (evict) {
+        remove(evict);
+      } else if ((byAddress.get(address)?.length ?? 0) >= NONCES_PER_ADDRESS) {
+        throw new HttpError(429, "Too many pending nonces for this address; retry in a few minutes");
+      } else if (all.size >= MAX_LIVE_NONCES) {
+        throw new HttpError(503, "Too many pending nonces; retry in a few minutes");
+      }
+      const pending: Pending = {
+        nonce: `0x${randomBytes(32).toString("hex")}`,
+        address,
+        requester,
+        expiresAtMs: now + NONCE_TTL_MS,
+      };
+      all.set(pending.nonce, pending);
+      byAddress.set(address, [...(byAddress.get(address) ?? []), pending]);
+      byRequester.set(requester, [...own, pending]);
+      return pending;
+    },
+    liveFor(address: string, now: number): Pending[] {
+      prune(now);
+      return [...(byAddress.get(address) ?? [])];
+    },
+    remove,
   };
 }
 

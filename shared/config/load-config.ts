@@ -61,6 +61,9 @@ export interface LoadConfigOptions {
  * Every problem is reported in one go: the original router's keys and variables, the schema (an unknown key
  * included), and the rules across keys and chains, which run on whatever the schema could read.
  */
+/** The shortest adminToken accepted (docs/config.md). */
+export const MIN_ADMIN_TOKEN_LENGTH = 16;
+
 export function loadConfig(raw: unknown, env: ConfigEnv, options: LoadConfigOptions = {}): LoadedConfig {
   if (!isRecord(raw)) {
     throw new ConfigError(["(root): the config must be a JSON object"]);
@@ -86,8 +89,11 @@ export function loadConfig(raw: unknown, env: ConfigEnv, options: LoadConfigOpti
   const chainConfig = buildChains(parsed.chainConfig, deployments, problems, warnings);
   checkChainOne(parsed.chainConfig, problems);
   checkSwapPools(parsed.swapPools, parsed.chainConfig, problems, warnings);
-  if (typeof parsed.adminToken === "string" && parsed.adminToken.length < 16) {
-    warnings.push("adminToken: shorter than 16 characters; use a long random token");
+  // A short token can be guessed through the API; refused in every network (npm run local generates 48 characters).
+  if (typeof parsed.adminToken === "string" && parsed.adminToken.length < MIN_ADMIN_TOKEN_LENGTH) {
+    problems.push(
+      `adminToken: must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters; use a long random token (e.g. openssl rand -hex 24)`,
+    );
   }
   if (problems.length > 0) {
     throw new ConfigError([...new Set(problems)], warnings);

@@ -56,8 +56,9 @@ export interface Redactor {
 }
 
 export function createRedactor(secretValues: ReadonlyArray<string | undefined> = []): Redactor {
-  // Longest first, so a secret that contains another is masked whole.
-  const secrets = secretValues.filter((s): s is string => typeof s === "string" && s.length >= 4);
+  // Longest first, so a secret that contains another is masked whole. Every non-empty secret is masked, however
+  // short: a short one masks its text wherever it appears, which is noisy but never leaks it.
+  const secrets = secretValues.filter((s): s is string => typeof s === "string" && s.length > 0);
   secrets.sort((a, b) => b.length - a.length);
 
   const text = (value: string): string => {

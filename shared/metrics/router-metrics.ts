@@ -21,6 +21,7 @@ export function defineRouterMetrics(registry: Registry) {
     ...chainMetrics(registers),
     ...swapMetrics(registers),
     ...heartbeatMetrics(registers),
+    ...adminMetrics(registers),
   };
 }
 
@@ -248,6 +249,18 @@ function heartbeatMetrics(registers: Registry[]) {
       name: "router_process_heartbeat_age_seconds",
       help: "Seconds since a router process last wrote its heartbeat",
       labelNames: ["process"] as const,
+      registers,
+    }),
+  };
+}
+
+/** The admin API (services/admin). */
+function adminMetrics(registers: Registry[]) {
+  return {
+    adminAuthFailures: new Counter({
+      name: "router_admin_auth_failures_total",
+      help: "Admin requests refused at authentication, by surface (api, page) and reason (no_token, wrong_token, throttled)",
+      labelNames: ["surface", "reason"] as const,
       registers,
     }),
   };

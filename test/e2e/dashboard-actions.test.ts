@@ -1,5 +1,6 @@
 import type { Server } from "node:http";
 import { Queue, UnrecoverableError, Worker } from "bullmq";
+import { Redis } from "ioredis";
 import { loadConfig } from "../../shared/config";
 import { txQueueName } from "../../shared/queues";
 import { createApp } from "../../services/admin/app";
@@ -19,6 +20,7 @@ describe("queue dashboard actions", () => {
   let server: Server;
   let baseUrl: string;
   let queue: Queue;
+  let client: Redis;
 
   beforeAll(async () => {
     redis = await startRedis();
@@ -43,6 +45,7 @@ describe("queue dashboard actions", () => {
     );
     const connection = { host: "127.0.0.1", port: redis.port, maxRetriesPerRequest: null };
     queue = new Queue(txQueueName(1337), { connection, prefix });
+    client = new Redis(connection);
     await queue.add("remove-liquidity", { chainId: 1337, requestId: "r1" }, { jobId: "failed-one" });
     const worker = new Worker(
       txQueueName(1337),
@@ -63,7 +66,7 @@ describe("queue dashboard actions", () => {
       logger: captureLogs().logger,
       signerAddress: "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
       operations: { removeLiquidity: notUsed, cancelSender: notUsed },
-      dashboardQueues: [queue],
+      dashboard: { queues: [queue], redis: client },
     });
     server = await listen(app, "127.0.0.1", 0);
     const address = server.address();
@@ -73,6 +76,7 @@ describe("queue dashboard actions", () => {
   afterAll(async () => {
     await closeServer(server);
     await queue.close();
+    client.disconnect();
     await redis.stop();
   });
 

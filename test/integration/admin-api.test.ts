@@ -263,7 +263,8 @@ describe("admin API (HTTP behaviour)", () => {
     expect(message).toContain("assetId: must be an address");
     expect(message).toContain("amount: must be a whole number of base units");
     expect(message).toContain("recipientAddress: is required");
-    expect(message).toContain("color: is not an accepted field");
+    expect(message).toContain("(body): 1 field is not accepted; accepted: adminToken, chainId");
+    expect(message).not.toContain("color");
     expect(message).not.toContain("SECRETISH");
     expect(message).not.toContain("1.5");
     expect(message).not.toContain("crimson-value");
@@ -394,9 +395,17 @@ describe("admin API (HTTP behaviour)", () => {
     const cases: Array<[string, Promise<Reply>]> = [
       ["acc-ping", request(`${app.baseUrl}/ping`, { requestId: "acc-ping" })],
       ["acc-404", request(`${app.baseUrl}/nope`, { requestId: "acc-404" })],
-      ["acc-401", post(`${app.baseUrl}/remove-liquidity`, { ...removeBody(), adminToken: WRONG_TOKEN }, "acc-401")],
       ["acc-200", post(`${app.baseUrl}/remove-liquidity`, removeBody(), "acc-200")],
     ];
+    // A wrong token writes its one (throttled) admin.auth line instead of an access line.
+    const refused = await post(
+      `${app.baseUrl}/remove-liquidity`,
+      { ...removeBody(), adminToken: WRONG_TOKEN },
+      "acc-401",
+    );
+    expect(refused.status).toBe(401);
+    expect(await accessLines(app, "acc-401")).toHaveLength(0);
+    expect(app.logs.lines().filter((l) => l.at === "admin.auth" && l.requestId === "acc-401")).toHaveLength(1);
     for (const [requestId, pending] of cases) {
       const reply = await pending;
       const lines = await accessLines(app, requestId);

@@ -1,33 +1,36 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { RequestHandler } from "express";
-import type { Logger } from "../../../shared/logging/create-logger";
 import { AdminApiError } from "../errors";
+import type { AuthThrottle } from "./auth-throttle";
 import { bodyOf } from "./json-body";
-import { requestIdOf } from "./request-context";
 
 /**
  * docs/admin-api.md: `adminToken` in the JSON body must equal the configured token. Runs before any field
  * validation, so an unauthenticated caller learns nothing about the body rules. Both sides are hashed
- * first: timingSafeEqual needs equal lengths, and comparing digests hides the token's length too.
+ * first: timingSafeEqual needs equal lengths, and comparing digests hides the token's length too. Wrong
+ * tokens are slowed down per source address (auth-throttle.ts).
  */
-export function authenticate(params: { adminToken: string; logger: Logger }): RequestHandler {
+export function authenticate(params: { adminToken: string; throttle: AuthThrottle }): RequestHandler {
   const expected = sha256(params.adminToken);
   return (req, res, next) => {
     const provided = bodyOf(req).adminToken;
-    if (typeof provided === "string" && timingSafeEqual(sha256(provided), expected)) {
-      next();
-      return;
-    }
-    params.logger.warn("admin request refused: missing or wrong adminToken", {
-      at: "admin.auth",
-      path: req.path,
-      requestId: requestIdOf(res),
-      reason: typeof provided === "string" ? "wrong token" : "no token",
-    });
-    next(new AdminApiError("UNAUTHORIZED", "a valid adminToken is required in the JSON body"));
+    params.throttle.check(
+      req,
+      res,
+      {
+        surface: "api",
+        provided: typeof provided === "string" ? provided : undefined,
+        matches: (token) => timingSafeEqual(sha256(token), expected),
+      },
+      {
+        next: () => next(),
+        refuse: (error) =>
+          next(error ?? new AdminApiError("UNAUTHORIZED", "a valid adminToken is required in the JSON body")),
+      },
+    );
   };
 }
 
-function sha256(text: string): Buffer {
+export function sha256(text: string): Buffer {
   return createHash("sha256").update(text, "utf8").digest();
 }

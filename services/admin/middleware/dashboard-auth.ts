@@ -1,7 +1,8 @@
-import { createHash, timingSafeEqual } from "node:crypto";
+import { timingSafeEqual } from "node:crypto";
 import type { RequestHandler } from "express";
-import type { Logger } from "../../../shared/logging/create-logger";
-import { requestIdOf } from "./request-context";
+import { AdminApiError } from "../errors";
+import type { AuthThrottle } from "./auth-throttle";
+import { sha256 } from "./authenticate";
 
 /**
  * Browser-friendly admin auth for the pages under /admin (queue dashboard, GET /status): HTTP Basic with the
@@ -9,27 +10,36 @@ import { requestIdOf } from "./request-context";
  * `Authorization: Bearer <adminToken>` instead. Without it: 401 with a
  * `WWW-Authenticate` challenge. Tokens are compared as SHA-256 digests (no length or timing leak).
  */
-export function requireAdminToken(params: { adminToken: string; logger: Logger; realm?: string }): RequestHandler {
+export function requireAdminToken(params: {
+  adminToken: string;
+  throttle: AuthThrottle;
+  realm?: string;
+}): RequestHandler {
   const expected = sha256(params.adminToken);
   const challenge = `Basic realm="${params.realm ?? "router admin"}", charset="UTF-8"`;
   return (req, res, next) => {
-    const password = tokenOf(req.get("authorization"));
-    if (password !== undefined && timingSafeEqual(sha256(password), expected)) {
-      next();
-      return;
-    }
-    params.logger.warn("admin page refused: missing or wrong token", {
-      at: "admin.auth",
-      path: req.path,
-      requestId: requestIdOf(res),
-      reason: password === undefined ? "no credentials" : "wrong token",
-    });
-    res.setHeader("WWW-Authenticate", challenge);
-    res.status(401).json({
-      error: "unauthorized",
-      message: "HTTP Basic credentials with the adminToken as password are required",
-      requestId: requestIdOf(res),
-    });
+    params.throttle.check(
+      req,
+      res,
+      {
+        surface: "page",
+        provided: tokenOf(req.get("authorization")),
+        matches: (token) => timingSafeEqual(sha256(token), expected),
+      },
+      {
+        next: () => next(),
+        refuse: (error) => {
+          if (error) {
+            next(error);
+            return;
+          }
+          res.setHeader("WWW-Authenticate", challenge);
+          next(
+            new AdminApiError("UNAUTHORIZED", "HTTP Basic credentials with the adminToken as password are required"),
+          );
+        },
+      },
+    );
   };
 }
 
@@ -38,7 +48,7 @@ export function requireAdminToken(params: { adminToken: string; logger: Logger; 
  * request to the origin, so a cross-site form could otherwise retry or clean jobs. Browsers always send
  * `Origin` (and `Sec-Fetch-Site`) on fetch/XHR POST, PUT and DELETE: these must name this very origin.
  */
-export const sameOriginWrites: RequestHandler = (req, res, next) => {
+export const sameOriginWrites: RequestHandler = (req, _res, next) => {
   if (req.method === "GET" || req.method === "HEAD" || req.method === "OPTIONS") {
     next();
     return;
@@ -49,11 +59,7 @@ export const sameOriginWrites: RequestHandler = (req, res, next) => {
   const originHost = origin ? hostOf(origin) : undefined;
   const sameOrigin = (site === undefined || site === "same-origin") && origin !== undefined && originHost === host;
   if (!sameOrigin) {
-    res.status(403).json({
-      error: "forbidden",
-      message: "dashboard actions must come from the dashboard's own origin",
-      requestId: requestIdOf(res),
-    });
+    next(new AdminApiError("FORBIDDEN", "dashboard actions must come from the dashboard's own origin"));
     return;
   }
   next();
@@ -80,8 +86,4 @@ function hostOf(origin: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-function sha256(text: string): Buffer {
-  return createHash("sha256").update(text, "utf8").digest();
 }

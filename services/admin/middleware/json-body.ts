@@ -18,9 +18,16 @@ export function jsonBody(): RequestHandler[] {
 }
 
 const requireJsonContentType: RequestHandler = (req, _res, next) => {
-  const mediaType = (req.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+  const [mediaType, ...params] = (req.get("content-type") ?? "").split(";").map((part) => part.trim().toLowerCase());
   if (mediaType !== "application/json") {
     next(new AdminApiError("UNSUPPORTED_MEDIA_TYPE", "content-type must be application/json"));
+    return;
+  }
+  // body-parser would decode any "utf-*" charset and take `content-encoding: identity`; the docs promise UTF-8
+  // and no content-encoding at all, so the bytes checked are the bytes parsed.
+  const charsets = params.filter((p) => p.startsWith("charset=")).map((p) => p.slice(8).replace(/^"(.*)"$/, "$1"));
+  if (charsets.some((charset) => charset !== "utf-8") || req.get("content-encoding") !== undefined) {
+    next(new AdminApiError("UNSUPPORTED_MEDIA_TYPE", "body must be uncompressed JSON in UTF-8"));
     return;
   }
   next();
@@ -34,6 +41,11 @@ const requireObjectBody: RequestHandler = (req, _res, next) => {
   const body: unknown = req.body;
   if (body === null || typeof body !== "object" || Array.isArray(body)) {
     next(new AdminApiError("INVALID_BODY", "(body): must be a JSON object"));
+    return;
+  }
+  // JSON.parse keeps `__proto__` as an own key, which validation would then silently drop: refuse it instead.
+  if (Object.prototype.hasOwnProperty.call(body, "__proto__")) {
+    next(new AdminApiError("INVALID_BODY", "(body): a field named __proto__ is refused"));
     return;
   }
   next();

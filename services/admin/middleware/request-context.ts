@@ -25,6 +25,9 @@ export function requestContext(logger: Logger): RequestHandler {
     res.setHeader("X-Request-Id", requestId);
     res.setHeader("Cache-Control", "no-store");
     res.setHeader("X-Content-Type-Options", "nosniff");
+    // No page of the admin (the dashboard's one-click actions above all) may be framed by another site.
+    res.setHeader("X-Frame-Options", "DENY");
+    res.setHeader("Content-Security-Policy", "frame-ancestors 'none'");
 
     const startedAt = performance.now();
     const method = req.method;
@@ -35,6 +38,9 @@ export function requestContext(logger: Logger): RequestHandler {
         return;
       }
       logged = true;
+      if (res.locals.accessLogged === true) {
+        return;
+      }
       logger.info("admin request", {
         at: "admin.request",
         method,

@@ -2,7 +2,7 @@ import { createBullBoard } from "@bull-board/api";
 import { BullMQAdapter } from "@bull-board/api/bullMQAdapter";
 import { ExpressAdapter } from "@bull-board/express";
 import type { Queue } from "bullmq";
-import type { Router } from "express";
+import type { Express, Router } from "express";
 
 export const DASHBOARD_PATH = "/admin/queues";
 
@@ -26,5 +26,8 @@ export function queueDashboard(params: { queues: readonly Queue[]; actions: bool
       },
     },
   });
-  return serverAdapter.getRouter() as Router;
+  const board = serverAdapter.getRouter() as Express;
+  // bull-board's own Express app would announce itself again (X-Powered-By) on every dashboard response.
+  board.disable("x-powered-by");
+  return board;
 }
