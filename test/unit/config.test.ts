@@ -152,9 +152,7 @@ describe("loadConfig: a valid file", () => {
     (raw.chainConfig as Record<string, Record<string, unknown>>)["1"].confirmations = 2;
     const { warnings } = loadConfig(raw, {});
     expect(warnings).toEqual(
-      expect.arrayContaining([
-        expect.stringMatching(/^chainConfig\.1\.confirmations: 2 is below the recommended 7/),
-      ]),
+      expect.arrayContaining([expect.stringMatching(/^chainConfig\.1\.confirmations: 2 is below the recommended 7/)]),
     );
   });
 
