@@ -233,22 +233,28 @@ export function createLiquidityHolds(params: {
       for (const jobId of del) m.holds.delete(jobId);
       m.droppedBelow = change.droppedBelow ?? m.droppedBelow;
       const found = Number(
-        await redis.eval(
-          WRITE_SCRIPT,
-          3,
-          key,
-          fenced.key,
-          change.guardAbsent ?? key,
-          fenced.value,
-          expected,
-          m.version,
-          HOLDS_TTL_MS,
-          change.guardAbsent ? "absent" : "",
-          change.droppedBelow === undefined ? "" : String(change.droppedBelow),
-          sets.length,
-          ...sets.flat(),
-          ...del,
-        ),
+        await redis
+          .eval(
+            WRITE_SCRIPT,
+            3,
+            key,
+            fenced.key,
+            change.guardAbsent ?? key,
+            fenced.value,
+            expected,
+            m.version,
+            HOLDS_TTL_MS,
+            change.guardAbsent ? "absent" : "",
+            change.droppedBelow === undefined ? "" : String(change.droppedBelow),
+            sets.length,
+            ...sets.flat(),
+            ...del,
+          )
+          .catch((err: unknown) => {
+            // Applied or not, unknown: the next change reads the hash again.
+            if (loaded === entry) loaded = undefined;
+            throw err;
+          }),
       );
       if (found === 1) {
         return change.result;
