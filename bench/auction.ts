@@ -6,7 +6,8 @@
  * transaction id: 20 warm-up, 200 sequential, a closed loop of 50 in flight (200 total) and a burst of 50.
  * Prints p50/p99/max publish→reply latency, bids/s, the auction processes' CPU ms per bid (from
  * /proc/<pid>/stat) and the ratio to the original router's figures. Then the reservation scripts' own time in
- * Redis with 100 000 open promises (bench/reservation-scripts.ts; BENCH_RESERVATION_SCRIPTS=0 skips it).
+ * Redis with 100 000 open promises (bench/reservation-scripts.ts; BENCH_RESERVATION_SCRIPTS=0 skips it). The
+ * phases' figures are also printed as one JSON line (support.ts printFigures) for bench/compare.ts.
  * Self-contained on purpose: bench/ is compiled with the app and must not import test/.
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -42,7 +43,7 @@ import {
   whileStarting,
 } from "../scripts/local/probes";
 import { pollUntil, sleep } from "../shared/timing";
-import { percentile } from "./support";
+import { percentile, printFigures, type BenchFigures } from "./support";
 import { benchReservationScripts, reportReservationScripts } from "./reservation-scripts";
 import { startStack, stopStack } from "./recovery";
 import { pm2DaemonPid, pm2List, runPm2 } from "../scripts/local/pm2";
@@ -424,7 +425,7 @@ async function runPhases(p: PhaseParams): Promise<void> {
       await Promise.all(Array.from({ length: 50 }, ask));
     });
     const othersAfter = othersCpu();
-    report([sequential, inFlight, burst], p.instances, idleMsPerSec);
+    const figures = report([sequential, inFlight, burst], p.instances, idleMsPerSec);
     if (p.otherProcesses.length > 0) {
       const measured = [sequential, inFlight, burst];
       const bids = measured.reduce((n, ph) => n + ph.latenciesMs.length, 0);
@@ -444,6 +445,7 @@ async function runPhases(p: PhaseParams): Promise<void> {
       .sort((a, b) => b[1] - a[1])
       .map(([name, ms]) => `${name} ${(ms / bids).toFixed(2)}`);
     process.stdout.write(`  by thread, warm-up included (ms per bid): ${split.join(", ")}\n`);
+    printFigures("auction", figures);
   } finally {
     await messaging.close();
   }
@@ -475,12 +477,19 @@ function createAsker(messaging: Messaging): { ask(data: unknown): Promise<number
   };
 }
 
-function report(phases: readonly Phase[], instances: number, idleMsPerSec: number): void {
+/** Prints the phases' figures and returns them by name (support.ts printFigures, bench/compare.ts). */
+function report(phases: readonly Phase[], instances: number, idleMsPerSec: number): BenchFigures {
   const lines = [`auction processes: ${instances}`];
+  const figures: Record<string, number> = {};
   for (const phase of phases) {
     const sorted = [...phase.latenciesMs].sort((a, b) => a - b);
     const pct = (q: number): number => percentile(sorted, q);
     const bids = sorted.length;
+    const phaseName = phase.name.replace(/ \(\d+\)$/, "");
+    figures[`${phaseName}: p50 ms`] = pct(0.5);
+    figures[`${phaseName}: p99 ms`] = pct(0.99);
+    figures[`${phaseName}: bids/s`] = (bids / phase.wallMs) * 1000;
+    figures[`${phaseName}: CPU ms/bid`] = phase.cpuMs / bids;
     lines.push(
       `${phase.name}: p50 ${pct(0.5).toFixed(2)} ms, p99 ${pct(0.99).toFixed(2)} ms, max ${sorted[bids - 1].toFixed(2)} ms, ` +
         `${((bids / phase.wallMs) * 1000).toFixed(0)} bids/s, CPU ${(phase.cpuMs / bids).toFixed(2)} ms/bid`,
@@ -509,6 +518,8 @@ function report(phases: readonly Phase[], instances: number, idleMsPerSec: numbe
     `  bench client on the same cores: ${clientPerBid.toFixed(2)} ms per bid; auction processes with no request: ${idleMsPerSec.toFixed(1)} ms CPU/s`,
   );
   process.stdout.write(`${lines.join("\n")}\n`);
+  figures["all phases: CPU ms/bid"] = perBid;
+  return figures;
 }
 
 /** utime + stime of the main thread and of all the others, summed over `pids`, in ms. */

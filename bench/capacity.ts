@@ -5,12 +5,15 @@
  *   1. an idle window (IDLE_MS): the background traffic of an idle router (pollers, leases, heartbeats, BullMQ
  *      workers' blocking reads), as a rate per second;
  *   2. BENCH_SWAPS complete swaps (default 20: auction → user prepare → router prepare → user fulfill → router
- *      claim, as `npm run local`'s demo does), SWAP_WORKERS users at once.
+ *      claim, as `npm run local`'s demo does), BENCH_SWAP_WORKERS users at once (default 4).
  * From `INFO commandstats`, `INFO stats`, `INFO cpu` and `INFO memory` before and after each window it prints,
  * per swap net of the idle rate: commands (the top 10 too), redis-server CPU, and used_memory; and, from
  * `MEMORY USAGE` of every key before and after the swaps, the bytes each kind of key grew by per swap, with its
  * TTL (what stays per completed swap, and for how long). A benchmark, not a test: it prints and exits 0 unless
- * the stack could not run. Env: BENCH_SWAPS (20), BENCH_IDLE_MS (15000).
+ * the stack could not run. It also prints the router's receiving prepares under load: from each user's prepare mined
+ * to the router's prepare seen mined (p50/p99/max), and prepares/s. Issue 23 item 2's figure (200 swaps in
+ * flight): BENCH_SWAPS=200 BENCH_SWAP_WORKERS=200.
+ * Env: BENCH_SWAPS (20), BENCH_SWAP_WORKERS (4), BENCH_IDLE_MS (15000).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,13 +22,15 @@ import { Wallet, parseEther } from "ethers";
 import { Redis } from "ioredis";
 import { RECEIVING_CHAIN_ID, SENDING_CHAIN_ID, type LocalChainHandle } from "../scripts/local/chains";
 import { sleep } from "../shared/timing";
+import type { DemoSwapResult } from "../scripts/local/demo-swap";
 import { fundBenchUsers, startStack, stopStack, swapOnStack, type Stack } from "./recovery";
 import { percentile, runBench } from "./support";
 
 const SWAPS = Math.max(1, Number(process.env.BENCH_SWAPS ?? 20));
 const IDLE_MS = Math.max(1_000, Number(process.env.BENCH_IDLE_MS ?? 15_000));
-const SWAP_WORKERS = 4;
+const SWAP_WORKERS = Math.max(1, Number(process.env.BENCH_SWAP_WORKERS ?? 4));
 const SWAP_AMOUNT_WEI = parseEther("10");
+const START_SPREAD_MS = 25;
 /** After the last claim is mined: its job's completion and the pollers' records of it land within a few ticks. */
 const SETTLE_MS = 3_000;
 
@@ -134,19 +139,50 @@ export function keyKind(key: string): string {
 
 // ---- swaps ----------------------------------------------------------------------------------------------
 
-async function runSwaps(s: Stack, users: readonly Wallet[], count: number): Promise<number[]> {
-  const durations: number[] = [];
+/** One swap's receiving prepare: its user's prepare mined, the router's prepare seen mined (if it was). */
+interface PrepareTiming {
+  user?: number;
+  router?: number;
+}
+
+async function runSwaps(
+  s: Stack,
+  users: readonly Wallet[],
+  count: number,
+): Promise<{ results: DemoSwapResult[]; prepares: PrepareTiming[]; failures: string[] }> {
+  const results: DemoSwapResult[] = [];
+  const prepares: PrepareTiming[] = [];
+  const failures: string[] = [];
   let left = count;
+  // The local chains automine: with no transaction left to mine, a sending prepare would never reach the
+  // confirmations the router waits for. A block a second on both swap chains while the swaps run, as a live chain.
+  const chains = [SENDING_CHAIN_ID, RECEIVING_CHAIN_ID].map((id) => s.chains.get(id) as LocalChainHandle);
+  const miner = setInterval(() => {
+    for (const c of chains) void c.provider.send("evm_mine", []).catch(() => undefined);
+  }, 1_000);
   await Promise.all(
-    users.map(async (user) => {
+    users.map(async (user, i) => {
+      // Users arrive over a few seconds (START_SPREAD_MS apart), not in one instant: 200 messaging logins at once
+      // time out at the local auth service, which is not the router.
+      await sleep(i * START_SPREAD_MS);
       while (left > 0) {
         left -= 1;
-        const result = await swapOnStack(s, user, SWAP_AMOUNT_WEI, 60_000);
-        durations.push(result.totalMs);
+        const timing: PrepareTiming = {};
+        prepares.push(timing);
+        try {
+          results.push(
+            await swapOnStack(s, user, SWAP_AMOUNT_WEI, 120_000, (who, atMs) => {
+              timing[who] = atMs;
+            }),
+          );
+        } catch (err) {
+          // Counted and printed: the prepares' figure still holds for the swaps that got that far.
+          failures.push(err instanceof Error ? err.message : String(err));
+        }
       }
     }),
-  );
-  return durations;
+  ).finally(() => clearInterval(miner));
+  return { results, prepares, failures };
 }
 
 /** Mean gasUsed of the transactions mined on `chain` after block `from`, split by sender: the router or users. */
@@ -208,6 +244,27 @@ function report(idle: Window, swaps: Window, durationsMs: number[], memBefore: n
     .sort((a, b) => b.calls - a.calls)
     .slice(0, 10);
   for (const r of rows) log(`    ${r.name.padEnd(22)}${fmt(r.calls).padStart(8)}${fmt(r.usec, 0).padStart(10)} µs`);
+}
+
+/**
+ * The receiving chain's prepares: each from its user's prepare mined to the router's prepare seen mined (the
+ * poller's detection, the submitter's checks, liquidity hold included, the send and the mining), and their rate
+ * from the first user prepare to the last router prepare.
+ */
+function reportPrepares(prepares: readonly PrepareTiming[], failures: readonly string[]): void {
+  const done = prepares.filter((p): p is Required<PrepareTiming> => p.user !== undefined && p.router !== undefined);
+  if (done.length > 0) {
+    const waits = done.map((p) => p.router - p.user).sort((a, b) => a - b);
+    const spanSec = (Math.max(...done.map((p) => p.router)) - Math.min(...done.map((p) => p.user))) / 1000;
+    log(
+      `  router prepares (${SWAP_WORKERS} swaps in flight): ${done.length} of ${prepares.length}; user prepare mined → ` +
+        `router prepare seen mined p50 ${fmt(percentile(waits, 0.5) / 1000, 2)} s, p99 ${fmt(percentile(waits, 0.99) / 1000, 2)} s, ` +
+        `max ${fmt(percentile(waits, 1) / 1000, 2)} s; ${fmt(done.length / spanSec)} prepares/s over ${fmt(spanSec)} s`,
+    );
+  }
+  const reasons = new Map<string, number>();
+  for (const f of failures) reasons.set(f, (reasons.get(f) ?? 0) + 1);
+  for (const [reason, n] of reasons) log(`  swaps that did not complete: ${n}: ${reason}`);
 }
 
 /** "none" (no TTL), one TTL, or the range the keys' TTLs span. */
@@ -274,7 +331,8 @@ async function main(): Promise<number> {
     const swapStart = await snapshot(redis);
     const fromBlocks = await Promise.all([sending, receiving].map((c) => c.provider.getBlockNumber()));
     log(`running ${SWAPS} swaps…`);
-    const durations = await runSwaps(s, users, SWAPS);
+    const swaps = await runSwaps(s, users, SWAPS);
+    if (swaps.results.length === 0) throw new Error(`no swap completed: ${swaps.failures[0] ?? ""}`);
     await sleep(SETTLE_MS);
     const swapEnd = await snapshot(redis);
     const keysAfter = await keyUsage(redis);
@@ -282,10 +340,11 @@ async function main(): Promise<number> {
     report(
       windowOf(idleStart, idleEnd),
       windowOf(swapStart, swapEnd),
-      durations,
+      swaps.results.map((r) => r.totalMs),
       swapStart.usedMemory,
       swapEnd.usedMemory,
     );
+    reportPrepares(swaps.prepares, swaps.failures);
     reportKeys(keysBefore, keysAfter);
     log("");
     log(

@@ -196,7 +196,13 @@ async function startRouterApps(paths: LocalPaths, servers: StackServers): Promis
 }
 
 /** One swap by `user` through the stack, the way an SDK user does it (scripts/local/demo-swap.ts), printing nothing. */
-export function swapOnStack(s: Stack, user: Wallet, amountWei: bigint, stepTimeoutMs: number): Promise<DemoSwapResult> {
+export function swapOnStack(
+  s: Stack,
+  user: Wallet,
+  amountWei: bigint,
+  stepTimeoutMs: number,
+  onPrepared?: (who: "user" | "router", atMs: number) => void,
+): Promise<DemoSwapResult> {
   const chain = (id: number): LocalChainHandle => s.chains.get(id) as LocalChainHandle;
   return runDemoSwap({
     messagingUrl: s.natsUrl,
@@ -209,6 +215,7 @@ export function swapOnStack(s: Stack, user: Wallet, amountWei: bigint, stepTimeo
     print: () => undefined,
     routerStepTimeoutMs: stepTimeoutMs,
     bidTimeoutMs: stepTimeoutMs,
+    onPrepared,
   });
 }
 

@@ -7,6 +7,7 @@
  * once the pipeline is full), wall time, enqueue → broadcast and enqueue → confirmed p50/p99, nonce errors
  * (log lines naming a used nonce), and the ratio to one-at-a-time. A swap is one transaction per chain, so
  * "swaps/s carried" is the two chains' sum halved. Self-contained on purpose: bench/ must not import test/.
+ * The last line is the same figures as JSON (support.ts printFigures): bench/compare.ts and the CI guard read it.
  * Env: BENCH_JOBS (500), BENCH_BASELINE_JOBS (6), BENCH_CONFIRMATIONS ("1,12").
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -33,7 +34,7 @@ import { loadConfig } from "../shared/config";
 import { createLogger } from "../shared/logging/create-logger";
 import { TX_JOB, txJobId, txJobOptions, txQueueName, type TxJobData, type TxJobResult } from "../shared/queues";
 import { pollUntil } from "../shared/timing";
-import { percentile } from "./support";
+import { percentile, printFigures } from "./support";
 
 const CHAIN_IDS = [1337, 1338] as const;
 /** anvil's account 0 (public test key): deploys and funds. */
@@ -108,6 +109,7 @@ async function main(): Promise<void> {
     process.stdout.write(
       `submitter bench: 2 anvil chains (1 s blocks), ${jobs} jobs in flight per chain; one-at-a-time on ${baselineJobs} jobs\n`,
     );
+    const figures: Record<string, number> = {};
     for (const c of confirmations) {
       const pipelined = await runScenario({
         redisUrl,
@@ -126,7 +128,9 @@ async function main(): Promise<void> {
         concurrency: 1,
       });
       printScenario(c, pipelined, baseline);
+      Object.assign(figures, scenarioFigures(c, pipelined));
     }
+    printFigures("submitter", figures);
   } finally {
     children.forEach((c) => c.kill("SIGKILL"));
   }
@@ -299,6 +303,21 @@ function printScenario(confirmations: number, pipelined: ScenarioResult, baselin
     `  event-loop delay with ${pipelined.figures[0]?.jobs ?? 0} jobs in flight per chain: p99 ${pipelined.loopDelayP99Ms.toFixed(0)} ms, max ${pipelined.loopDelayMaxMs.toFixed(0)} ms`,
   );
   process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+/** The pipelined scenario's figures, named as bench/compare.ts prints them. */
+function scenarioFigures(confirmations: number, pipelined: ScenarioResult): Record<string, number> {
+  const at = `confirmations ${confirmations}`;
+  const out: Record<string, number> = {};
+  for (const f of pipelined.figures) {
+    out[`${at}, chain ${f.chainId}: tx/s`] = f.txPerSec;
+    out[`${at}, chain ${f.chainId}: enqueue→broadcast p50 ms`] = f.broadcastP50;
+    out[`${at}, chain ${f.chainId}: enqueue→confirmed p50 ms`] = f.confirmedP50;
+  }
+  out[`${at}: nonce errors`] = pipelined.nonceErrors;
+  out[`${at}: event-loop delay p99 ms`] = pipelined.loopDelayP99Ms;
+  out[`${at}: event-loop delay max ms`] = pipelined.loopDelayMaxMs;
+  return out;
 }
 
 function positive(raw: string | undefined, fallback: number): number {

@@ -16,3 +16,27 @@ export function runBench(name: string, main: () => Promise<number>): void {
     },
   );
 }
+
+/** A bench's figures by name (unit in the name), printed as its last line for bench/compare.ts and the CI guard. */
+export type BenchFigures = Readonly<Record<string, number>>;
+
+/** Prints `{"bench": name, "figures": {...}}` on one line: the machine-readable end of a bench's output. */
+export function printFigures(bench: string, figures: BenchFigures): void {
+  process.stdout.write(`${JSON.stringify({ bench, figures })}\n`);
+}
+
+/** The figures a bench printed with printFigures (its last such line), if any. */
+export function figuresIn(output: string, bench: string): BenchFigures | undefined {
+  for (const line of output.trim().split("\n").reverse()) {
+    if (!line.startsWith("{")) continue;
+    try {
+      const parsed = JSON.parse(line) as { bench?: unknown; figures?: unknown };
+      if (parsed.bench === bench && typeof parsed.figures === "object" && parsed.figures !== null) {
+        return parsed.figures as BenchFigures;
+      }
+    } catch {
+      // Not a figures line.
+    }
+  }
+  return undefined;
+}

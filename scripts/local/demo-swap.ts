@@ -44,6 +44,8 @@ export interface DemoSwapParams {
   /** Auctions are refused (and not answered) until the pollers cached balances: ask again until this passes. */
   readonly bidTimeoutMs?: number;
   readonly routerStepTimeoutMs?: number;
+  /** Told when the user's prepare is mined and when the router's receiving prepare is seen (bench:capacity). */
+  readonly onPrepared?: (who: "user" | "router", atMs: number) => void;
 }
 
 export interface DemoSwapResult {
@@ -76,9 +78,11 @@ export async function runDemoSwap(p: DemoSwapParams): Promise<DemoSwapResult> {
     const approveTm = nxtpContractAt("ERC20", p.sending.token, p.user.connect(p.sending.provider));
     await (await approveTm.getFunction("approve").send(p.sending.transactionManager, BigInt(bid.amount))).wait();
     const sent = await prepareWithBid(p.sending, p.user, bid, bidSignature);
+    p.onPrepared?.("user", Date.now());
     step(`user: prepare on ${p.sending.chainId} in block ${sent.blockNumber} (tx ${sent.transactionHash})`);
 
     const received = await waitForEvent(p.receiving, "prepared", bid.transactionId, p.routerStepTimeoutMs);
+    p.onPrepared?.("router", Date.now());
     step(
       `router: prepare on ${p.receiving.chainId} in block ${received.blockNumber}, ${fmt(BigInt(received.txData.amount))} TEST locked for the user (tx ${received.transactionHash})`,
     );

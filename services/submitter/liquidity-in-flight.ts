@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Redis } from "ioredis";
 import { RouterError } from "../../shared/errors";
@@ -14,10 +15,17 @@ import type { TxRecord } from "./send/tx-record";
  * holds covers it.
  *
  * Kept in Redis (shared/queues/keys.ts liquidityHoldsKey), one hash per (chain, signer), so a new sender lease
- * holder sees the holds of the transactions it resumes. Every write is a compare-and-set on the hash's
- * `version`, fenced by the sender lease in the same Lua step: two concurrent checks cannot both pass, and a
- * deposed holder writes nothing. With `redis.minReplicas` the broadcast a hold guards waits until replicas have
- * it (send/attempts.ts broadcastAttempt; the holds share the job's connection).
+ * holder sees the holds of the transactions it resumes. Only the lease holder writes the hash, so the holder
+ * keeps a mirror of it in memory, read once per lease term: a job decides against the mirror (no I/O between
+ * deciding and sending the write, so the process's jobs are serialised without a lock) and its write is a
+ * compare-and-set on the hash's `version` token, fenced by the sender lease in the same Lua step. The writes of
+ * one process are pipelined on one connection, each expecting the token the previous one set; a write refused
+ * for any reason (another writer, the guard, the fence) leaves the mirror behind Redis, so it is read again and
+ * the refused jobs decide again. Two checks cannot both pass, and a deposed holder writes nothing. A change costs
+ * one round trip whatever the number of holds (the whole-hash read per change with a shared numeric version made
+ * every write invalidate every other job's snapshot: 500 jobs in flight retried 23 times each, 4.8 tx/s).
+ * With `redis.minReplicas` the broadcast a hold guards waits until replicas have it (send/attempts.ts
+ * broadcastAttempt; the holds share the job's connection).
  *
  * A hold counts against balances read *before* its transaction was mined: it is marked with its mined block
  * (`minedBlock`) rather than deleted, and only a check whose balance was read at or after that block drops it.
@@ -84,7 +92,7 @@ export interface ReconcileResult {
   readonly dropped: number;
 }
 
-/** The compare-and-set could not get through (many concurrent writers); the job parks and checks again. */
+/** The holds kept changing under a concurrent writer, or a balance stayed below dropped holds; the job parks. */
 export class LiquidityHoldsBusyError extends RouterError {
   readonly code = "LIQUIDITY_HOLDS_BUSY";
   readonly retriable = true;
@@ -101,20 +109,23 @@ export const ORPHAN_HOLD_MS = 10 * 60_000;
  * transaction long mined or dropped (bumps and the nonce-gap filler settle every nonce well within that).
  */
 export const HOLDS_TTL_MS = 7 * 24 * 3600 * 1000;
-const MAX_CAS_TRIES = 100;
+/** A refused write means another writer (a second instance under the same term cannot exist): a few suffice. */
+const MAX_TRIES = 20;
 const VERSION = "version";
 /** Highest block at which marked holds were dropped: a balance read before it cannot be checked any more. */
 const DROPPED_BELOW = "dropped-below";
 
-// KEYS: holds, fence key, guard key. ARGV: fence value, expected version, ttl, guard ("absent": refuse if the
-// guard key exists), number of fields to set, then field/value pairs, then fields to delete. Returns the new
-// version, -1 on a version conflict, -2 when the fence does not hold, -3 when the guard refused.
+// KEYS: holds, fence key, guard key. ARGV: fence value, expected version token, new token, ttl, guard ("absent":
+// refuse if the guard key exists), dropped-below ("" to keep), number of holds to set, then field/value pairs,
+// then fields to delete. Returns 1, or -1 on a version conflict, -2 when the fence does not hold, -3 when the
+// guard refused.
 const WRITE_SCRIPT = `
 ${fenceCheckLua("KEYS[2]", "ARGV[1]", "-2")}
-if tonumber(redis.call("HGET", KEYS[1], "${VERSION}") or "0") ~= tonumber(ARGV[2]) then return -1 end
-if ARGV[4] == "absent" and redis.call("EXISTS", KEYS[3]) == 1 then return -3 end
-local i = 6
-for _ = 1, tonumber(ARGV[5]) do
+if (redis.call("HGET", KEYS[1], "${VERSION}") or "") ~= ARGV[2] then return -1 end
+if ARGV[5] == "absent" and redis.call("EXISTS", KEYS[3]) == 1 then return -3 end
+if ARGV[6] ~= "" then redis.call("HSET", KEYS[1], "${DROPPED_BELOW}", ARGV[6]) end
+local i = 8
+for _ = 1, tonumber(ARGV[7]) do
   redis.call("HSET", KEYS[1], ARGV[i], ARGV[i + 1])
   i = i + 2
 end
@@ -122,24 +133,31 @@ while i <= #ARGV do
   redis.call("HDEL", KEYS[1], ARGV[i])
   i = i + 1
 end
-local v = redis.call("HINCRBY", KEYS[1], "${VERSION}", 1)
-redis.call("PEXPIRE", KEYS[1], ARGV[3])
-return v
+redis.call("HSET", KEYS[1], "${VERSION}", ARGV[3])
+redis.call("PEXPIRE", KEYS[1], ARGV[4])
+return 1
 `;
 
-interface Snapshot {
-  readonly version: number;
-  readonly droppedBelow: number;
+/** The hash as this process last wrote or read it. */
+interface Mirror {
+  /** The lease term it was read in: a new term reads the hash again (another holder may have written). */
+  readonly term: number;
+  version: string;
+  droppedBelow: number;
   readonly holds: Map<string, LiquidityHold>;
 }
 
 interface Change<T> {
-  readonly set?: ReadonlyArray<LiquidityHold | { field: string; value: string }>;
+  readonly set?: readonly LiquidityHold[];
   readonly del?: readonly string[];
+  readonly droppedBelow?: number;
   /** Write only if this key does not exist (a job's transaction record). */
   readonly guardAbsent?: string;
   readonly result: T;
 }
+
+/** Returned by a decision whose inputs (read before it) are out of date: they are read again. */
+const AGAIN = Symbol("again");
 
 export function createLiquidityHolds(params: {
   redis: Pick<Redis, "hgetall" | "hget" | "eval" | "exists">;
@@ -152,8 +170,13 @@ export function createLiquidityHolds(params: {
   const { redis, prefix, chainId } = params;
   const key = liquidityHoldsKey(prefix, chainId, params.signerAddress);
   const recordKeyOf = (jobId: string): string => txRecordKey(prefix, chainId, jobId);
+  /** Unique per instance, so no other writer can set a token this instance expects. */
+  const writer = randomUUID();
+  let writes = 0;
+  /** The mirror of the current term (being read, or read); undefined after a refused write. */
+  let loaded: { readonly term: number; readonly mirror: Promise<Mirror> } | undefined;
 
-  const read = async (): Promise<Snapshot> => {
+  const read = async (term: number): Promise<Mirror> => {
     const raw = await redis.hgetall(key);
     const holds = new Map<string, LiquidityHold>();
     for (const [field, value] of Object.entries(raw)) {
@@ -161,73 +184,141 @@ export function createLiquidityHolds(params: {
         holds.set(field, JSON.parse(value) as LiquidityHold);
       }
     }
-    return { version: Number(raw[VERSION] ?? 0), droppedBelow: Number(raw[DROPPED_BELOW] ?? -1), holds };
+    return { term, version: raw[VERSION] ?? "", droppedBelow: Number(raw[DROPPED_BELOW] ?? -1), holds };
   };
 
-  /** Reads, lets `decide` compute a change, writes it if nothing changed meanwhile; again on a conflict. */
-  const mutate = async <T>(decide: (s: Snapshot, term: number) => Promise<Change<T>>): Promise<T> => {
-    for (let tries = 1; tries <= MAX_CAS_TRIES; tries += 1) {
+  /** The mirror for `term`: read from Redis once per term, and again after any refused write. */
+  const mirrorOf = (term: number): { readonly term: number; readonly mirror: Promise<Mirror> } => {
+    if (loaded === undefined || loaded.term !== term) {
+      const entry = { term, mirror: read(term) };
+      loaded = entry;
+      entry.mirror.catch(() => {
+        if (loaded === entry) loaded = undefined;
+      });
+    }
+    return loaded;
+  };
+
+  /**
+   * One change: `prepare` does the I/O the decision needs (outside the serialised part), `decide` computes the
+   * change from the mirror synchronously, the mirror takes it at once (the next job decides on it) and the write
+   * goes out behind the earlier ones. A refused write drops the mirror; the job reads, prepares and decides again.
+   */
+  const mutate = async <P, T>(
+    prepare: (m: Mirror) => Promise<P>,
+    decide: (m: Mirror, term: number, prepared: P) => Change<T> | typeof AGAIN,
+  ): Promise<T> => {
+    for (let tries = 1; tries <= MAX_TRIES; tries += 1) {
+      const entry = mirrorOf(senderFenceArgs(params.fence, key, "liquidity holds").fence?.term ?? 0);
+      const m = await entry.mirror;
+      const prepared = await prepare(m);
+      // From here to the eval call nothing awaits: no other job of this process decides in between.
       const fenced = senderFenceArgs(params.fence, key, "liquidity holds");
-      const snapshot = await read();
-      const change = await decide(snapshot, fenced.fence?.term ?? 0);
-      const sets = (change.set ?? []).map((s) => ("field" in s ? [s.field, s.value] : [s.jobId, JSON.stringify(s)]));
-      if (sets.length === 0 && (change.del ?? []).length === 0) {
+      if (loaded !== entry || (fenced.fence?.term ?? 0) !== m.term) {
+        continue;
+      }
+      const change = decide(m, m.term, prepared);
+      if (change === AGAIN) {
+        continue;
+      }
+      const sets = (change.set ?? []).map((h) => [h.jobId, JSON.stringify(h)]);
+      const del = change.del ?? [];
+      if (sets.length === 0 && del.length === 0 && change.droppedBelow === undefined) {
         return change.result;
       }
+      const expected = m.version;
+      writes += 1;
+      m.version = `${writer}:${writes}`;
+      for (const h of change.set ?? []) m.holds.set(h.jobId, h);
+      for (const jobId of del) m.holds.delete(jobId);
+      m.droppedBelow = change.droppedBelow ?? m.droppedBelow;
       const found = Number(
-        await redis.eval(
-          WRITE_SCRIPT,
-          3,
-          key,
-          fenced.key,
-          change.guardAbsent ?? key,
-          fenced.value,
-          snapshot.version,
-          HOLDS_TTL_MS,
-          change.guardAbsent ? "absent" : "",
-          sets.length,
-          ...sets.flat(),
-          ...(change.del ?? []),
-        ),
+        await redis
+          .eval(
+            WRITE_SCRIPT,
+            3,
+            key,
+            fenced.key,
+            change.guardAbsent ?? key,
+            fenced.value,
+            expected,
+            m.version,
+            HOLDS_TTL_MS,
+            change.guardAbsent ? "absent" : "",
+            change.droppedBelow === undefined ? "" : String(change.droppedBelow),
+            sets.length,
+            ...sets.flat(),
+            ...del,
+          )
+          .catch((err: unknown) => {
+            // Applied or not, unknown: the next change reads the hash again.
+            if (loaded === entry) loaded = undefined;
+            throw err;
+          }),
       );
+      if (found === 1) {
+        return change.result;
+      }
+      // Refused: Redis no longer matches the mirror (nor any write queued behind this one).
+      if (loaded === entry) {
+        loaded = undefined;
+      }
       if (found === -2) {
         throw senderFencedOut(params.fence, "liquidity holds");
       }
-      if (found > 0) {
-        return change.result;
+      if (found === -1) {
+        // Another writer: spread out before reading again.
+        await sleep(Math.floor(Math.random() * 5));
       }
-      // A concurrent writer got in first: read again, after a short random pause so the writers spread out.
-      await sleep(Math.floor(Math.random() * 5));
     }
-    throw new LiquidityHoldsBusyError(`liquidity holds of chain ${chainId} kept changing: ${MAX_CAS_TRIES} tries`, {
+    throw new LiquidityHoldsBusyError(`liquidity holds of chain ${chainId} kept changing: ${MAX_TRIES} tries`, {
       chainId,
     });
   };
+  const nothing = async (): Promise<undefined> => undefined;
+
   return {
-    list: async () => [...(await read()).holds.values()],
+    list: async () => [...(await read(0)).holds.values()],
     forJob: (jobId) => createJobLiquidity(jobId),
-    reconcile: async (chain) =>
-      mutate(async (s) => {
-        const set: LiquidityHold[] = [];
-        const del: string[] = [];
-        let kept = 0;
-        for (const hold of s.holds.values()) {
-          if (hold.minedBlock !== undefined) {
-            kept += 1;
-            continue;
+    reconcile: async (chain) => {
+      // A new term: whatever this process remembers may be older than the previous holder's writes.
+      loaded = undefined;
+      return mutate(
+        async (m) => {
+          const records = new Map<string, TxRecord | undefined>();
+          for (const hold of m.holds.values()) {
+            if (hold.minedBlock === undefined) {
+              records.set(hold.jobId, await loadRecord(hold.recordKey));
+            }
           }
-          const record = await loadRecord(hold.recordKey);
-          const minedBlock = minedBlockOf(record, chain);
-          if (!record || record.status === "reverted") {
-            del.push(hold.jobId);
-          } else if (minedBlock !== undefined) {
-            set.push({ ...hold, minedBlock });
-          } else {
-            kept += 1;
+          return records;
+        },
+        (m, _term, records) => {
+          const set: LiquidityHold[] = [];
+          const del: string[] = [];
+          let kept = 0;
+          for (const hold of m.holds.values()) {
+            if (hold.minedBlock !== undefined) {
+              kept += 1;
+              continue;
+            }
+            if (!records.has(hold.jobId)) {
+              return AGAIN;
+            }
+            const record = records.get(hold.jobId);
+            const minedBlock = minedBlockOf(record, chain);
+            if (!record || record.status === "reverted") {
+              del.push(hold.jobId);
+            } else if (minedBlock !== undefined) {
+              set.push({ ...hold, minedBlock });
+            } else {
+              kept += 1;
+            }
           }
-        }
-        return { set, del, result: { kept, marked: set.length, dropped: del.length } };
-      }),
+          return { set, del, result: { kept, marked: set.length, dropped: del.length } };
+        },
+      );
+    },
   };
 
   async function loadRecord(recordKey: string): Promise<TxRecord | undefined> {
@@ -235,11 +326,22 @@ export function createLiquidityHolds(params: {
     return json === null ? undefined : (JSON.parse(json) as TxRecord);
   }
 
+  /** Holds that look left behind (no mined block, old) and have no transaction record. */
+  async function orphansIn(m: Mirror, nowMs: number): Promise<ReadonlySet<string>> {
+    const orphans = new Set<string>();
+    for (const hold of m.holds.values()) {
+      if (isOld(hold, nowMs) && (await redis.exists(hold.recordKey)) === 0) {
+        orphans.add(hold.jobId);
+      }
+    }
+    return orphans;
+  }
+
   function createJobLiquidity(jobId: string): JobLiquidity {
     const recordKey = recordKeyOf(jobId);
-    const updateOwn = (fn: (hold: LiquidityHold) => LiquidityHold | undefined): Promise<void> =>
-      mutate(async (s) => {
-        const own = s.holds.get(jobId);
+    const updateOwn = (fn: (hold: LiquidityHold) => LiquidityHold): Promise<void> =>
+      mutate(nothing, (m) => {
+        const own = m.holds.get(jobId);
         const next = own ? fn(own) : undefined;
         return { set: next && next !== own ? [next] : [], result: undefined };
       });
@@ -247,55 +349,59 @@ export function createLiquidityHolds(params: {
       checkAndHold: async ({ assetId, amount, readBalance }) => {
         const asset = assetId.toLowerCase();
         let at = await readBalance();
-        return mutate(async (s, term) => {
-          if (at.block < s.droppedBelow) {
-            at = await readBalance();
-            if (at.block < s.droppedBelow) {
+        return mutate(
+          async (m) => {
+            // Holds mined at or below droppedBelow are gone: this balance would count them nowhere.
+            if (at.block < m.droppedBelow) {
+              at = await readBalance();
+            }
+            if (at.block < m.droppedBelow) {
               throw new LiquidityHoldsBusyError("the balance was read below the block of holds already dropped", {
                 chainId,
                 balanceBlock: at.block,
-                droppedBelow: s.droppedBelow,
+                droppedBelow: m.droppedBelow,
               });
             }
-          }
-          const nowMs = Date.now();
-          const del: string[] = [];
-          let heldByOthers = 0n;
-          for (const hold of s.holds.values()) {
-            if (hold.jobId === jobId) {
-              continue;
+            const nowMs = Date.now();
+            return { nowMs, orphans: await orphansIn(m, nowMs) };
+          },
+          (m, term, { nowMs, orphans }): Change<HoldCheck> | typeof AGAIN => {
+            if (at.block < m.droppedBelow) {
+              return AGAIN;
             }
-            if (hold.minedBlock !== undefined && hold.minedBlock <= at.block) {
-              del.push(hold.jobId);
-            } else if (
-              hold.minedBlock === undefined &&
-              nowMs - hold.atMs > ORPHAN_HOLD_MS &&
-              (await redis.exists(hold.recordKey)) === 0
-            ) {
-              del.push(hold.jobId);
-            } else if (hold.assetId === asset) {
-              heldByOthers += BigInt(hold.amount);
+            const del: string[] = [];
+            let heldByOthers = 0n;
+            for (const hold of m.holds.values()) {
+              if (hold.jobId === jobId) {
+                continue;
+              }
+              if (hold.minedBlock !== undefined && hold.minedBlock <= at.block) {
+                del.push(hold.jobId);
+              } else if (orphans.has(hold.jobId) && isOld(hold, nowMs)) {
+                del.push(hold.jobId);
+              } else if (hold.assetId === asset) {
+                heldByOthers += BigInt(hold.amount);
+              }
             }
-          }
-          const droppedBelow =
-            del.length > 0 ? [{ field: DROPPED_BELOW, value: String(Math.max(s.droppedBelow, at.block)) }] : [];
-          if (at.balance - heldByOthers < amount) {
-            return {
-              set: droppedBelow,
-              del,
-              result: { ok: false, balance: at.balance, balanceBlock: at.block, heldByOthers } as HoldCheck,
+            const droppedBelow = del.length > 0 ? Math.max(m.droppedBelow, at.block) : undefined;
+            if (at.balance - heldByOthers < amount) {
+              return {
+                del,
+                droppedBelow,
+                result: { ok: false, balance: at.balance, balanceBlock: at.block, heldByOthers },
+              };
+            }
+            const hold: LiquidityHold = {
+              jobId,
+              assetId: asset,
+              amount: amount.toString(),
+              recordKey,
+              term,
+              atMs: nowMs,
             };
-          }
-          const hold: LiquidityHold = {
-            jobId,
-            assetId: asset,
-            amount: amount.toString(),
-            recordKey,
-            term,
-            atMs: nowMs,
-          };
-          return { set: [hold, ...droppedBelow], del, result: { ok: true } as HoldCheck };
-        });
+            return { set: [hold], del, droppedBelow, result: { ok: true } };
+          },
+        );
       },
       markMined: (blockNumber) =>
         updateOwn((hold) => (hold.minedBlock === blockNumber ? hold : { ...hold, minedBlock: blockNumber })),
@@ -308,26 +414,33 @@ export function createLiquidityHolds(params: {
           return unmarked;
         }),
       settle: () =>
-        mutate(async (s) => {
-          const own = s.holds.get(jobId);
-          if (!own) {
+        mutate(
+          async (m) => (m.holds.has(jobId) ? loadRecord(recordKey) : undefined),
+          (m, _term, record): Change<undefined> => {
+            const own = m.holds.get(jobId);
+            if (!own) {
+              return { result: undefined };
+            }
+            if (!record) {
+              // Nothing was persisted, so nothing can be mined; unless a record appears meanwhile (guard).
+              return { del: [jobId], guardAbsent: recordKey, result: undefined };
+            }
+            if (record.status === "reverted") {
+              return { del: [jobId], result: undefined };
+            }
+            if (record.status === "confirmed" && own.minedBlock === undefined && record.result) {
+              return { set: [{ ...own, minedBlock: record.result.blockNumber }], result: undefined };
+            }
             return { result: undefined };
-          }
-          const record = await loadRecord(recordKey);
-          if (!record) {
-            // Nothing was persisted, so nothing can be mined; unless a record appears meanwhile (guard).
-            return { del: [jobId], guardAbsent: recordKey, result: undefined };
-          }
-          if (record.status === "reverted") {
-            return { del: [jobId], result: undefined };
-          }
-          if (record.status === "confirmed" && own.minedBlock === undefined && record.result) {
-            return { set: [{ ...own, minedBlock: record.result.blockNumber }], result: undefined };
-          }
-          return { result: undefined };
-        }),
+          },
+        ),
     };
   }
+}
+
+/** A hold with no mined block older than ORPHAN_HOLD_MS: dropped if it has no transaction record. */
+function isOld(hold: LiquidityHold, nowMs: number): boolean {
+  return hold.minedBlock === undefined && nowMs - hold.atMs > ORPHAN_HOLD_MS;
 }
 
 /** The block a record's transaction is known mined at or before, if it is; a used nonce counts as mined. */

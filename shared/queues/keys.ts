@@ -161,7 +161,7 @@ export function nonceJobsKey(prefix: string, chainId: number, signerAddress: str
 /**
  * Liquidity held on one (chain, signer) by its sent-but-unmined transactions (receiving prepares, withdrawals):
  * a hash with one field per job id (JSON: asset, amount, its tx record's key, the term that wrote it and, once
- * the transaction is seen mined, the block) and a `version` field every write advances. Written only by the
+ * the transaction is seen mined, the block) and a `version` token every write replaces. Written only by the
  * holder of the chain's sender lease, fenced like the send records (services/submitter/liquidity-in-flight.ts).
  */
 export function liquidityHoldsKey(prefix: string, chainId: number, signerAddress: string): string {
