@@ -133,6 +133,15 @@ export function removeLiquidityContentKey(prefix: string, contentHash: string): 
 }
 
 /**
+ * An operator's request (POST /process-active-transactions) that the chain's poller reconcile and decide every
+ * open transfer again at its next tick: a string holding the request time (ms). The poller deletes it, only if
+ * unchanged, once such a tick completed (services/poller/reconcile-request.ts).
+ */
+export function reconcileRequestKey(prefix: string, chainId: number): string {
+  return routerKey(prefix, "reconcile-request", chainId);
+}
+
+/**
  * One process's heartbeat (shared/metrics/heartbeat.ts): a JSON string with a TTL, rewritten every few seconds
  * while the process runs. `processId` is `<role>[-<chain>]-<instance>`, e.g. `submitter-1337-0`.
  */
