@@ -25,7 +25,10 @@ export async function readReconcileRequest(ctx: PollerContext): Promise<string |
     }
     return value ?? undefined;
   } catch (err) {
-    ctx.logger.warn("could not read the reconcile request", { at: "poller.reconcileRequest", error: errorMessage(err) });
+    ctx.logger.warn("could not read the reconcile request", {
+      at: "poller.reconcileRequest",
+      error: errorMessage(err),
+    });
     return undefined;
   }
 }
@@ -41,6 +44,9 @@ export async function clearReconcileRequest(ctx: PollerContext, value: string): 
     });
   } catch (err) {
     // Kept: the next tick reconciles everything once more, which is harmless.
-    ctx.logger.warn("could not clear the reconcile request", { at: "poller.reconcileRequest", error: errorMessage(err) });
+    ctx.logger.warn("could not clear the reconcile request", {
+      at: "poller.reconcileRequest",
+      error: errorMessage(err),
+    });
   }
 }

@@ -127,7 +127,9 @@ async function migrateAsset(
   const addId = txJobId(TX_JOB.addLiquidityFor, key);
 
   const removal = await queueCall(() => queue.getJob(removeId));
-  const amount = removal ? String((removal.data as RemoveLiquidityJobData).amount) : await unlockedAmount(deps, params, assetId);
+  const amount = removal
+    ? String((removal.data as RemoveLiquidityJobData).amount)
+    : await unlockedAmount(deps, params, assetId);
   const removeData: RemoveLiquidityJobData = {
     chainId,
     assetId,
@@ -140,7 +142,9 @@ async function migrateAsset(
     assertSameJobData(removal, removeData, removeId, "migrate-liquidity");
   } else {
     await assertNewRouterTakes(deps, chainId, newRouterAddress, assetId);
-    await queueCall(() => queue.add(TX_JOB.removeLiquidity, removeData, txJobOptions(TX_JOB.removeLiquidity, removeId)));
+    await queueCall(() =>
+      queue.add(TX_JOB.removeLiquidity, removeData, txJobOptions(TX_JOB.removeLiquidity, removeId)),
+    );
   }
   const removed = await waitForResult(queue, events, removeId, deps.removalTimeoutMs ?? DEFAULT_REMOVAL_TIMEOUT_MS);
 
@@ -207,7 +211,12 @@ async function assertNewRouterTakes(
 }
 
 /** The job's confirmed result: TRANSACTION_FAILED when it failed, BROADCAST_TIMEOUT (job id) when not done in time. */
-async function waitForResult(queue: Queue, events: QueueEvents, jobId: string, timeoutMs: number): Promise<TxJobResult> {
+async function waitForResult(
+  queue: Queue,
+  events: QueueEvents,
+  jobId: string,
+  timeoutMs: number,
+): Promise<TxJobResult> {
   const job: Job | undefined = await queueCall(() => queue.getJob(jobId));
   if (!job) {
     throw new TxJobFailedError(`job ${jobId} is gone from the queue`, { jobId });

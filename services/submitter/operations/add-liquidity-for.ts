@@ -53,7 +53,12 @@ export async function prepareAddLiquidityFor(
     assetId: data.assetId,
     wallet: ctx.from,
   });
-  const refusal = addLiquidityRefusal(state, { chainId: ctx.chainId, assetId: data.assetId, router: data.router, amount });
+  const refusal = addLiquidityRefusal(state, {
+    chainId: ctx.chainId,
+    assetId: data.assetId,
+    router: data.router,
+    amount,
+  });
   if (refusal) {
     throw refusal;
   }
@@ -80,7 +85,12 @@ export async function prepareAddLiquidityFor(
 }
 
 /** Step 2: the approval as a transaction of its own, resumable from its record like any job's. */
-async function approve(ctx: SubmitterContext, jobId: string, data: AddLiquidityForJobData, amount: bigint): Promise<void> {
+async function approve(
+  ctx: SubmitterContext,
+  jobId: string,
+  data: AddLiquidityForJobData,
+  amount: bigint,
+): Promise<void> {
   const tm = ctx.chain.transactionManagerAddress;
   const approvalId = `${jobId}${APPROVAL_RECORD_SUFFIX}`;
   const trace: SendTrace = {};
