@@ -1,0 +1,101 @@
+import { randomUUID } from "node:crypto";
+import { parseEther } from "ethers";
+import { APPROVAL_RECORD_SUFFIX } from "../../services/submitter/operations/add-liquidity-for";
+import type { SendHookPoint } from "../../services/submitter/send/send-context";
+import { TX_JOB, txJobId, txJobOptions, type AddLiquidityForJobData } from "../../shared/queues";
+import { mintToken, nxtpContractAt, readBigInt } from "../harness/deploy";
+import {
+  HOOK_ENTRY,
+  assertDistBuilt,
+  isMessage,
+  spawnSubmitterChild,
+  submitterCase,
+  useSubmitterSuite,
+} from "../fault/fault-fixture";
+import { CHAIN_ID, routerBalance } from "./submitter-fixture";
+
+/**
+ * An add-liquidity-for job sends two transactions when the allowance lacks: the approval, then the add. The
+ * submitter (dist/, a child process) is SIGKILLed after the approval's broadcast, and after the approval is
+ * confirmed and saved (before the add exists); the restarted process must finish with one approval and one add
+ * mined, on two consecutive nonces, and the router credited once.
+ */
+const CASES: ReadonlyArray<{ point: SendHookPoint }> = [
+  { point: "after-broadcast" },
+  { point: "after-confirmed-saved" },
+];
+
+describe("add-liquidity-for across a crash between its approval and its add (child processes)", () => {
+  beforeAll(assertDistBuilt);
+  const s = useSubmitterSuite("admin-liquidity-crash");
+
+  it.each(CASES)("SIGKILL at the approval's $point: one approval, one add, credited once", async ({ point }) => {
+    const { configFile, q } = await submitterCase(s);
+    const token = s.chain.deployment.token;
+    const tm = s.chain.deployment.transactionManager;
+    const amount = parseEther("2");
+    await mintToken(s.chain.deployment, s.signer, amount);
+    const allowance = (): Promise<bigint> =>
+      readBigInt(nxtpContractAt("ERC20", token, s.chain.provider), "allowance", [s.signer, tm]);
+    expect(await allowance()).toBe(0n);
+    const [nonceBefore, creditedBefore] = await Promise.all([
+      s.chain.provider.getTransactionCount(s.signer, "latest"),
+      routerBalance(s, s.signer, token),
+    ]);
+
+    const crashing = s.stopAfterTest(
+      spawnSubmitterChild({
+        name: `add-crash-at-${point}`,
+        configFile,
+        chainId: CHAIN_ID,
+        instance: 0,
+        entry: HOOK_ENTRY,
+        env: { FAULT_CRASH_AT: point },
+      }),
+    );
+    const requestId = randomUUID();
+    const jobId = txJobId(TX_JOB.addLiquidityFor, requestId);
+    const data: AddLiquidityForJobData = {
+      chainId: CHAIN_ID,
+      assetId: token,
+      amount: amount.toString(),
+      router: s.signer,
+      requestId,
+    };
+    const job = await q.queue.add(TX_JOB.addLiquidityFor, data, txJobOptions(TX_JOB.addLiquidityFor, jobId));
+    await crashing.exited;
+    expect(crashing.child.signalCode).toBe("SIGKILL");
+    // The first send of the job is its approval: the crash is between the approval and the add.
+    expect(crashing.lines()).toContainEqual(
+      expect.objectContaining({ message: "fault hook: SIGKILL", point, jobId: `${jobId}${APPROVAL_RECORD_SUFFIX}` }),
+    );
+    await expect(q.record(jobId)).resolves.toBeUndefined();
+
+    const restarted = s.stopAfterTest(
+      spawnSubmitterChild({ name: `add-restart-after-${point}`, configFile, chainId: CHAIN_ID, instance: 0 }),
+    );
+    await restarted.waitForLine("the restart to be ready", isMessage("submitter ready"), 15_000);
+    const result = await job.waitUntilFinished(q.events, 30_000).catch((err: Error) => {
+      throw new Error(`${err.message}\n--- restart output ---\n${restarted.output().slice(-4000)}`);
+    });
+
+    const approval = await q.record(`${jobId}${APPROVAL_RECORD_SUFFIX}`);
+    const add = await q.record(jobId);
+    const minedOf = async (hashes: readonly string[]) =>
+      (await Promise.all([...new Set(hashes)].map((h) => s.chain.provider.getTransactionReceipt(h)))).filter(
+        (r) => r !== null,
+      );
+    expect(await minedOf(approval?.attempts.map((a) => a.hash) ?? [])).toHaveLength(1);
+    expect((await minedOf(add?.attempts.map((a) => a.hash) ?? [])).map((r) => r?.hash)).toEqual([
+      result.transactionHash,
+    ]);
+    const [latest, pending] = await Promise.all([
+      s.chain.provider.getTransactionCount(s.signer, "latest"),
+      s.chain.provider.getTransactionCount(s.signer, "pending"),
+    ]);
+    expect(latest).toBe(nonceBefore + 2);
+    expect(pending).toBe(latest);
+    await expect(routerBalance(s, s.signer, token)).resolves.toBe(creditedBefore + amount);
+    await expect(allowance()).resolves.toBe(0n);
+  });
+});
