@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { Wallet, ZeroAddress, keccak256, parseEther } from "ethers";
+import { runLiquidityCommand } from "../../scripts/liquidity";
 import { startAdmin } from "../../services/admin/start-admin";
 import { APPROVAL_RECORD_SUFFIX } from "../../services/submitter/operations/add-liquidity-for";
 import { startSubmitter, type RunningSubmitter } from "../../services/submitter/start-submitter";
@@ -195,6 +196,34 @@ describe("admin liquidity routes (admin + submitter + anvil + redis)", () => {
     expect(res.status).toBe(200);
     await finished(txJobId(TX_JOB.addLiquidityFor, res.requestId));
     await expect(routerBalance(s, other, token)).resolves.toBe(before + 77n);
+  });
+
+  it("npm run liquidity: add and remove through the admin API, the token never printed, a refusal exits non-zero", async () => {
+    const lines: string[] = [];
+    const cli = (args: string[], requestId = randomUUID()) =>
+      runLiquidityCommand(args, { baseUrl, adminToken: ADMIN_TOKEN, out: (l) => lines.push(l), requestId });
+    const before = await routerBalance(s, s.signer, token);
+    const addId = randomUUID();
+    const added = await cli(["add", "--chain", String(CHAIN_ID), "--asset", token, "--amount", "42"], addId);
+    expect(added).toEqual({ transactionHash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+    await finished(txJobId(TX_JOB.addLiquidityFor, addId));
+    await expect(routerBalance(s, s.signer, token)).resolves.toBe(before + 42n);
+
+    const recipient = Wallet.createRandom().address;
+    const removeId = randomUUID();
+    await cli(
+      ["remove", "--chain", String(CHAIN_ID), "--asset", token, "--amount", "40", "--recipient", recipient],
+      removeId,
+    );
+    await finished(txJobId(TX_JOB.removeLiquidity, removeId));
+    await expect(tokenBalance(s, recipient)).resolves.toBe(40n);
+
+    await expect(
+      cli(["add", "--chain", String(CHAIN_ID), "--asset", token, "--amount", "1", "--router", recipient]),
+    ).rejects.toThrow("/add-liquidity-for answered 409");
+    await expect(cli(["add", "--chain", String(CHAIN_ID)])).rejects.toThrow("--asset is required");
+    expect(lines.join("\n")).toContain("router_not_approved");
+    expect(lines.join("\n")).not.toContain(ADMIN_TOKEN);
   });
 
   it("refuses before enqueuing: wallet short, asset in no pool, router not approved, bad body", async () => {
