@@ -256,6 +256,36 @@ describe("admin liquidity routes (admin + submitter + anvil + redis)", () => {
     expect(notApproved).toMatchObject({ status: 409, body: { error: "router_not_approved" } });
     const badBody = await post("/add-liquidity-for", { chainId: CHAIN_ID, assetId: token, amount: "1.5" });
     expect(badBody).toMatchObject({ status: 400, body: { error: "invalid_amount" } });
+    const zeroRouter = await post("/add-liquidity-for", {
+      chainId: CHAIN_ID,
+      assetId: token,
+      amount: "1",
+      routerAddress: ZeroAddress,
+    });
+    expect(zeroRouter).toMatchObject({ status: 400, body: { error: "invalid_body" } });
+    const twice = await post("/migrate-liquidity", {
+      chainId: CHAIN_ID,
+      newRouterAddress: s.chain.deployment.routerContract,
+      assets: [token, token.toLowerCase()],
+    });
+    expect(twice).toMatchObject({
+      status: 400,
+      body: { error: "invalid_body", message: "assets[1]: must not name an asset twice" },
+    });
+    const extra = await post("/process-active-transactions", { chainId: CHAIN_ID });
+    expect(extra).toMatchObject({
+      status: 400,
+      body: { error: "invalid_body", message: "chainId: is not an accepted field" },
+    });
+    for (const path of ["/add-liquidity-for", "/migrate-liquidity", "/process-active-transactions"]) {
+      const res = await fetch(`${baseUrl}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ adminToken: "wrong", chainId: CHAIN_ID }),
+      });
+      expect(res.status).toBe(401);
+      expect((await fetch(`${baseUrl}${path}`)).status).toBe(405);
+    }
     expect(await jobCount()).toBe(jobsBefore);
   });
 
