@@ -36,6 +36,7 @@ export const HTTP_STATUS = {
   ASSET_NOT_APPROVED: { status: 409 },
   OPEN_TRANSFERS: { status: 409 },
   MIGRATION_NEEDS_DIRECT_MODE: { status: 409 },
+  CLEAN_UP_MODE_OFF: { status: 409 },
   NOTHING_TO_MIGRATE: { status: 409 },
   PAYLOAD_TOO_LARGE: { status: 413 },
   UNSUPPORTED_MEDIA_TYPE: { status: 415 },

@@ -92,6 +92,7 @@ describe("admin liquidity routes (admin + submitter + anvil + redis)", () => {
         host: "127.0.0.1",
         port,
         swapPools: [pool(token), pool(ZeroAddress)],
+        cleanUpMode: true,
       },
       {},
     ).config;
@@ -287,6 +288,32 @@ describe("admin liquidity routes (admin + submitter + anvil + redis)", () => {
       expect((await fetch(`${baseUrl}${path}`)).status).toBe(405);
     }
     expect(await jobCount()).toBe(jobsBefore);
+  });
+
+  it("migrate-liquidity is refused without clean-up mode, withdrawing nothing", async () => {
+    const port = await getFreePort();
+    const bidding = await startAdmin({
+      config: { ...config, cleanUpMode: false, port },
+      logger: captureLogs("admin").logger,
+      env: {},
+    });
+    try {
+      const before = await routerBalance(s, s.signer, token);
+      const res = await fetch(`http://127.0.0.1:${port}/migrate-liquidity`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          adminToken: ADMIN_TOKEN,
+          chainId: CHAIN_ID,
+          newRouterAddress: s.chain.deployment.routerContract,
+        }),
+      });
+      expect(res.status).toBe(409);
+      expect(await res.json()).toMatchObject({ error: "clean_up_mode_off" });
+      await expect(routerBalance(s, s.signer, token)).resolves.toBe(before);
+    } finally {
+      await bidding.stop();
+    }
   });
 
   it("migrate-liquidity is refused while a transfer that receives on the chain is open", async () => {

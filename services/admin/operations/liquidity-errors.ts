@@ -21,6 +21,15 @@ export class MigrationNeedsDirectModeError extends RouterError {
   readonly retriable = false;
 }
 
+/**
+ * The router is not in clean-up mode: it may still bid, so a new transfer could need the liquidity between the
+ * open-transfer check and the withdrawal.
+ */
+export class CleanUpModeOffError extends RouterError {
+  readonly code = "CLEAN_UP_MODE_OFF";
+  readonly retriable = false;
+}
+
 /** The router has no unlocked liquidity of the asset on the chain: nothing to move. */
 export class NothingToMigrateError extends RouterError {
   readonly code = "NOTHING_TO_MIGRATE";

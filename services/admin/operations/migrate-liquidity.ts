@@ -22,7 +22,12 @@ import type { MigrateLiquidityEntry, MigrateLiquidityRequest, OperationContext }
 import { readChainState } from "./add-liquidity-for";
 import { DEFAULT_BROADCAST_TIMEOUT_MS, queueCall } from "./enqueue-and-wait";
 import { BalanceUnavailableError } from "./errors";
-import { MigrationNeedsDirectModeError, NothingToMigrateError, OpenTransfersError } from "./liquidity-errors";
+import {
+  CleanUpModeOffError,
+  MigrationNeedsDirectModeError,
+  NothingToMigrateError,
+  OpenTransfersError,
+} from "./liquidity-errors";
 import { assertSameJobData } from "./same-request";
 import { AssetNotApprovedError, RouterNotApprovedError } from "../../../shared/chain/add-liquidity";
 import type { ChainProvider } from "../../../shared/chain/chain-provider";
@@ -58,7 +63,8 @@ export type MigrateLiquidityOperation = (
 /**
  * POST /migrate-liquidity: moves the signer's unlocked liquidity of each asset to `newRouterAddress` (how an
  * operator leaves direct mode for a Router contract):
- * 1. direct mode only (MIGRATION_NEEDS_DIRECT_MODE);
+ * 1. direct mode only (MIGRATION_NEEDS_DIRECT_MODE), in clean-up mode only (CLEAN_UP_MODE_OFF: a router still
+ *    bidding could take a new transfer between step 2 and the withdrawal);
  * 2. refused while the chain has open transfers (OPEN_TRANSFERS): sides prepared on it, and sending sides on other
  *    chains that receive on it. The way is clean-up mode, wait until drained, then migrate;
  * 3. per asset, one after the other (the pool assets of the chain by default), each answering its own entry:
@@ -74,6 +80,11 @@ export function createMigrateLiquidityOperation(deps: MigrateLiquidityDeps): Mig
     if (deps.config.routerContractAddress) {
       throw new MigrationNeedsDirectModeError(
         "migrate-liquidity moves the signer's direct-mode liquidity; in router-contract mode withdraw with remove-liquidity and add with add-liquidity-for",
+      );
+    }
+    if (!deps.config.cleanUpMode) {
+      throw new CleanUpModeOffError(
+        "migrate-liquidity needs cleanUpMode: set it, restart the router so it stops bidding, wait until no transfer is open, then migrate",
       );
     }
     await assertDrained(deps, params.chainId);
