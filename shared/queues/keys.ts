@@ -14,6 +14,14 @@ export function txRecordKey(prefix: string, chainId: number, jobId: string): str
   return routerKey(prefix, "tx", chainId, jobId);
 }
 
+/**
+ * The send record of an add-liquidity-for job's ERC-20 approval, a transaction of its own sent before the add
+ * (services/submitter/operations/add-liquidity-for.ts): `txRecordKey(prefix, chainId, approvalRecordId(jobId))`.
+ */
+export function approvalRecordId(jobId: string): string {
+  return `${jobId}-approve`;
+}
+
 /** The next nonce of one (chain, signer): one nonce sequence per pair, shared by every submitter instance. */
 export function nonceKey(prefix: string, chainId: number, signerAddress: string): string {
   return routerKey(prefix, "nonce", chainId, signerAddress);

@@ -1,8 +1,15 @@
 import { randomUUID } from "node:crypto";
 import { parseEther } from "ethers";
-import { APPROVAL_RECORD_SUFFIX } from "../../services/submitter/operations/add-liquidity-for";
 import type { SendHookPoint } from "../../services/submitter/send/send-context";
-import { TX_JOB, txJobId, txJobOptions, type AddLiquidityForJobData } from "../../shared/queues";
+import {
+  TX_JOB,
+  approvalRecordId,
+  nonceKey,
+  txJobId,
+  txJobOptions,
+  txRecordKey,
+  type AddLiquidityForJobData,
+} from "../../shared/queues";
 import { mintToken, nxtpContractAt, readBigInt } from "../harness/deploy";
 import {
   HOOK_ENTRY,
@@ -12,7 +19,8 @@ import {
   submitterCase,
   useSubmitterSuite,
 } from "../fault/fault-fixture";
-import { CHAIN_ID, routerBalance } from "./submitter-fixture";
+import { startSubmitter } from "../../services/submitter/start-submitter";
+import { CHAIN_ID, captureLogs, routerBalance, submitterConfig } from "./submitter-fixture";
 
 /**
  * An add-liquidity-for job sends two transactions when the allowance lacks: the approval, then the add. The
@@ -67,7 +75,7 @@ describe("add-liquidity-for across a crash between its approval and its add (chi
     expect(crashing.child.signalCode).toBe("SIGKILL");
     // The first send of the job is its approval: the crash is between the approval and the add.
     expect(crashing.lines()).toContainEqual(
-      expect.objectContaining({ message: "fault hook: SIGKILL", point, jobId: `${jobId}${APPROVAL_RECORD_SUFFIX}` }),
+      expect.objectContaining({ message: "fault hook: SIGKILL", point, jobId: approvalRecordId(jobId) }),
     );
     await expect(q.record(jobId)).resolves.toBeUndefined();
 
@@ -79,8 +87,10 @@ describe("add-liquidity-for across a crash between its approval and its add (chi
       throw new Error(`${err.message}\n--- restart output ---\n${restarted.output().slice(-4000)}`);
     });
 
-    const approval = await q.record(`${jobId}${APPROVAL_RECORD_SUFFIX}`);
+    const approval = await q.record(approvalRecordId(jobId));
     const add = await q.record(jobId);
+    expect(approval).toMatchObject({ status: "confirmed" });
+    expect(add).toMatchObject({ status: "confirmed" });
     const minedOf = async (hashes: readonly string[]) =>
       (await Promise.all([...new Set(hashes)].map((h) => s.chain.provider.getTransactionReceipt(h)))).filter(
         (r) => r !== null,
@@ -97,5 +107,37 @@ describe("add-liquidity-for across a crash between its approval and its add (chi
     expect(pending).toBe(latest);
     await expect(routerBalance(s, s.signer, token)).resolves.toBe(creditedBefore + amount);
     await expect(allowance()).resolves.toBe(0n);
+  });
+
+  it("at start, an unfinished approval record inside a nonce gap keeps the stored nonce (its job rebroadcasts it)", async () => {
+    const { prefix, q } = await submitterCase(s);
+    const config = submitterConfig(s, prefix).config;
+    const pending = await s.chain.provider.getTransactionCount(s.signer, "pending");
+    const requestId = randomUUID();
+    const jobId = txJobId(TX_JOB.addLiquidityFor, requestId);
+    const data: AddLiquidityForJobData = {
+      chainId: CHAIN_ID,
+      assetId: s.chain.deployment.token,
+      amount: "1",
+      router: s.signer,
+      requestId,
+    };
+    await q.queue.add(TX_JOB.addLiquidityFor, data, txJobOptions(TX_JOB.addLiquidityFor, jobId));
+    await q.queue.pause();
+    // As if the approval's broadcast never reached a node and the process died: the nonce store is ahead.
+    await q.redis.set(nonceKey(prefix, CHAIN_ID, s.signer), String(pending + 2));
+    await q.redis.hset(
+      txRecordKey(prefix, CHAIN_ID, approvalRecordId(jobId)),
+      "version",
+      "1",
+      "record",
+      JSON.stringify({ jobId: approvalRecordId(jobId), status: "sending", nonce: pending, attempts: [] }),
+    );
+    const logs = captureLogs();
+    await (await startSubmitter({ config, logger: logs.logger, chainId: CHAIN_ID })).stop();
+    await expect(q.redis.get(nonceKey(prefix, CHAIN_ID, s.signer))).resolves.toBe(String(pending + 2));
+    expect(logs.lines()).toContainEqual(
+      expect.objectContaining({ at: "submitter.nonce", jobId: approvalRecordId(jobId), nonce: pending }),
+    );
   });
 });

@@ -2,12 +2,11 @@ import { randomUUID } from "node:crypto";
 import { Wallet, ZeroAddress, keccak256, parseEther } from "ethers";
 import { runLiquidityCommand } from "../../scripts/liquidity";
 import { startAdmin } from "../../services/admin/start-admin";
-import { APPROVAL_RECORD_SUFFIX } from "../../services/submitter/operations/add-liquidity-for";
 import { startSubmitter, type RunningSubmitter } from "../../services/submitter/start-submitter";
 import { loadConfig } from "../../shared/config";
 import type { RouterConfig } from "../../shared/config/types";
 import type { TransferRecord } from "../../shared/protocol/types";
-import { TX_JOB, txJobId } from "../../shared/queues";
+import { TX_JOB, approvalRecordId, txJobId } from "../../shared/queues";
 import { createTransferStore } from "../../shared/transfers/transfer-store";
 import { liveChildPids } from "../harness/child-process";
 import { mintToken, nxtpContractAt, readBigInt, sendTx } from "../harness/deploy";
@@ -126,7 +125,7 @@ describe("admin liquidity routes (admin + submitter + anvil + redis)", () => {
 
     await expect(routerBalance(s, s.signer, token)).resolves.toBe(before + 500n);
     await expect(allowance()).resolves.toBe(PRE_APPROVED - 500n);
-    await expect(client.record(`${jobId}${APPROVAL_RECORD_SUFFIX}`)).resolves.toBeUndefined();
+    await expect(client.record(approvalRecordId(jobId))).resolves.toBeUndefined();
   });
 
   it("ERC-20 add beyond the allowance: approves exactly the amount, then adds; a repeat with the same request id adds nothing more", async () => {
@@ -148,7 +147,7 @@ describe("admin liquidity routes (admin + submitter + anvil + redis)", () => {
     await expect(tokenBalance(s, s.signer)).resolves.toBe(walletBefore - amount);
     // approve(TransactionManager, amount) replaced the 200 left over; the add spent all of it.
     await expect(allowance()).resolves.toBe(0n);
-    const approval = await client.record(`${jobId}${APPROVAL_RECORD_SUFFIX}`);
+    const approval = await client.record(approvalRecordId(jobId));
     expect(approval).toMatchObject({ status: "confirmed", call: { to: token } });
     const approvalReceipt = await s.chain.provider.getTransactionReceipt(approval?.result?.transactionHash ?? "");
     const addReceipt = await s.chain.provider.getTransactionReceipt(transactionHash);
@@ -182,7 +181,7 @@ describe("admin liquidity routes (admin + submitter + anvil + redis)", () => {
     await expect(routerBalance(s, s.signer, ZeroAddress)).resolves.toBe(before + parseEther("2"));
     const tx = await s.chain.provider.getTransaction((res.body as { transactionHash: string }).transactionHash);
     expect(tx?.value).toBe(parseEther("2"));
-    await expect(client.record(`${jobId}${APPROVAL_RECORD_SUFFIX}`)).resolves.toBeUndefined();
+    await expect(client.record(approvalRecordId(jobId))).resolves.toBeUndefined();
   });
 
   it("adds for another approved router when routerAddress names it", async () => {

@@ -8,15 +8,12 @@ import {
   readAllowance,
 } from "../../../shared/chain/add-liquidity";
 import { RouterError } from "../../../shared/errors";
-import type { AddLiquidityForJobData } from "../../../shared/queues";
+import { approvalRecordId, type AddLiquidityForJobData } from "../../../shared/queues";
 import type { SubmitterContext } from "../context";
 import type { SendTrace } from "../send/send-context";
 import { sendJobTransaction } from "../send/send-transaction";
 import type { TxCall } from "../send/tx-record";
 import { GAS_LIMIT_HEADROOM_PERCENT } from "./estimated-call";
-
-/** The approval of an add-liquidity-for job has its own send record, under the job's id and this suffix. */
-export const APPROVAL_RECORD_SUFFIX = "-approve";
 
 /**
  * After its approval was mined, the allowance read does not cover the add: a lagging provider (retried), or another
@@ -34,8 +31,9 @@ export class AllowanceShortError extends RouterError {
  *    INSUFFICIENT_WALLET_BALANCE), before any nonce is used;
  * 2. ERC-20 only, when the allowance to the TransactionManager lacks: `approve(TransactionManager, amount)`, sent,
  *    mined and confirmed through its own send record (`<jobId>-approve`) before the add is built. Approving
- *    exactly `amount` gives no more than this add spends. Crash-safe: a re-run resumes that record (never a second
- *    approval); a re-run after it finds the allowance already covering the amount and sends none;
+ *    exactly `amount` gives no more than this add spends. Crash-safe: a re-run resumes an unfinished approval
+ *    record (never a second approval); a re-run after it is confirmed finds the allowance covering the amount and
+ *    sends none;
  * 3. `addLiquidityFor(amount, assetId, router)`, the native asset as the call's value, checked with
  *    eth_estimateGas (a revert fails the job before its nonce). Not replay-protected: a second add would add
  *    twice, so the pipeline proves a nonce taken before it ever rebuilds (send/confirm-nonce-taken.ts).
@@ -63,7 +61,9 @@ export async function prepareAddLiquidityFor(
     throw refusal;
   }
   const native = isNativeAsset(data.assetId);
-  if (!native && (state.allowance ?? 0n) < amount) {
+  // An approval a crashed run left unfinished is finished (mined, confirmed) even when the allowance now shows it.
+  const unfinished = (await ctx.records.load(approvalRecordId(jobId)))?.status === "sending";
+  if (!native && ((state.allowance ?? 0n) < amount || unfinished)) {
     await approve(ctx, jobId, data, amount);
     const allowance = await readAllowance(ctx.provider, data.assetId, ctx.from, tm);
     if (allowance < amount) {
@@ -74,14 +74,7 @@ export async function prepareAddLiquidityFor(
     }
   }
   const callData = encodeTmAddLiquidityFor({ amount, assetId: data.assetId, router: data.router });
-  const value = native ? amount : 0n;
-  const estimate = await ctx.provider.estimateGas({ from: ctx.from, to: tm, data: callData, value });
-  return {
-    to: tm,
-    data: callData,
-    value: value.toString(),
-    gasLimit: ((estimate * (100n + GAS_LIMIT_HEADROOM_PERCENT)) / 100n).toString(),
-  };
+  return estimatedCallWithValue(ctx, tm, callData, native ? amount : 0n);
 }
 
 /** Step 2: the approval as a transaction of its own, resumable from its record like any job's. */
@@ -92,7 +85,7 @@ async function approve(
   amount: bigint,
 ): Promise<void> {
   const tm = ctx.chain.transactionManagerAddress;
-  const approvalId = `${jobId}${APPROVAL_RECORD_SUFFIX}`;
+  const approvalId = approvalRecordId(jobId);
   const trace: SendTrace = {};
   const result = await sendJobTransaction(
     ctx,
@@ -106,16 +99,7 @@ async function approve(
       reportBroadcast: async () => undefined,
       trace,
     },
-    async () => {
-      const callData = encodeErc20Approve(tm, amount);
-      const estimate = await ctx.provider.estimateGas({ from: ctx.from, to: data.assetId, data: callData, value: 0n });
-      return {
-        to: data.assetId,
-        data: callData,
-        value: "0",
-        gasLimit: ((estimate * (100n + GAS_LIMIT_HEADROOM_PERCENT)) / 100n).toString(),
-      };
-    },
+    async () => estimatedCallWithValue(ctx, data.assetId, encodeErc20Approve(tm, amount), 0n),
   );
   ctx.logger.info("allowance to the TransactionManager approved", {
     at: "submitter.addLiquidityFor",
@@ -124,4 +108,15 @@ async function approve(
     assetId: data.assetId,
     amount: data.amount,
   });
+}
+
+/** estimated-call.ts's rule (a revert throws before any nonce; the estimate plus headroom) for a call with value. */
+async function estimatedCallWithValue(ctx: SubmitterContext, to: string, data: string, value: bigint): Promise<TxCall> {
+  const estimate = await ctx.provider.estimateGas({ from: ctx.from, to, data, value });
+  return {
+    to,
+    data,
+    value: value.toString(),
+    gasLimit: ((estimate * (100n + GAS_LIMIT_HEADROOM_PERCENT)) / 100n).toString(),
+  };
 }
