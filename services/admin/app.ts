@@ -12,8 +12,9 @@ import { requireAdminToken, sameOriginWrites } from "./middleware/dashboard-auth
 import { errorHandler, methodNotAllowed, notFound } from "./middleware/error-handler";
 import { bodyOf, jsonBody } from "./middleware/json-body";
 import { requestContext, requestIdOf } from "./middleware/request-context";
-import { decodeCancelSender, decodeRemoveLiquidity } from "./request-schemas";
+import { decodeAddLiquidityFor, decodeCancelSender, decodeRemoveLiquidity } from "./request-schemas";
 import { dashboardGuard } from "./routes/dashboard-guard";
+import { liquidityRoutes } from "./routes/liquidity";
 import { DASHBOARD_PATH, queueDashboard } from "./routes/queue-dashboard";
 import type { RouterStatus } from "./status";
 import type { AdminOperations, OperationContext, TransactionResponse } from "./types";
@@ -78,6 +79,21 @@ export function createApp(deps: AdminAppDeps): express.Express {
       config,
     }),
   );
+
+  const { addLiquidityFor } = operations;
+  if (addLiquidityFor) {
+    app.post(
+      "/add-liquidity-for",
+      ...adminPost,
+      transactionRoute({
+        decode: decodeAddLiquidityFor,
+        chainOf: (request) => ({ field: "chainId", chainId: request.chainId }),
+        call: (request, ctx) => addLiquidityFor(request, ctx),
+        config,
+      }),
+    );
+  }
+  liquidityRoutes(app, { adminPost, operations, config, redactText: redactor.text });
 
   // Pages for people and scripts: HTTP Basic (token as password) or Bearer, not a token in a JSON body.
   const adminPage = requireAdminToken({ adminToken: config.adminToken, throttle });

@@ -2,7 +2,12 @@ import Joi from "joi";
 import { ZeroAddress, getAddress } from "ethers";
 import { formatPath } from "../../shared/config";
 import { AdminApiError } from "./errors";
-import type { CancelSenderRequest, RemoveLiquidityRequest } from "./types";
+import type {
+  AddLiquidityForRequest,
+  CancelSenderRequest,
+  MigrateLiquidityRequest,
+  RemoveLiquidityRequest,
+} from "./types";
 
 const MAX_UINT256 = 2n ** 256n - 1n;
 
@@ -23,6 +28,10 @@ const PROBLEMS: Readonly<Record<string, string>> = {
   "amount.zero": "must be greater than zero",
   "amount.range": "must fit in 256 bits",
   "transactionId.invalid": "must be 0x followed by 64 hex digits",
+  "array.base": "must be an array of addresses",
+  "array.min": "must name at least one asset",
+  "array.max": "must name at most 50 assets",
+  "array.unique": "must not name an asset twice",
 };
 
 /** Problems that make a request an `invalid_amount` rather than an `invalid_body` (docs/admin-api.md). */
@@ -97,6 +106,52 @@ const cancelSenderSchema = Joi.object({
   user: addressField({ allowZero: false }).required(),
   force: Joi.boolean().strict().default(false),
 }).unknown(false);
+
+const addLiquidityForSchema = Joi.object({
+  adminToken: Joi.any(),
+  chainId: chainIdField().required(),
+  assetId: addressField({ allowZero: true }).required(),
+  amount: amountField().required(),
+  routerAddress: addressField({ allowZero: false }),
+}).unknown(false);
+
+const migrateLiquiditySchema = Joi.object({
+  adminToken: Joi.any(),
+  chainId: chainIdField().required(),
+  newRouterAddress: addressField({ allowZero: false }).required(),
+  // Compared after checksumming, so one asset in two spellings is still named twice.
+  assets: Joi.array()
+    .items(addressField({ allowZero: true }))
+    .min(1)
+    .max(50)
+    .unique(),
+}).unknown(false);
+
+/** The route takes no field but the token; anything else is refused rather than silently ignored. */
+const tokenOnlySchema = Joi.object({ adminToken: Joi.any() }).unknown(false);
+
+export function decodeAddLiquidityFor(body: Record<string, unknown>): AddLiquidityForRequest {
+  const value = validate<AddLiquidityForRequest & { adminToken?: unknown }>(addLiquidityForSchema, body);
+  return {
+    chainId: value.chainId,
+    assetId: value.assetId,
+    amount: value.amount,
+    ...(value.routerAddress === undefined ? {} : { routerAddress: value.routerAddress }),
+  };
+}
+
+export function decodeMigrateLiquidity(body: Record<string, unknown>): MigrateLiquidityRequest {
+  const value = validate<MigrateLiquidityRequest & { adminToken?: unknown }>(migrateLiquiditySchema, body);
+  return {
+    chainId: value.chainId,
+    newRouterAddress: value.newRouterAddress,
+    ...(value.assets === undefined ? {} : { assets: value.assets }),
+  };
+}
+
+export function decodeTokenOnly(body: Record<string, unknown>): void {
+  validate<{ adminToken?: unknown }>(tokenOnlySchema, body);
+}
 
 export function decodeRemoveLiquidity(body: Record<string, unknown>): RemoveLiquidityRequest {
   const value = validate<RemoveLiquidityRequest & { adminToken?: unknown }>(removeLiquiditySchema, body);

@@ -9,14 +9,18 @@ import { createApp } from "./app";
 import { createChainQueues } from "./chain-queues";
 import { createStatusReader } from "./status";
 import { closeServer, isLoopbackHost, listen } from "./listen";
+import { createAddLiquidityForOperation } from "./operations/add-liquidity-for";
 import { createCancelSenderOperation } from "./operations/cancel-sender";
+import { createMigrateLiquidityOperation } from "./operations/migrate-liquidity";
+import { createProcessActiveTransactionsOperation } from "./operations/process-active-transactions";
 import { replicationGuard } from "../../shared/queues/replication";
 import { createRemoveLiquidityOperation, DEFAULT_BROADCAST_TIMEOUT_MS } from "./operations/remove-liquidity";
 import type { AdminOperations } from "./types";
 
 /**
  * Everything the admin process runs (main.ts wires it to runService): signer address, producer queues and one
- * provider per chain, a Redis connection, the remove-liquidity and cancel-sender operations, the status reader
+ * provider per chain, a Redis connection, the operations (remove-liquidity, cancel-sender and the liquidity
+ * routes: add-liquidity-for, migrate-liquidity, process-active-transactions), the status reader
  * and the HTTP server. `stop()` closes the server first (in-flight requests answer), then every resource.
  */
 export async function startAdmin({ config, logger, observe }: ServiceContext): Promise<{ stop(): Promise<void> }> {
@@ -36,11 +40,13 @@ export async function startAdmin({ config, logger, observe }: ServiceContext): P
   );
   const redis = resources.redis();
   const transfers = createTransferStore(redis, config.redisPrefix);
+  const readUnlockedBalance = createRouterBalanceReader({ config, routerAddress, providers, logger });
+  const listOpen = (chainId: number) => transfers.listOpen(chainId);
   const operations: AdminOperations = {
     removeLiquidity: createRemoveLiquidityOperation({
       queueFor: queues.queueFor,
       queueEventsFor: queues.queueEventsFor,
-      readUnlockedBalance: createRouterBalanceReader({ config, routerAddress, providers, logger }),
+      readUnlockedBalance,
       redis,
       redisPrefix: config.redisPrefix,
       replication: replicationGuard(redis, config.redisPrefix, config.redisReplication),
@@ -58,6 +64,28 @@ export async function startAdmin({ config, logger, observe }: ServiceContext): P
       broadcastTimeoutMs: DEFAULT_BROADCAST_TIMEOUT_MS,
       logger,
     }),
+    addLiquidityFor: createAddLiquidityForOperation({
+      config,
+      routerAddress,
+      signerAddress,
+      queueFor: queues.queueFor,
+      queueEventsFor: queues.queueEventsFor,
+      readProvider: resources.requireProvider,
+      broadcastTimeoutMs: DEFAULT_BROADCAST_TIMEOUT_MS,
+      logger,
+    }),
+    migrateLiquidity: createMigrateLiquidityOperation({
+      config,
+      signerAddress,
+      queueFor: queues.queueFor,
+      queueEventsFor: queues.queueEventsFor,
+      readProvider: resources.requireProvider,
+      readUnlockedBalance,
+      listOpen,
+      broadcastTimeoutMs: DEFAULT_BROADCAST_TIMEOUT_MS,
+      logger,
+    }),
+    processActiveTransactions: createProcessActiveTransactionsOperation({ config, redis, listOpen, logger }),
   };
   if (observe) {
     observeHeartbeats(observe, config);

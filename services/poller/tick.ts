@@ -10,6 +10,7 @@ import { headsOnce, oncePerChain, prefetchCounterparts, type CounterpartOf } fro
 import { executePlan, type EnqueueOutcome } from "./plan-executor";
 import { dropHoldUnlessHonoured, dropSenderHold, holdForSender } from "./sender-hold";
 import { tryReconcile, type ReconcileOptions } from "./reconcile";
+import { clearReconcileRequest, readReconcileRequest } from "./reconcile-request";
 import { SyncAbortedError, type SourceBatch, type TransferSource } from "./sources/transfer-source";
 
 export interface TickInput {
@@ -38,8 +39,9 @@ export interface TickResult {
  * 2. pull every confirmed change from the source into the store (cursor moves after each stored range);
  * 3. store the head with the block up to which the store is complete (other chains' pollers read it);
  * 4. decide every open record of this chain and enqueue the action's job under its deterministic id; when due
- *    (first tick, every reconcile interval, after a rewind) each record is first reconciled against the
- *    contract on both chains (DECISION_BATCH_SIZE records at once, each decided right after its batch),
+ *    (first tick, every reconcile interval, after a rewind, on an operator's request: reconcile-request.ts) each
+ *    record is first reconciled against the contract on both chains (DECISION_BATCH_SIZE records at once, each
+ *    decided right after its batch),
  *    held records are skipped, and a cancel needs a reconcile at most MAX_CANCEL_READ_AGE_MS old (reconcile.ts,
  *    shared/protocol/decision-reads.ts);
  * 5. refresh balances every N ticks, or when liquidity or a transfer changed.
@@ -188,6 +190,10 @@ async function decideOpenTransfers(
   const open = await ctx.store.listOpen(ctx.chainId);
   const viewOf = oncePerChain((chainId) => receivingView(ctx, chainId));
   let enqueued = 0;
+  const operatorRequest = await readReconcileRequest(ctx);
+  if (operatorRequest !== undefined) {
+    ctx.reconcile.requestAll();
+  }
   const reconcileAll = ctx.reconcile.allDue(Date.now());
   // Enqueues are idempotent but not fenced: a poller that lost its lease (or woke up from a pause past it)
   // decides nothing more, before the lease keeper has even aborted this tick.
@@ -213,6 +219,9 @@ async function decideOpenTransfers(
   }
   if (reconcileAll && !stopped()) {
     ctx.reconcile.allDone(Date.now());
+    if (operatorRequest !== undefined) {
+      await clearReconcileRequest(ctx, operatorRequest);
+    }
   }
   return { open: open.length, enqueued };
 }

@@ -9,6 +9,7 @@ import {
   txJobId,
   transferExpiryOf,
   validateTxJobData,
+  type AddLiquidityForJobData,
   type CancelReceiverJobData,
   type CancelSenderJobData,
   type FulfillSenderJobData,
@@ -21,6 +22,7 @@ import {
 } from "../../shared/queues";
 import { claimKeepsTrying, claimLogLevel, claimRetryAtMs } from "../../shared/protocol/claim-retry";
 import type { SubmitterContext } from "./context";
+import { prepareAddLiquidityFor } from "./operations/add-liquidity-for";
 import { prepareCancelReceiver } from "./operations/cancel-receiver";
 import { prepareCancelSender } from "./operations/cancel-sender";
 import { isCancellable } from "./operations/errors";
@@ -113,6 +115,7 @@ async function runJob(ctx: SubmitterContext, job: TxJob, trace: SendTrace): Prom
     throw new InvalidTxJobError("job has no id");
   }
   await assertStallLimit(ctx, job, job.id);
+  const jobId = job.id;
   return sendJobTransaction(
     ctx,
     {
@@ -138,7 +141,7 @@ async function runJob(ctx: SubmitterContext, job: TxJob, trace: SendTrace): Prom
       },
       onRebuild: async () => ctx.liquidity?.unmarkMined(),
     },
-    () => prepareCall(ctx, job.name, job.data),
+    () => prepareCall(ctx, job.name, job.data, jobId),
   );
 }
 
@@ -167,7 +170,7 @@ async function assertStallLimit(ctx: SubmitterContext, job: TxJob, jobId: string
   });
 }
 
-function prepareCall(ctx: SubmitterContext, name: string, data: TxJobData): Promise<TxCall | TxNoop> {
+function prepareCall(ctx: SubmitterContext, name: string, data: TxJobData, jobId: string): Promise<TxCall | TxNoop> {
   switch (name) {
     case TX_JOB.removeLiquidity:
       return prepareRemoveLiquidity(ctx, data as RemoveLiquidityJobData);
@@ -181,6 +184,8 @@ function prepareCall(ctx: SubmitterContext, name: string, data: TxJobData): Prom
       return prepareCancelReceiver(ctx, data as CancelReceiverJobData);
     case TX_JOB.relayFulfill:
       return prepareRelayFulfill(ctx, data as RelayFulfillJobData);
+    case TX_JOB.addLiquidityFor:
+      return prepareAddLiquidityFor(ctx, jobId, data as AddLiquidityForJobData);
     default:
       throw new InvalidTxJobError(`no operation for job name ${JSON.stringify(name)}`);
   }

@@ -30,6 +30,11 @@ export const TX_JOB = {
    * by the signer straight to the TransactionManager, which pays `relayerFee` to the sender.
    */
   relayFulfill: "relay-fulfill",
+  /**
+   * The router's wallet adds its own funds to a router's liquidity (TransactionManager.addLiquidityFor): an
+   * ERC-20 allowance step first when the allowance lacks (its own send record), then the add (docs/submitter.md).
+   */
+  addLiquidityFor: "add-liquidity-for",
 } as const;
 export type TxJobName = (typeof TX_JOB)[keyof typeof TX_JOB];
 
@@ -41,6 +46,18 @@ export interface RemoveLiquidityJobData {
   readonly amount: string;
   /** Checksummed. Ignored in router-contract mode: the Router contract pays its own recipient. */
   readonly recipientAddress: string;
+  /** Correlates the API request, the job and its log lines. */
+  readonly requestId: string;
+}
+
+export interface AddLiquidityForJobData {
+  readonly chainId: number;
+  /** Checksummed; the zero address is the native asset (sent as the call's value). */
+  readonly assetId: string;
+  /** Base units, decimal integer string. */
+  readonly amount: string;
+  /** Checksummed: the router credited (the signer, the Router contract, or the router a migration moves to). */
+  readonly router: string;
   /** Correlates the API request, the job and its log lines. */
   readonly requestId: string;
 }
@@ -125,12 +142,13 @@ export interface TxJobDataByName {
   [TX_JOB.cancelSender]: CancelSenderJobData;
   [TX_JOB.cancelReceiver]: CancelReceiverJobData;
   [TX_JOB.relayFulfill]: RelayFulfillJobData;
+  [TX_JOB.addLiquidityFor]: AddLiquidityForJobData;
 }
 export type TxJobData = TxJobDataByName[TxJobName];
 
 /**
  * The expiry (unix seconds, either side's) of the transfer a job acts on; undefined for a job that acts on no
- * transfer (remove-liquidity). What the job leaves behind in Redis is kept until that transfer ended
+ * transfer (remove-liquidity, add-liquidity-for). What the job leaves behind in Redis is kept until that transfer ended
  * (shared/protocol/retention.ts).
  */
 export function transferExpiryOf(data: TxJobData): number | undefined {
@@ -219,6 +237,15 @@ export const TX_JOB_SCHEMAS: Readonly<Record<TxJobName, Joi.ObjectSchema>> = {
     signature: hexBytes.required(),
     callData: hexBytes.required(),
     requestId: Joi.string().pattern(/^[A-Za-z0-9_.-]{1,100}$/),
+  }),
+  [TX_JOB.addLiquidityFor]: Joi.object<AddLiquidityForJobData>({
+    chainId: chainId.required(),
+    assetId: address.required(),
+    amount: decimal.required(),
+    router: address.required(),
+    requestId: Joi.string()
+      .pattern(/^[A-Za-z0-9_-]{1,100}$/)
+      .required(),
   }),
 };
 

@@ -14,6 +14,14 @@ export function txRecordKey(prefix: string, chainId: number, jobId: string): str
   return routerKey(prefix, "tx", chainId, jobId);
 }
 
+/**
+ * The send record of an add-liquidity-for job's ERC-20 approval, a transaction of its own sent before the add
+ * (services/submitter/operations/add-liquidity-for.ts): `txRecordKey(prefix, chainId, approvalRecordId(jobId))`.
+ */
+export function approvalRecordId(jobId: string): string {
+  return `${jobId}-approve`;
+}
+
 /** The next nonce of one (chain, signer): one nonce sequence per pair, shared by every submitter instance. */
 export function nonceKey(prefix: string, chainId: number, signerAddress: string): string {
   return routerKey(prefix, "nonce", chainId, signerAddress);
@@ -120,6 +128,15 @@ export function bidReservationLapseKey(prefix: string, chainId: number, assetId:
  */
 export function removeLiquidityContentKey(prefix: string, contentHash: string): string {
   return routerKey(prefix, "remove-liquidity", contentHash);
+}
+
+/**
+ * An operator's request (POST /process-active-transactions) that the chain's poller reconcile and decide every
+ * open transfer again at its next tick: a string holding the request time (ms). The poller deletes it, only if
+ * unchanged, once such a tick completed (services/poller/reconcile-request.ts).
+ */
+export function reconcileRequestKey(prefix: string, chainId: number): string {
+  return routerKey(prefix, "reconcile-request", chainId);
 }
 
 /**

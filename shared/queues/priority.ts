@@ -4,7 +4,7 @@ import { TX_JOB, type TxJobName } from "./jobs";
 
 /**
  * BullMQ priorities of the transaction queues (1 runs first): claims of the router's own funds before the
- * prepares and relays users wait on, then refunds and returns of liquidity, then admin withdrawals. A stuck
+ * prepares and relays users wait on, then refunds and returns of liquidity, then admin withdrawals and deposits. A stuck
  * prepare can no longer sit in front of a time-critical claim.
  */
 export const TX_JOB_PRIORITY: Readonly<Record<TxJobName, number>> = {
@@ -14,6 +14,7 @@ export const TX_JOB_PRIORITY: Readonly<Record<TxJobName, number>> = {
   [TX_JOB.cancelSender]: 3,
   [TX_JOB.cancelReceiver]: 3,
   [TX_JOB.removeLiquidity]: 4,
+  [TX_JOB.addLiquidityFor]: 4,
 };
 
 /** The options every producer adds a transaction job with: retention, retries, its deterministic id and priority. */

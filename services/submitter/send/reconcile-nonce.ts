@@ -1,5 +1,6 @@
 import type { Queue } from "bullmq";
 import type { Logger } from "../../../shared/logging/create-logger";
+import { approvalRecordId } from "../../../shared/queues";
 import type { NonceStore } from "./nonce-store";
 import type { TxRecordStore } from "./tx-record";
 
@@ -65,9 +66,12 @@ async function findJobHoldingNonce(
     for (let start = 0; ; start += PAGE_SIZE) {
       const jobs = await params.queue.getJobs([state], start, start + PAGE_SIZE - 1, true);
       for (const job of jobs) {
-        const record = job?.id ? await params.records.load(job.id) : undefined;
-        if (record && record.status === "sending" && record.nonce >= from && record.nonce < to) {
-          return { jobId: record.jobId, nonce: record.nonce };
+        // An add-liquidity-for job's approval is a record of its own, sent before the job's own record exists.
+        for (const recordId of job?.id ? [job.id, approvalRecordId(job.id)] : []) {
+          const record = await params.records.load(recordId);
+          if (record && record.status === "sending" && record.nonce >= from && record.nonce < to) {
+            return { jobId: record.jobId, nonce: record.nonce };
+          }
         }
       }
       if (jobs.length < PAGE_SIZE) {

@@ -1,0 +1,140 @@
+import type { Queue, QueueEvents } from "bullmq";
+import { getAddress } from "ethers";
+import {
+  addLiquidityRefusal,
+  readAddLiquidityState,
+  type AddLiquidityState,
+  type AddLiquidityStateParams,
+} from "../../../shared/chain/add-liquidity";
+import type { ChainProvider } from "../../../shared/chain/chain-provider";
+import { poolAssetsOf } from "../../../shared/config/pools";
+import type { RouterConfig } from "../../../shared/config/types";
+import { errorCode } from "../../../shared/errors";
+import type { Logger } from "../../../shared/logging/create-logger";
+import { TX_JOB, txJobId, txJobOptions, type AddLiquidityForJobData } from "../../../shared/queues";
+import { waitForBroadcast } from "../../../shared/queues/wait-for-broadcast";
+import { withTimeout } from "../../../shared/timing";
+import type { AddLiquidityForRequest, OperationContext, TransactionResponse } from "../types";
+import { DEFAULT_BROADCAST_TIMEOUT_MS, queueCall } from "./enqueue-and-wait";
+import { ChainUnavailableError } from "./errors";
+import { AssetNotInPoolError } from "./liquidity-errors";
+import { assertSameJobData } from "./same-request";
+
+/** The chain reads behind the checks (router and asset approval, wallet balance, allowance), bounded. */
+const CHECK_READ_TIMEOUT_MS = 10_000;
+
+export interface AddLiquidityForDeps {
+  readonly config: RouterConfig;
+  /** The router credited by default: the Router contract in router-contract mode, else the signer. */
+  readonly routerAddress: string;
+  /** The wallet that pays: the router's signer. */
+  readonly signerAddress: string;
+  queueFor(chainId: number): Queue;
+  queueEventsFor(chainId: number): QueueEvents;
+  readProvider(chainId: number): Pick<ChainProvider, "call" | "getBalance">;
+  readonly broadcastTimeoutMs?: number;
+  readonly logger: Logger;
+}
+
+export type AddLiquidityForOperation = (
+  params: AddLiquidityForRequest,
+  ctx: OperationContext,
+) => Promise<TransactionResponse>;
+
+/**
+ * POST /add-liquidity-for: the router's own wallet adds `amount` to a router's liquidity, through the chain's
+ * submitter (job `add-liquidity-for-<requestId>`):
+ * 1. a job under the request id is reused (same fields) or refused (REQUEST_ID_CONFLICT): a retry never adds twice;
+ * 2. the asset must be in a swap pool on the chain (ASSET_NOT_IN_POOL);
+ * 3. the chain must take it: router approved (ROUTER_NOT_APPROVED), asset approved (ASSET_NOT_APPROVED), the wallet
+ *    holding `amount` (INSUFFICIENT_WALLET_BALANCE); a read that fails is CHAIN_UNAVAILABLE, nothing enqueued;
+ * 4. enqueue and answer with the add's hash once broadcast. The submitter checks again, approves only what the
+ *    allowance lacks, and sends the add (services/submitter/operations/add-liquidity-for.ts).
+ */
+export function createAddLiquidityForOperation(deps: AddLiquidityForDeps): AddLiquidityForOperation {
+  const timeoutMs = deps.broadcastTimeoutMs ?? DEFAULT_BROADCAST_TIMEOUT_MS;
+  return async (params, ctx) => {
+    const jobId = txJobId(TX_JOB.addLiquidityFor, ctx.requestId);
+    const data: AddLiquidityForJobData = {
+      chainId: params.chainId,
+      assetId: params.assetId,
+      amount: params.amount,
+      router: params.routerAddress ?? deps.routerAddress,
+      requestId: ctx.requestId,
+    };
+    const queue = deps.queueFor(params.chainId);
+    const logger = deps.logger.child({ requestId: ctx.requestId, jobId, chainId: params.chainId });
+
+    const existing = await queueCall(() => queue.getJob(jobId));
+    if (existing) {
+      assertSameJobData(existing, data, jobId, "add-liquidity-for");
+      logger.info("add-liquidity-for retried: waiting on the existing job", { at: "admin.addLiquidityFor" });
+    } else {
+      assertPoolAsset(deps.config, params.chainId, params.assetId);
+      await assertAddAccepted(deps, data);
+    }
+    const { transactionHash } = await waitForBroadcast({
+      queue,
+      events: deps.queueEventsFor(params.chainId),
+      jobId,
+      timeoutMs,
+      enqueue: existing
+        ? undefined
+        : () => queueCall(() => queue.add(TX_JOB.addLiquidityFor, data, txJobOptions(TX_JOB.addLiquidityFor, jobId))),
+    });
+    logger.info("add-liquidity-for broadcast", {
+      at: "admin.addLiquidityFor",
+      transactionHash,
+      assetId: data.assetId,
+      amount: data.amount,
+      router: data.router,
+    });
+    return { transactionHash };
+  };
+}
+
+/** Step 2: liquidity of an asset in no pool on the chain would never be bid with. */
+export function assertPoolAsset(config: RouterConfig, chainId: number, assetId: string): void {
+  if (!poolAssetsOf(config, chainId).includes(getAddress(assetId))) {
+    throw new AssetNotInPoolError(`asset ${assetId} is in no swap pool on chain ${chainId}`, { chainId, assetId });
+  }
+}
+
+/** Step 3: the first refusal of the chain's state, or CHAIN_UNAVAILABLE when it cannot be read. */
+async function assertAddAccepted(deps: AddLiquidityForDeps, data: AddLiquidityForJobData): Promise<void> {
+  const state = await readChainState(deps, data.chainId, {
+    router: data.router,
+    assetId: data.assetId,
+    wallet: deps.signerAddress,
+  });
+  const refusal = addLiquidityRefusal(state, {
+    chainId: data.chainId,
+    assetId: data.assetId,
+    router: data.router,
+    amount: BigInt(data.amount),
+  });
+  if (refusal) {
+    throw refusal;
+  }
+}
+
+/** The chain's TransactionManager state for an add; its message names only the code (RPC URLs may hold keys). */
+export async function readChainState(
+  deps: Pick<AddLiquidityForDeps, "config" | "readProvider">,
+  chainId: number,
+  p: Omit<AddLiquidityStateParams, "transactionManager">,
+): Promise<AddLiquidityState> {
+  const transactionManager = deps.config.chainConfig[String(chainId)].transactionManagerAddress;
+  try {
+    return await withTimeout(
+      readAddLiquidityState(deps.readProvider(chainId), { ...p, transactionManager }),
+      CHECK_READ_TIMEOUT_MS,
+    );
+  } catch (err) {
+    throw new ChainUnavailableError(
+      `could not read chain ${chainId}'s TransactionManager state (${errorCode(err)}); nothing was enqueued`,
+      { chainId },
+      { cause: err },
+    );
+  }
+}
