@@ -1,7 +1,7 @@
 import type { Redis } from "ioredis";
 import type { FeeJson } from "../../../shared/protocol/gas";
 import { transferRetentionSec } from "../../../shared/protocol/retention";
-import { nonceJobsKey, txRecordKey, type TxJobResult } from "../../../shared/queues";
+import { TX_JOB, nonceJobsKey, txRecordKey, type TxJobResult } from "../../../shared/queues";
 import { TxRecordConflictError } from "./errors";
 import { fenceCheckLua, senderFenceArgs, senderFencedOut, type FenceSource } from "./fence";
 
@@ -88,12 +88,22 @@ export interface TxRecord {
 export const FINISHED_RECORD_TTL_MS = 31 * 24 * 3600 * 1000;
 
 /**
- * How long a finished record is kept from `nowMs`. A transfer's record is kept until both sides of the transfer
+ * A withdrawal's record never expires (0: PERSIST): the contract does not refuse a second removeLiquidity, and its
+ * job can outlive any fixed time (BullMQ removes a finished job only when another job on the queue finishes), so a
+ * completed withdrawal retried from the dashboard must still find its result. A few hundred bytes per withdrawal.
+ */
+const KEPT_FOR_GOOD = 0;
+
+/**
+ * How long a finished record is kept from `nowMs` (0: for good). A transfer's record is kept until both sides of the transfer
  * expired, plus a day (shared/protocol/retention.ts): after that no job can act on the transfer again, and the
  * contract refuses a second execution of the job's call anyway. That is days for the SDK's 3-day expiry, where
  * a fixed month held Redis to about 0.75 swaps/s (docs/scaling.md).
  */
-export function finishedRecordTtlMs(record: Pick<TxRecord, "transferExpirySec">, nowMs: number): number {
+export function finishedRecordTtlMs(record: Pick<TxRecord, "transferExpirySec" | "jobName">, nowMs: number): number {
+  if (record.jobName === TX_JOB.removeLiquidity) {
+    return KEPT_FOR_GOOD;
+  }
   return record.transferExpirySec === undefined
     ? FINISHED_RECORD_TTL_MS
     : transferRetentionSec(record.transferExpirySec, Math.floor(nowMs / 1000)) * 1000;
