@@ -141,7 +141,7 @@ async function runJob(ctx: SubmitterContext, job: TxJob, trace: SendTrace): Prom
       },
       onRebuild: async () => ctx.liquidity?.unmarkMined(),
     },
-    () => prepareCall(ctx, job.name, job.data),
+    () => prepareCall(ctx, job),
   );
 }
 
@@ -190,10 +190,11 @@ async function assertStallLimit(ctx: SubmitterContext, job: TxJob, jobId: string
   });
 }
 
-function prepareCall(ctx: SubmitterContext, name: string, data: TxJobData): Promise<TxCall | TxNoop> {
+function prepareCall(ctx: SubmitterContext, job: TxJob): Promise<TxCall | TxNoop> {
+  const { name, data } = job;
   switch (name) {
     case TX_JOB.removeLiquidity:
-      return prepareRemoveLiquidity(ctx, data as RemoveLiquidityJobData);
+      return prepareRemoveLiquidity(ctx, data as RemoveLiquidityJobData, job.timestamp);
     case TX_JOB.prepareReceiver:
       return preparePrepareReceiver(ctx, data as PrepareReceiverJobData);
     case TX_JOB.fulfillSender:
@@ -326,6 +327,7 @@ const NOT_YET_CODES: ReadonlySet<string> = new Set([
   "LIQUIDITY_IN_FLIGHT",
   // Not time but the providers' receipts: a transaction that may be mined never spends the job's attempts.
   "NONCE_TAKEN_UNCONFIRMED",
+  "WITHDRAWAL_UNSETTLED",
 ]);
 
 function notYetRetryAtMs(err: unknown): number | undefined {

@@ -41,6 +41,8 @@ export interface TxNoop {
   readonly reason: string;
   /** The block the operation's chain reads were made at (or the latest block seen). */
   readonly blockNumber: number;
+  /** The transaction that already had the job's effect, when the operation knows it (a withdrawal found on chain). */
+  readonly transactionHash?: string;
 }
 
 export function isTxNoop(value: TxCall | TxNoop): value is TxNoop {

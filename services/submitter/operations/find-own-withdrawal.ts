@@ -1,0 +1,127 @@
+import { getAddress, zeroPadValue } from "ethers";
+import type { ChainProvider } from "../../../shared/chain/chain-provider";
+import { contractInterface } from "../../../shared/chain/contracts";
+import { TM_TOPICS } from "../../../shared/chain/tm-log-decoder";
+import {
+  LOG_CHUNK_BLOCKS,
+  LogRangeTooLargeError,
+  MAX_LOG_CHUNKS,
+  firstBlockAtOrAfter,
+} from "../../../shared/chain/transfer-events";
+import type { Logger } from "../../../shared/logging/create-logger";
+import type { RemoveLiquidityJobData } from "../../../shared/queues";
+import type { TxRecordStore } from "../send/tx-record";
+import { WITHDRAWAL_UNSETTLED_RETRY_MS, WithdrawalUnsettledError } from "./errors";
+
+/**
+ * A job's withdrawal may be mined in a block whose timestamp trails the job's creation by the chain's clock lag;
+ * the search starts this much earlier. The price: an identical withdrawal mined that shortly before the job was
+ * created counts as the job's own (the job then completes without paying, never twice).
+ */
+export const WITHDRAWAL_SEARCH_SLACK_SEC = 300;
+/** At most this many in-flight nonces are looked up in the nonce-jobs index; more counts as unsettled. */
+const MAX_IN_FLIGHT_CHECKED = 256;
+
+export interface OwnWithdrawalContext {
+  readonly provider: Pick<ChainProvider, "read" | "getBlockNumber" | "getBlock" | "getTransactionCount">;
+  readonly records: Pick<TxRecordStore, "jobAtNonce">;
+  /** The signer: the sender of every transaction of the router on this chain. */
+  readonly from: string;
+  readonly transactionManager: string;
+  /** The `router` of the LiquidityRemoved event: the Router contract in router-contract mode, else the signer. */
+  readonly router: string;
+  /** Router-contract mode pays the contract's own recipient: the job's recipientAddress is not in the event. */
+  readonly matchRecipient: boolean;
+  readonly logger: Logger;
+}
+
+export interface OwnWithdrawal {
+  readonly transactionHash: string;
+  readonly blockNumber: number;
+}
+
+const tm = contractInterface("TransactionManager");
+
+/**
+ * Before a withdrawal with no send record builds a transaction: is it already on chain? The contract pays a
+ * second removeLiquidity as readily as the first, and a record can be missing although the withdrawal was sent
+ * (a Redis failover promoted a replica without it; a finished job retried after its record went). So:
+ * 1. every transaction of the signer in flight (nonces from the latest to the pending count) must be named by a
+ *    send record (the nonce-jobs index); an unnamed one may be this withdrawal, so the job waits until they are
+ *    mined (WITHDRAWAL_UNSETTLED, parked without spending an attempt);
+ * 2. the TransactionManager's LiquidityRemoved logs of this router and asset, from the job's creation (less
+ *    WITHDRAWAL_SEARCH_SLACK_SEC) to the head, are searched for the job's amount and recipient: the first match
+ *    is the job's withdrawal, and nothing is sent.
+ */
+export async function findOwnWithdrawal(
+  ctx: OwnWithdrawalContext,
+  data: RemoveLiquidityJobData,
+  createdAtMs: number,
+): Promise<OwnWithdrawal | undefined> {
+  await assertNoUnknownInFlight(ctx);
+  const head = await ctx.provider.getBlockNumber();
+  const fromBlock = await firstBlockAtOrAfter(
+    ctx.provider,
+    Math.floor(createdAtMs / 1000) - WITHDRAWAL_SEARCH_SLACK_SEC,
+    head,
+  );
+  const span = head - fromBlock + 1;
+  if (span <= 0) {
+    return undefined;
+  }
+  if (Math.ceil(span / LOG_CHUNK_BLOCKS) > MAX_LOG_CHUNKS) {
+    throw new LogRangeTooLargeError(
+      `the withdrawal's search from its creation spans ${span} blocks, more than ${MAX_LOG_CHUNKS} log requests`,
+      { fromBlock, toBlock: head },
+    );
+  }
+  const topics = [
+    TM_TOPICS.liquidityRemoved,
+    zeroPadValue(getAddress(ctx.router), 32),
+    zeroPadValue(getAddress(data.assetId), 32),
+  ];
+  for (let lo = fromBlock; lo <= head; lo += LOG_CHUNK_BLOCKS) {
+    const hi = Math.min(head, lo + LOG_CHUNK_BLOCKS - 1);
+    const logs = await ctx.provider.read(
+      (p) => p.getLogs({ address: ctx.transactionManager, topics, fromBlock: lo, toBlock: hi }),
+      "getLogs",
+    );
+    for (const log of logs) {
+      const parsed = tm.parseLog({ topics: [...log.topics], data: log.data });
+      if (!parsed) {
+        continue;
+      }
+      const amount = (parsed.args.getValue("amount") as bigint).toString();
+      const recipient = getAddress(String(parsed.args.getValue("recipient")));
+      if (amount === data.amount && (!ctx.matchRecipient || recipient === getAddress(data.recipientAddress))) {
+        return { transactionHash: log.transactionHash.toLowerCase(), blockNumber: log.blockNumber };
+      }
+    }
+  }
+  return undefined;
+}
+
+/** Step 1. */
+async function assertNoUnknownInFlight(ctx: OwnWithdrawalContext): Promise<void> {
+  const [latest, pending] = await Promise.all([
+    ctx.provider.getTransactionCount(ctx.from, "latest"),
+    ctx.provider.getTransactionCount(ctx.from, "pending"),
+  ]);
+  const unknown: number[] = [];
+  if (pending - latest > MAX_IN_FLIGHT_CHECKED) {
+    unknown.push(latest);
+  } else {
+    for (let nonce = latest; nonce < pending; nonce += 1) {
+      if ((await ctx.records.jobAtNonce(ctx.from, nonce)) === undefined) {
+        unknown.push(nonce);
+      }
+    }
+  }
+  if (unknown.length > 0) {
+    throw new WithdrawalUnsettledError(
+      `${unknown.length} transaction(s) of the signer in flight have no send record; one may be this withdrawal`,
+      Date.now() + WITHDRAWAL_UNSETTLED_RETRY_MS,
+      { latest, pending, unknownNonces: unknown.slice(0, 10) },
+    );
+  }
+}
