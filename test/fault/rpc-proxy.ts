@@ -8,7 +8,8 @@ import { toQuantity } from "ethers";
  * eth_blockNumber and "latest" block stay at the head it had then), `estimateGasAt(tag)` makes it a provider
  * whose eth_estimateGas runs against `tag` whatever the caller asked (not every RPC estimates against pending),
  * `slow(method, ms)` answers that method `ms` later (a distant public RPC), and `maxInFlight(method)` tells
- * how many of its requests were ever open at once.
+ * how many of its requests were ever open at once. `hideReceipts(true)` answers every eth_getTransactionReceipt
+ * `null` while the transaction count moves on: a load-balanced endpoint whose receipt backend lags.
  */
 export interface RpcProxy {
   readonly url: string;
@@ -17,6 +18,7 @@ export interface RpcProxy {
   lagBehind(blocks: number): Promise<void>;
   estimateGasAt(tag: string): void;
   slow(method: string, ms: number): void;
+  hideReceipts(hidden: boolean): void;
   /** Requests of `method` counted so far, and the most that were open at once. */
   calls(method: string): { readonly total: number; readonly maxInFlight: number };
   down(): Promise<void>;
@@ -38,6 +40,7 @@ export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
   let served = 0;
   let frozenHead: number | undefined;
   let estimateTag: string | undefined;
+  let receiptsHidden = false;
   const delays = new Map<string, number>();
   const counts = new Map<string, { total: number; inFlight: number; maxInFlight: number }>();
   const sockets = new Set<Socket>();
@@ -65,6 +68,9 @@ export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
     }
   };
   const answerNow = async (r: RpcRequest): Promise<unknown> => {
+    if (receiptsHidden && r.method === "eth_getTransactionReceipt") {
+      return { jsonrpc: "2.0", id: r.id, result: null };
+    }
     if (estimateTag !== undefined && r.method === "eth_estimateGas") {
       return forward({ ...r, params: [r.params?.[0], estimateTag] });
     }
@@ -112,6 +118,9 @@ export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
     },
     slow: (method, ms) => {
       delays.set(method, ms);
+    },
+    hideReceipts: (hidden) => {
+      receiptsHidden = hidden;
     },
     calls: (method) => {
       const count = counts.get(method);
