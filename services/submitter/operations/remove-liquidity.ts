@@ -31,12 +31,14 @@ export interface OperationContext {
 
 /**
  * The call a remove-liquidity job sends (only when the job has no send record: send-transaction.ts):
- * 1. its own withdrawal is looked for on chain since the job was created (find-own-withdrawal.ts): when found,
- *    nothing is sent and the job completes with that transaction (a record lost in a Redis failover, or a
- *    finished job retried); while the signer has transactions in flight that no record names, it is parked;
- * 2. the amount is held until the withdrawal is mined (liquidity-in-flight.ts), so receiving prepares check
+ * 1. the amount is held until the withdrawal is mined (liquidity-in-flight.ts), so receiving prepares check
  *    against it; when the balance covers it only without the holds of prepares or withdrawals in flight, the
  *    job is parked (LIQUIDITY_IN_FLIGHT) and checks again once they are mined;
+ * 2. its own withdrawal is looked for on chain since the job was created (find-own-withdrawal.ts): when found,
+ *    nothing is sent and the job completes with that transaction (a record lost in a Redis failover, or a
+ *    finished job retried; the run's hold is dropped as for any run that sent nothing); while the signer has
+ *    transactions in flight that no record names, it is parked. After step 1, so a job parked there does not
+ *    search the logs on every run;
  * 3. checked with eth_estimateGas: a revert (`#RL:008`, not enough unlocked liquidity) fails the job there,
  *    before any nonce is used or gas is spent.
  * - Direct mode: `TransactionManager.removeLiquidity(amount, assetId, recipientAddress)` from the signer.
@@ -51,29 +53,6 @@ export async function prepareRemoveLiquidity(
   createdAtMs: number,
 ): Promise<TxCall | TxNoop> {
   const routerContract = ctx.config.routerContractAddress;
-  const found = await findOwnWithdrawal(
-    {
-      ...ctx,
-      transactionManager: ctx.chain.transactionManagerAddress,
-      router: routerContract ?? ctx.from,
-      matchRecipient: !routerContract,
-    },
-    data,
-    createdAtMs,
-  );
-  if (found) {
-    ctx.logger.warn("the withdrawal is already on chain (its send record is gone): sending nothing", {
-      at: "submitter.removeLiquidity",
-      transactionHash: found.transactionHash,
-      blockNumber: found.blockNumber,
-    });
-    return {
-      noop: true,
-      reason: "withdrawal already on chain",
-      blockNumber: found.blockNumber,
-      transactionHash: found.transactionHash,
-    };
-  }
   let to: string;
   let callData: string;
   if (routerContract) {
@@ -99,11 +78,35 @@ export async function prepareRemoveLiquidity(
       recipient: data.recipientAddress,
     });
   }
-  await holdAmount(ctx, data);
-  return estimatedCall(ctx, to, callData);
+  await holdAmount(ctx, data); // 1.
+  // 2.
+  const found = await findOwnWithdrawal(
+    {
+      ...ctx,
+      transactionManager: ctx.chain.transactionManagerAddress,
+      router: routerContract ?? ctx.from,
+      matchRecipient: !routerContract,
+    },
+    data,
+    createdAtMs,
+  );
+  if (found) {
+    ctx.logger.warn("the withdrawal is already on chain (its send record is gone): sending nothing", {
+      at: "submitter.removeLiquidity",
+      transactionHash: found.transactionHash,
+      blockNumber: found.blockNumber,
+    });
+    return {
+      noop: true,
+      reason: "withdrawal already on chain",
+      blockNumber: found.blockNumber,
+      transactionHash: found.transactionHash,
+    };
+  }
+  return estimatedCall(ctx, to, callData); // 3.
 }
 
-/** Step 2; a balance below the amount itself is left to the estimate (#RL:008, as without holds). */
+/** Step 1; a balance below the amount itself is left to the estimate (#RL:008, as without holds). */
 async function holdAmount(ctx: OperationContext, data: RemoveLiquidityJobData): Promise<void> {
   const amount = BigInt(data.amount);
   const check = await holdLiquidity(ctx, data.assetId, amount);
