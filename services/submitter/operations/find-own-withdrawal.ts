@@ -19,12 +19,12 @@ import { WITHDRAWAL_UNSETTLED_RETRY_MS, WithdrawalUnsettledError } from "./error
  * created counts as the job's own (the job then completes without paying, never twice).
  */
 export const WITHDRAWAL_SEARCH_SLACK_SEC = 300;
-/** At most this many in-flight nonces are looked up in the nonce-jobs index; more counts as unsettled. */
-const MAX_IN_FLIGHT_CHECKED = 256;
+/** At most this many in-flight nonces are looked up in the nonce-jobs index (one HMGET); more counts as unsettled. */
+const MAX_IN_FLIGHT_CHECKED = 4_096;
 
 export interface OwnWithdrawalContext {
   readonly provider: Pick<ChainProvider, "read" | "getBlockNumber" | "getBlock" | "getTransactionCount">;
-  readonly records: Pick<TxRecordStore, "jobAtNonce">;
+  readonly records: Pick<TxRecordStore, "unnamedNonces">;
   /** The signer: the sender of every transaction of the router on this chain. */
   readonly from: string;
   readonly transactionManager: string;
@@ -107,16 +107,9 @@ async function assertNoUnknownInFlight(ctx: OwnWithdrawalContext): Promise<void>
     ctx.provider.getTransactionCount(ctx.from, "latest"),
     ctx.provider.getTransactionCount(ctx.from, "pending"),
   ]);
-  const unknown: number[] = [];
-  if (pending - latest > MAX_IN_FLIGHT_CHECKED) {
-    unknown.push(latest);
-  } else {
-    for (let nonce = latest; nonce < pending; nonce += 1) {
-      if ((await ctx.records.jobAtNonce(ctx.from, nonce)) === undefined) {
-        unknown.push(nonce);
-      }
-    }
-  }
+  const inFlight = Array.from({ length: Math.max(0, pending - latest) }, (_, i) => latest + i);
+  const unknown =
+    inFlight.length > MAX_IN_FLIGHT_CHECKED ? [latest] : await ctx.records.unnamedNonces(ctx.from, inFlight);
   if (unknown.length > 0) {
     throw new WithdrawalUnsettledError(
       `${unknown.length} transaction(s) of the signer in flight have no send record; one may be this withdrawal`,

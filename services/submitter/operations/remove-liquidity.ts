@@ -20,7 +20,7 @@ export interface OperationContext {
     "estimateGas" | "call" | "getBlockNumber" | "getBlock" | "getTransactionCount" | "read"
   >;
   /** The send records' nonce-jobs index: which job sent each nonce (step 1). */
-  readonly records: Pick<TxRecordStore, "jobAtNonce">;
+  readonly records: Pick<TxRecordStore, "unnamedNonces">;
   readonly signer: Pick<RouterSigner, "signMessage">;
   /** The signer's address: the sender, and the router in direct mode. */
   readonly from: string;

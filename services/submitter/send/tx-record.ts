@@ -127,6 +127,8 @@ export interface TxRecordStore {
   load(jobId: string): Promise<TxRecord | undefined>;
   /** The job whose record last had an attempt at `nonce` of `from` (the nonce-jobs index), if any. */
   jobAtNonce(from: string, nonce: number): Promise<string | undefined>;
+  /** Of `nonces`, those no record of `from` names in the nonce-jobs index (one HMGET). */
+  unnamedNonces(from: string, nonces: readonly number[]): Promise<number[]>;
   /** The highest nonce any record of `from` has a persisted attempt at (-1 when none). */
   maxIndexedNonce(from: string): Promise<number>;
   /** Drops index entries below `belowNonce` (nonces the chain has used). */
@@ -170,6 +172,13 @@ export function createTxRecordStore(params: {
     },
     jobAtNonce: async (from, nonce) =>
       (await redis.hget(nonceJobsKey(prefix, chainId, from), String(nonce))) ?? undefined,
+    unnamedNonces: async (from, nonces) => {
+      if (nonces.length === 0) {
+        return [];
+      }
+      const jobs = await redis.hmget(nonceJobsKey(prefix, chainId, from), ...nonces.map(String));
+      return nonces.filter((_, i) => jobs[i] === null);
+    },
     maxIndexedNonce: async (from) =>
       Math.max(-1, ...(await redis.hkeys(nonceJobsKey(prefix, chainId, from))).map(Number)),
     pruneNonceIndex: async (from, belowNonce) => {
