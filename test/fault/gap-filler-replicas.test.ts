@@ -1,6 +1,4 @@
-import { Wallet, keccak256 } from "ethers";
 import { startSubmitter, type RunningSubmitter } from "../../services/submitter/start-submitter";
-import { createTxRecordStore, newTxRecord } from "../../services/submitter/send/tx-record";
 import { loadConfig } from "../../shared/config";
 import { nonceKey } from "../../shared/queues";
 import { liveChildPids } from "../harness/child-process";
@@ -10,6 +8,7 @@ import {
   CHAIN_ID,
   captureLogs,
   startSubmitterStack,
+  storeUnsentTransaction,
   submitterConfig,
   txQueueClient,
   uniquePrefix,
@@ -69,43 +68,11 @@ describe("fault: the nonce-gap filler waits for the replicas", () => {
     );
 
     const gap = await s.chain.provider.getTransactionCount(s.signer, "pending");
-    const signed = await Wallet.fromPhrase(s.mnemonic).signTransaction({
-      chainId: CHAIN_ID,
-      nonce: gap,
-      to: s.routerRecipient,
-      value: 1n,
-      gasLimit: 21_000n,
-      maxFeePerGas: 10_000_000_000n,
-      maxPriorityFeePerGas: 1_000_000_000n,
-      type: 2,
-    });
-    const hash = keccak256(signed);
     // From here the replica acknowledges nothing: the record below and the nonce are on the primary alone.
     process.kill(replicaPid, "SIGSTOP");
     frozen = true;
-    const store = createTxRecordStore({ redis: client.redis, prefix, chainId: CHAIN_ID });
-    const draft = newTxRecord({
-      jobId: "stopped-job",
-      jobName: "remove-liquidity",
-      chainId: CHAIN_ID,
-      from: s.signer,
-      dataHash: "h",
-      call: { to: s.routerRecipient, data: "0x", value: "1", gasLimit: "21000" },
-    });
-    await store.save({
-      ...draft,
-      nonce: gap,
-      attempts: [
-        {
-          hash,
-          raw: signed,
-          nonce: gap,
-          gasLimit: "21000",
-          sentAtMs: Date.now(),
-          fee: { type: 2, maxFeePerGas: "10000000000", maxPriorityFeePerGas: "1000000000" },
-        },
-      ],
-    });
+    // A job that stored its signed transaction at the missing nonce and stopped before broadcasting it.
+    const hash = await storeUnsentTransaction(s, { redis: client.redis, prefix, jobId: "stopped-job", nonce: gap });
     await client.redis.set(nonceKey(prefix, CHAIN_ID, s.signer), String(gap + 1));
 
     // The tracker's fill attempt ends one way or the other: refused for the replica, or the stored bytes re-sent.
