@@ -211,7 +211,6 @@ async function runScenario(p: {
           if (!broadcastAtMs.has(jobId)) broadcastAtMs.set(jobId, Date.now());
         });
         await queueEvents.waitUntilReady();
-        const recipient = Wallet.createRandom().address;
         const startedAtMs = Date.now();
         const added = await queue.addBulk(
           Array.from({ length: p.jobs }, () => {
@@ -223,7 +222,9 @@ async function runScenario(p: {
                 chainId: c.chainId,
                 assetId: c.token,
                 amount: AMOUNT.toString(),
-                recipientAddress: recipient,
+                // One recipient per job: a withdrawal identical to one mined since its creation counts as already
+                // paid (services/submitter/operations/find-own-withdrawal.ts), so identical jobs would not send.
+                recipientAddress: Wallet.createRandom().address,
                 requestId,
               },
               opts: txJobOptions(TX_JOB.removeLiquidity, jobId),

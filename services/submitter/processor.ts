@@ -7,6 +7,7 @@ import {
   txJobOptions,
   transferKey,
   txJobId,
+  ownTxJobId,
   transferExpiryOf,
   validateTxJobData,
   type AddLiquidityForJobData,
@@ -17,6 +18,7 @@ import {
   type RelayFulfillJobData,
   type RemoveLiquidityJobData,
   type TxJobData,
+  type TxJobName,
   type TxJobProgress,
   type TxJobResult,
 } from "../../shared/queues";
@@ -46,7 +48,7 @@ type Outcome = "completed" | "retry" | "failed" | "handover" | "delayed";
  * The BullMQ boundary: job → validated data → operation → send pipeline, and an error → BullMQ's decision.
  * Retriable errors are rethrown (attempts + backoff apply); terminal ones become UnrecoverableError with the
  * cause's code first in the message; a shutdown hands the job back to the queue without using an attempt;
- * a "not yet" error (NOT_YET_CODES: an expiry, the 780 s rule, holds in flight) parks the job in the delayed set until
+ * a "not yet" error (NOT_YET_CODES: an expiry, the 780 s rule, holds in flight, a taken nonce not yet proven) parks the job in the delayed set until
  * then, also without using an attempt. A receiving prepare refused for a cancellable reason enqueues the
  * sender's refund (enqueueSenderRefund). An operation finding its effect already on chain completes the job
  * as a no-op. A failed claim (fulfill-sender) is parked and run again until the sending side's expiry
@@ -114,6 +116,7 @@ async function runJob(ctx: SubmitterContext, job: TxJob, trace: SendTrace): Prom
   if (!job.id) {
     throw new InvalidTxJobError("job has no id");
   }
+  assertOwnJobId(job.name, job.data, job.id);
   await assertStallLimit(ctx, job, job.id);
   const jobId = job.id;
   return sendJobTransaction(
@@ -141,8 +144,29 @@ async function runJob(ctx: SubmitterContext, job: TxJob, trace: SendTrace): Prom
       },
       onRebuild: async () => ctx.liquidity?.unmarkMined(),
     },
-    () => prepareCall(ctx, job.name, job.data, jobId),
+    () => prepareCall(ctx, job, jobId),
   );
+}
+
+/**
+ * Jobs that move the router's money without a counterpart the contract checks: a withdrawal (paid to whoever the
+ * data names), a deposit (credited to whichever router the data names) and a refund (force skips the
+ * receiving-side check). Only the router's own producers enqueue them,
+ * always under their deterministic id (jobs.ts ownTxJobId); one under another id (a dashboard "add job") skipped
+ * the admin API's balance check, duplicate window and audit line, and is refused before anything is read or sent.
+ */
+const OWN_ID_JOBS: ReadonlySet<string> = new Set([TX_JOB.removeLiquidity, TX_JOB.addLiquidityFor, TX_JOB.cancelSender]);
+
+function assertOwnJobId(name: string, data: TxJobData, jobId: string): void {
+  if (!OWN_ID_JOBS.has(name)) {
+    return;
+  }
+  const expected = ownTxJobId(name as TxJobName, data);
+  if (jobId !== expected) {
+    throw new InvalidTxJobError(`a ${name} job under id ${JSON.stringify(jobId)} was not enqueued by the router`, {
+      expectedJobId: expected,
+    });
+  }
 }
 
 /**
@@ -170,10 +194,11 @@ async function assertStallLimit(ctx: SubmitterContext, job: TxJob, jobId: string
   });
 }
 
-function prepareCall(ctx: SubmitterContext, name: string, data: TxJobData, jobId: string): Promise<TxCall | TxNoop> {
+function prepareCall(ctx: SubmitterContext, job: TxJob, jobId: string): Promise<TxCall | TxNoop> {
+  const { name, data } = job;
   switch (name) {
     case TX_JOB.removeLiquidity:
-      return prepareRemoveLiquidity(ctx, data as RemoveLiquidityJobData);
+      return prepareRemoveLiquidity(ctx, data as RemoveLiquidityJobData, job.timestamp);
     case TX_JOB.prepareReceiver:
       return preparePrepareReceiver(ctx, data as PrepareReceiverJobData);
     case TX_JOB.fulfillSender:
@@ -306,6 +331,9 @@ const NOT_YET_CODES: ReadonlySet<string> = new Set([
   "RECEIVER_UNVERIFIABLE",
   "RECEIVER_NOT_EXPIRED",
   "LIQUIDITY_IN_FLIGHT",
+  // Not time but the providers' receipts: a transaction that may be mined never spends the job's attempts.
+  "NONCE_TAKEN_UNCONFIRMED",
+  "WITHDRAWAL_UNSETTLED",
 ]);
 
 function notYetRetryAtMs(err: unknown): number | undefined {

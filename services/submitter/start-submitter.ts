@@ -176,8 +176,14 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
     readProvider: resources.provider,
     txQueue: resources.txQueue,
     replication,
-    // Outside a job (the nonce-gap filler): the writes of the moment; the processor sets a job's own per run.
-    replicated: replication ? () => replication.ensure(replication.mark()) : undefined,
+    // Outside a job (the nonce-gap filler), the mark is taken before its writes; the processor sets a job's own per
+    // run. `replicated` is only ever the job's: a wait whose mark is taken at broadcast time misses a reconnect.
+    markReplication: replication
+      ? () => {
+          const since = replication.mark();
+          return () => replication.ensure(since);
+        }
+      : undefined,
   };
   const runs = createJobRuns();
   const worker = createTxWorker(ctx, runs, concurrency, options);

@@ -37,13 +37,27 @@ export async function findPrepareReceiverInFlight(params: PrepareReceiverInFligh
   if (LIVE_JOB_STATES.has(state)) {
     return `the prepare-receiver job ${jobId} on chain ${params.receivingChainId} is ${state}`;
   }
-  const json = await params.redis.hget(txRecordKey(params.prefix, params.receivingChainId, jobId), "record");
-  if (json === null) {
-    return undefined;
-  }
-  const status = (JSON.parse(json) as { status?: unknown }).status;
+  const status = await txRecordStatus(params.redis, params.prefix, params.receivingChainId, jobId);
   if (status === "sending" || status === "confirmed") {
     return `the prepare-receiver job ${jobId} on chain ${params.receivingChainId} has a ${String(status)} transaction`;
   }
   return undefined;
+}
+
+/**
+ * The status of a job's send record (the submitter's send/tx-record.ts): `sending` (a transaction may be in a
+ * mempool or mined), `confirmed`, `reverted`, or undefined when the job never persisted a transaction.
+ */
+export async function txRecordStatus(
+  redis: Pick<Redis, "hget">,
+  prefix: string,
+  chainId: number,
+  jobId: string,
+): Promise<string | undefined> {
+  const json = await redis.hget(txRecordKey(prefix, chainId, jobId), "record");
+  if (json === null) {
+    return undefined;
+  }
+  const status = (JSON.parse(json) as { status?: unknown }).status;
+  return typeof status === "string" ? status : "unknown";
 }

@@ -279,4 +279,18 @@ export function transferKey(transactionId: string, user: string): string {
   return `${transactionId}-${user}`.toLowerCase();
 }
 
+/**
+ * The id the router itself gives a job of `name` with `data` (the admin API, the poller, the auction, the
+ * submitter's own refunds): the request id of a withdrawal or a deposit (a migration's per-asset key), the transfer
+ * of any other job. A job under any other id
+ * was not enqueued by the router (a dashboard "add job"); the submitter refuses money jobs under such ids.
+ */
+export function ownTxJobId(name: TxJobName, data: TxJobData): string {
+  if (name === TX_JOB.removeLiquidity || name === TX_JOB.addLiquidityFor) {
+    return txJobId(name, (data as RemoveLiquidityJobData | AddLiquidityForJobData).requestId);
+  }
+  const txData = "sender" in data ? data.sender.txData : (data as { txData: TransactionData }).txData;
+  return txJobId(name, transferKey(txData.transactionId, txData.user));
+}
+
 export { BYTES32_SCHEMA };

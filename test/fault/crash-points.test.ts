@@ -1,3 +1,4 @@
+import { Wallet } from "ethers";
 import type { SendHookPoint } from "../../services/submitter/send/send-context";
 import { nonceKey } from "../../shared/queues";
 import { CHAIN_ID } from "../integration/submitter-fixture";
@@ -56,7 +57,8 @@ describe("submitter crash points (child processes)", () => {
       const job = await q.addRemoveLiquidity({
         assetId: s.chain.deployment.token,
         amount: "9",
-        recipientAddress: s.routerRecipient,
+        // Each case its own withdrawal: an identical one mined since a job's creation counts as that job's own.
+        recipientAddress: Wallet.createRandom().address,
       });
       const id = job.id ?? "";
       await crashing.exited;

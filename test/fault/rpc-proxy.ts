@@ -10,7 +10,8 @@ import { toQuantity } from "ethers";
  * whose eth_estimateGas runs against `tag` whatever the caller asked (not every RPC estimates against pending),
  * `slow(method, ms)` answers that method `ms` later (a distant public RPC), `fail(method, on)` answers any
  * request or batch with that method HTTP 503 (an outage of that call), and `maxInFlight(method)` tells how many of
- * its requests were ever open at once.
+ * its requests were ever open at once. `hideReceipts(true)` answers every eth_getTransactionReceipt `null` while
+ * the transaction count moves on: a load-balanced endpoint whose receipt backend lags.
  */
 export interface RpcProxy {
   readonly url: string;
@@ -22,6 +23,7 @@ export interface RpcProxy {
   estimateGasAt(tag: string): void;
   slow(method: string, ms: number): void;
   fail(method: string, on: boolean): void;
+  hideReceipts(hidden: boolean): void;
   /** Requests of `method` counted so far, and the most that were open at once. */
   calls(method: string): { readonly total: number; readonly maxInFlight: number };
   down(): Promise<void>;
@@ -44,6 +46,7 @@ export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
   let frozenHead: number | undefined;
   let hideNewer = false;
   let estimateTag: string | undefined;
+  let receiptsHidden = false;
   const delays = new Map<string, number>();
   const failing = new Set<string>();
   const counts = new Map<string, { total: number; inFlight: number; maxInFlight: number }>();
@@ -72,6 +75,9 @@ export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
     }
   };
   const answerNow = async (r: RpcRequest): Promise<unknown> => {
+    if (receiptsHidden && r.method === "eth_getTransactionReceipt") {
+      return { jsonrpc: "2.0", id: r.id, result: null };
+    }
     if (estimateTag !== undefined && r.method === "eth_estimateGas") {
       return forward({ ...r, params: [r.params?.[0], estimateTag] });
     }
@@ -137,6 +143,9 @@ export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
     fail: (method, on) => {
       if (on) failing.add(method);
       else failing.delete(method);
+    },
+    hideReceipts: (hidden) => {
+      receiptsHidden = hidden;
     },
     calls: (method) => {
       const count = counts.get(method);

@@ -129,11 +129,11 @@ describe("a nonce reported taken is proven before a remove-liquidity is rebuilt"
     await waitFor("the unconfirmed-nonce alert", async () =>
       logs.lines().find((l) => l.alert === true && l.at === "submitter.send" && /not proven/.test(String(l.message))),
     );
-    // The job's outcome line follows the alert once the processor has decided (it reads the job's record first).
-    await waitFor("the job's retry outcome", async () =>
+    // The job's outcome line follows the alert once the processor has decided: parked, no attempt spent.
+    await waitFor("the job's delayed outcome", async () =>
       logs
         .lines()
-        .find((l) => l.at === "submitter.job" && l.outcome === "retry" && l.code === "NONCE_TAKEN_UNCONFIRMED"),
+        .find((l) => l.at === "submitter.job" && l.outcome === "delayed" && l.code === "NONCE_TAKEN_UNCONFIRMED"),
     );
     expect(await tokenBalance(s, recipient)).toBe(37n);
 

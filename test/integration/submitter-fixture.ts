@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Queue, QueueEvents, type Job } from "bullmq";
 import { Redis } from "ioredis";
-import { Wallet, ZeroAddress, parseEther } from "ethers";
+import { Wallet, ZeroAddress, keccak256, parseEther } from "ethers";
 import { loadConfig } from "../../shared/config";
 import type { RouterConfig } from "../../shared/config/types";
 import {
@@ -13,7 +13,7 @@ import {
   type TxJobData,
   type TxJobResult,
 } from "../../shared/queues";
-import type { TxRecord } from "../../services/submitter/send/tx-record";
+import { createTxRecordStore, newTxRecord, type TxRecord } from "../../services/submitter/send/tx-record";
 import { txRecordKey } from "../../shared/queues";
 import { anvilWallet } from "../harness/anvil";
 import { fundRouterLiquidity, mintToken, readBigInt } from "../harness/deploy";
@@ -164,6 +164,50 @@ export async function txQueueClient(redisUrl: string, prefix: string): Promise<T
       redis.disconnect();
     },
   };
+}
+
+/**
+ * A job that signed and persisted its transaction at `nonce` (1 wei to the router's recipient), then stopped before
+ * any node had it: its send record, as the submitter writes it. Returns the transaction's hash.
+ */
+export async function storeUnsentTransaction(
+  s: SubmitterStack,
+  p: { redis: Redis; prefix: string; jobId: string; nonce: number },
+): Promise<string> {
+  const raw = await Wallet.fromPhrase(s.mnemonic).signTransaction({
+    chainId: CHAIN_ID,
+    nonce: p.nonce,
+    to: s.routerRecipient,
+    value: 1n,
+    gasLimit: 21_000n,
+    maxFeePerGas: 10_000_000_000n,
+    maxPriorityFeePerGas: 1_000_000_000n,
+    type: 2,
+  });
+  const hash = keccak256(raw);
+  const draft = newTxRecord({
+    jobId: p.jobId,
+    jobName: TX_JOB.removeLiquidity,
+    chainId: CHAIN_ID,
+    from: s.signer,
+    dataHash: "h",
+    call: { to: s.routerRecipient, data: "0x", value: "1", gasLimit: "21000" },
+  });
+  await createTxRecordStore({ redis: p.redis, prefix: p.prefix, chainId: CHAIN_ID }).save({
+    ...draft,
+    nonce: p.nonce,
+    attempts: [
+      {
+        hash,
+        raw,
+        nonce: p.nonce,
+        gasLimit: "21000",
+        sentAtMs: Date.now(),
+        fee: { type: 2, maxFeePerGas: "10000000000", maxPriorityFeePerGas: "1000000000" },
+      },
+    ],
+  });
+  return hash;
 }
 
 export function routerBalance(s: SubmitterStack, router: string, assetId: string): Promise<bigint> {

@@ -1,4 +1,3 @@
-import { Wallet, keccak256 } from "ethers";
 import { startSubmitter, type RunningSubmitter, type SubmitterOptions } from "../../services/submitter/start-submitter";
 import { SenderLeaseLostError } from "../../services/submitter/send/errors";
 import { createNonceStore } from "../../services/submitter/send/nonce-store";
@@ -10,6 +9,7 @@ import {
   CHAIN_ID,
   captureLogs,
   startSubmitterStack,
+  storeUnsentTransaction,
   submitterConfig,
   txQueueClient,
   uniquePrefix,
@@ -86,40 +86,7 @@ describe("nonce gap and sender fencing (in-process)", () => {
     const { config } = submitterConfig(s, prefix, { confirmationTimeoutMs: 1500 });
     const gap = await nonceOf("pending");
     // A job that signed and persisted its transaction at `gap`, then stopped tending it; no node has it.
-    const wallet = Wallet.fromPhrase(s.mnemonic);
-    const raw = await wallet.signTransaction({
-      chainId: CHAIN_ID,
-      nonce: gap,
-      to: s.routerRecipient,
-      value: 1n,
-      gasLimit: 21_000n,
-      maxFeePerGas: 10_000_000_000n,
-      maxPriorityFeePerGas: 1_000_000_000n,
-      type: 2,
-    });
-    const store = createTxRecordStore({ redis: q.redis, prefix, chainId: CHAIN_ID });
-    const draft = newTxRecord({
-      jobId: "failed-job",
-      jobName: "remove-liquidity",
-      chainId: CHAIN_ID,
-      from: s.signer,
-      dataHash: "h",
-      call: { to: s.routerRecipient, data: "0x", value: "1", gasLimit: "21000" },
-    });
-    await store.save({
-      ...draft,
-      nonce: gap,
-      attempts: [
-        {
-          hash: keccak256(raw),
-          raw,
-          nonce: gap,
-          gasLimit: "21000",
-          sentAtMs: Date.now(),
-          fee: { type: 2, maxFeePerGas: "10000000000", maxPriorityFeePerGas: "1000000000" },
-        },
-      ],
-    });
+    const stored = await storeUnsentTransaction(s, { redis: q.redis, prefix, jobId: "failed-job", nonce: gap });
     const logs = captureLogs();
     running.push(await startSubmitter({ config, logger: logs.logger, chainId: CHAIN_ID, options: GAP }));
     await q.redis.set(nonceKey(prefix, CHAIN_ID, s.signer), String(gap + 1));
@@ -132,7 +99,7 @@ describe("nonce gap and sender fencing (in-process)", () => {
     const result = await job.waitUntilFinished(q.events, 30_000);
 
     expect((await s.chain.provider.getTransaction(result.transactionHash))?.nonce).toBe(gap + 1);
-    await expect(s.chain.provider.getTransactionReceipt(keccak256(raw))).resolves.toMatchObject({ status: 1 });
+    await expect(s.chain.provider.getTransactionReceipt(stored)).resolves.toMatchObject({ status: 1 });
     expect(logs.lines()).toContainEqual(
       expect.objectContaining({
         message: "nonce gap: rebroadcast the stored transaction of the missing nonce",

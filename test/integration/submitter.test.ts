@@ -338,16 +338,16 @@ describe("submitter (in-process)", () => {
     await expect(store.load("job-cas")).resolves.toMatchObject({ version: 2, bumps: 1, nonce: 3 });
   });
 
-  it("keeps a finished record until its transfer ended plus a day, one of no transfer a month, an unfinished one for ever", async () => {
+  it("keeps a finished record until its transfer ended plus a day, one of no transfer a month, a withdrawal's and an unfinished one for ever", async () => {
     const prefix = uniquePrefix();
     client = await txQueueClient(s.redisUrl, prefix);
     const store = createTxRecordStore({ redis: client.redis, prefix, chainId: CHAIN_ID });
     const nowSec = Math.floor(Date.now() / 1000);
     const expiry = nowSec + 3 * 86_400 + 3600; // the SDK's usual sending expiry
-    const draft = (jobId: string, transferExpirySec?: number) =>
+    const draft = (jobId: string, transferExpirySec?: number, jobName?: string) =>
       newTxRecord({
         jobId,
-        jobName: transferExpirySec === undefined ? "remove-liquidity" : "fulfill-sender",
+        jobName: jobName ?? (transferExpirySec === undefined ? "remove-liquidity" : "fulfill-sender"),
         chainId: CHAIN_ID,
         from: s.signer,
         dataHash: "h",
@@ -361,9 +361,13 @@ describe("submitter (in-process)", () => {
     const wantedMs = (expiry + RECEIVER_EXPIRY_OFFSET_SEC + RETENTION_MARGIN_SEC - nowSec) * 1000;
     expect(await ttlOf("job-claim")).toBeGreaterThan(wantedMs - 60_000);
     expect(await ttlOf("job-claim")).toBeLessThanOrEqual(wantedMs);
+    // A withdrawal's record is never dropped: the contract pays a second removeLiquidity (issue 22).
     const removal = await store.save({ ...draft("job-removal"), nonce: 2 });
     await store.save({ ...removal, status: "confirmed" });
-    expect(await ttlOf("job-removal")).toBeGreaterThan(FINISHED_RECORD_TTL_MS - 60_000);
+    expect(await ttlOf("job-removal")).toBe(-1);
+    const filler = await store.save({ ...draft("nonce-gap-fill-4", undefined, "nonce-gap-fill"), nonce: 4 });
+    await store.save({ ...filler, status: "confirmed" });
+    expect(await ttlOf("nonce-gap-fill-4")).toBeGreaterThan(FINISHED_RECORD_TTL_MS - 60_000);
     // A reverted record moved aside keeps the TTL it was saved with.
     const reverted = await store.save({ ...draft("job-reverted", expiry), nonce: 3 });
     await store.save({ ...reverted, status: "reverted" });

@@ -100,19 +100,27 @@ describe("transfer decision: prepare-receiver and cancel-sender exclude each oth
     // provider, a mempool), and its job and record are gone, so only the decision tells.
     await r.redis.set(transferDecisionKey(r.prefix, keyOf(t)), "prepare");
     const sendingNonce = await pendingNonce(s, s.sending);
+    // One after the other under the job's own id (the submitter refuses a cancel-sender under any other id).
     for (const force of [false, true]) {
+      const seen = r.logs.lines().length;
       const job = await r.add(
         SENDING,
         TX_JOB.cancelSender,
         { chainId: SENDING, txData: t.txData, reason: "test", force },
-        `${keyOf(t)}-${String(force)}`,
+        keyOf(t),
       );
       await waitFor(`a RECEIVER_PREPARE_DECIDED retry (force ${String(force)})`, async () =>
-        r.logs.lines().some((l) => l.jobId === job.id && l.outcome === "retry" && l.code === "RECEIVER_PREPARE_DECIDED")
+        r.logs
+          .lines()
+          .slice(seen)
+          .some((l) => l.jobId === job.id && l.outcome === "retry" && l.code === "RECEIVER_PREPARE_DECIDED")
           ? true
           : undefined,
       );
-      await job.remove().catch(() => undefined);
+      await waitFor("the job removed", async () => {
+        await job.remove().catch(() => undefined);
+        return (await r.queues.get(SENDING)?.getJob(job.id ?? "")) === undefined;
+      });
     }
     expect(await pendingNonce(s, s.sending)).toBe(sendingNonce);
     expect(await tokenBalance(s.sending, t.fallback)).toBe(0n);

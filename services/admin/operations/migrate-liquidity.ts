@@ -141,14 +141,16 @@ async function migrateAsset(
   const amount = removal
     ? String((removal.data as RemoveLiquidityJobData).amount)
     : await unlockedAmount(deps, params, assetId);
+  // The jobs' requestId is the per-asset key: the submitter runs a money job only under the id its data gives
+  // (jobs.ts ownTxJobId), and the key still carries the API request's id for the log lines.
   const removeData: RemoveLiquidityJobData = {
     chainId,
     assetId,
     amount,
     recipientAddress: deps.signerAddress,
-    requestId,
+    requestId: key,
   };
-  const addData: AddLiquidityForJobData = { chainId, assetId, amount, router: newRouterAddress, requestId };
+  const addData: AddLiquidityForJobData = { chainId, assetId, amount, router: newRouterAddress, requestId: key };
   if (removal) {
     assertSameJobData(removal, removeData, removeId, "migrate-liquidity");
   } else {

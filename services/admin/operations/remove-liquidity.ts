@@ -11,6 +11,7 @@ import {
   txJobId,
   type RemoveLiquidityJobData,
 } from "../../../shared/queues";
+import { txRecordStatus } from "../../../shared/queues/in-flight";
 import type { ReplicationGuard } from "../../../shared/queues/replication";
 import type { OperationContext, RemoveLiquidityRequest, TransactionResponse } from "../types";
 import { DEFAULT_BROADCAST_TIMEOUT_MS, QUEUE_CALL_TIMEOUT_MS, queueCall } from "./enqueue-and-wait";
@@ -44,7 +45,7 @@ export interface RemoveLiquidityDeps {
   /** The router's unlocked liquidity in the TransactionManager, base units. */
   readUnlockedBalance(chainId: number, assetId: string): Promise<bigint>;
   /** For the content claims (removeLiquidityContentKey), under the deployment's `redisPrefix`. */
-  readonly redis: Pick<Redis, "set" | "get" | "pttl" | "eval">;
+  readonly redis: Pick<Redis, "set" | "get" | "pttl" | "eval" | "hget">;
   readonly redisPrefix: string;
   /**
    * redis.minReplicas > 0: the replica wait on `redis` (shared/queues/replication.ts). The content claim is on
@@ -67,7 +68,8 @@ export type RemoveLiquidityOperation = (
  * Idempotent twice over:
  * - a retry with the same request id finds the same job and waits on it instead of enqueuing again;
  * - a request identical in content to one accepted in the last REMOVE_LIQUIDITY_WINDOW_MS (any request id,
- *   e.g. a retry after a 504 without X-Request-Id) is answered by that job (claimContent), unless it failed.
+ *   e.g. a retry after a 504 without X-Request-Id) is answered by that job (claimContent), unless it failed with
+ *   nothing on chain (no send record, or its transaction reverted).
  */
 export function createRemoveLiquidityOperation(deps: RemoveLiquidityDeps): RemoveLiquidityOperation {
   const timeoutMs = deps.broadcastTimeoutMs ?? DEFAULT_BROADCAST_TIMEOUT_MS;
@@ -145,8 +147,9 @@ function contentKeyOf(deps: RemoveLiquidityDeps, params: RemoveLiquidityRequest)
 /**
  * Claims the request's content for `jobId` for REMOVE_LIQUIDITY_WINDOW_MS (SET NX); returns undefined when
  * claimed, else the job id of the identical request accepted before. That earlier job is taken over (this
- * request then proceeds) only if it failed, or never got enqueued although its claim is older than a
- * balance check can take.
+ * request then proceeds) only if it failed with nothing on chain, or never got enqueued although its claim is
+ * older than a balance check can take. A failed job with a transaction that is sending or confirmed may have paid:
+ * the request is answered by it (a second withdrawal would pay twice).
  */
 async function claimContent(
   deps: RemoveLiquidityDeps,
@@ -168,7 +171,11 @@ async function claimContent(
       return undefined;
     }
     const job = await queue.getJob(other);
-    if (job ? !(await job.isFailed()) : REMOVE_LIQUIDITY_WINDOW_MS - (await redis.pttl(key)) < CLAIM_SETTLE_MS) {
+    if (
+      job
+        ? !(await failedWithNothingOnChain(deps, job, params.chainId))
+        : REMOVE_LIQUIDITY_WINDOW_MS - (await redis.pttl(key)) < CLAIM_SETTLE_MS
+    ) {
       return other;
     }
     if (Number(await redis.eval(TAKE_OVER_SCRIPT, 1, key, other, jobId, REMOVE_LIQUIDITY_WINDOW_MS)) === 1) {
@@ -176,6 +183,14 @@ async function claimContent(
     }
   }
   throw new Error("the remove-liquidity content claim kept changing");
+}
+
+async function failedWithNothingOnChain(deps: RemoveLiquidityDeps, job: Job, chainId: number): Promise<boolean> {
+  if (!job.id || !(await job.isFailed())) {
+    return false;
+  }
+  const status = await txRecordStatus(deps.redis, deps.redisPrefix, chainId, job.id);
+  return status === undefined || status === "reverted";
 }
 
 async function releaseContent(deps: RemoveLiquidityDeps, params: RemoveLiquidityRequest, jobId: string): Promise<void> {

@@ -29,8 +29,11 @@ export function startNonceGapTracker(
   const check = async (): Promise<void> => {
     const [stored, pending] = await Promise.all([ctx.nonces.get(), ctx.nonces.pendingCount()]);
     if (pending > prunedBelow + 100) {
+      // Only mined nonces: an entry of a transaction still in a mempool is what a withdrawal with no record checks
+      // its in-flight transactions against (operations/find-own-withdrawal.ts).
+      const mined = await ctx.provider.getTransactionCount(ctx.from, "latest");
       prunedBelow = pending;
-      await ctx.records.pruneNonceIndex(ctx.from, pending - 1);
+      await ctx.records.pruneNonceIndex(ctx.from, Math.min(mined, pending - 1));
     }
     if (stored === undefined || pending >= stored) {
       gapAt = undefined;

@@ -143,3 +143,15 @@ export class ReceiverDataMismatchError extends LifecycleError {
   readonly code = "RECEIVER_DATA_MISMATCH";
   readonly retriable = false;
 }
+
+/**
+ * A withdrawal with no send record (its first run, or a run after a Redis failover lost the record) found
+ * transactions of the signer in flight that no send record names: one may be this very withdrawal, sent before the
+ * record was lost. Parked until they are mined, then the chain is searched for it (find-own-withdrawal.ts).
+ */
+export class WithdrawalUnsettledError extends NotYetError {
+  readonly code = "WITHDRAWAL_UNSETTLED";
+}
+
+/** Unknown transactions in flight are mined within a few blocks; the withdrawal looks again this soon. */
+export const WITHDRAWAL_UNSETTLED_RETRY_MS = 5_000;

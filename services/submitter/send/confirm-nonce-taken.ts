@@ -6,6 +6,12 @@ import type { TxRecord } from "./tx-record";
 /** Independent providers that must each see the nonce used, with none of our receipts, before it counts as taken. */
 export const NONCE_TAKEN_WITNESSES = 2;
 
+/**
+ * An unproven taken nonce is looked at again this much later: the job is parked, not failed (processor.ts), since
+ * its transaction may be mined and only lag behind in the providers' receipts.
+ */
+export const NONCE_TAKEN_RETRY_MS = 15_000;
+
 export type NonceTakenProof =
   /** One of the job's own transactions is mined at the nonce: nothing was taken. */
   | { readonly kind: "mined"; readonly receipt: TransactionReceipt }
@@ -50,7 +56,7 @@ export function nonceTakenUnconfirmed(
 ): NonceTakenUnconfirmedError {
   const hashes = record.attempts.map((a) => a.hash);
   ctx.logger.error(
-    "nonce looks taken by a transaction this job did not send, but that is not proven: nothing is rebuilt, the job retries",
+    "nonce looks taken by a transaction this job did not send, but that is not proven: nothing is rebuilt, the job is parked and looks again",
     {
       at: "submitter.send",
       alert: true,
@@ -62,6 +68,11 @@ export function nonceTakenUnconfirmed(
   );
   return new NonceTakenUnconfirmedError(
     `nonce ${record.nonce} looks taken but only ${witnesses.length} of ${providers} providers confirm it and none has the job's receipt`,
-    { chainId: ctx.chainId, nonce: record.nonce, transactionHashes: hashes },
+    {
+      chainId: ctx.chainId,
+      nonce: record.nonce,
+      transactionHashes: hashes,
+      retryAtMs: Date.now() + NONCE_TAKEN_RETRY_MS,
+    },
   );
 }

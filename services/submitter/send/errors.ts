@@ -28,7 +28,9 @@ export class NonceRetriesExhaustedError extends RouterError {
 /**
  * The job's nonce looks used by a transaction it did not send, but not enough providers confirm it
  * (confirm-nonce-taken.ts), and the job is not protected against replays: no new transaction is built.
- * Retriable: the next run waits on the job's own transaction again, and rebuilds only once it is proven.
+ * Retriable, but spends no attempt: the job is parked until `retryAtMs` (processor.ts NOT_YET_CODES), since its
+ * transaction may be mined and only hidden by lagging receipts; a job reported failed then could be asked again
+ * and pay twice. The next run waits on the job's own transaction again, and rebuilds only once it is proven.
  */
 export class NonceTakenUnconfirmedError extends RouterError {
   readonly code = "NONCE_TAKEN_UNCONFIRMED";

@@ -1,5 +1,6 @@
 import { toChainError } from "../../../shared/chain/errors";
 import { errorMessage } from "../../../shared/errors";
+import { ReplicaAckTimeoutError } from "../../../shared/queues/replication";
 import { persistNewAttempt, broadcastAttempt } from "./attempts";
 import { bumpOrRebroadcast } from "./bump";
 import { SenderLeaseLostError } from "./errors";
@@ -24,13 +25,18 @@ export function fillerJobId(nonce: number): string {
  * signed and may be what the queue behind it waits for; otherwise, or when the node refuses it, a zero-value
  * self-transfer is persisted and sent at that nonce, and bumped on later fills like any transaction.
  */
-export async function fillNonceGap(ctx: SendContext, nonce: number): Promise<GapFill> {
+export async function fillNonceGap(outer: SendContext, nonce: number): Promise<GapFill> {
+  // The same replica wait as every send, its mark taken before any write of this fill: the stored transaction's
+  // re-send included, since its record may be a write replicas never acknowledged (its job then stopped).
+  const replicated = outer.markReplication?.();
+  const ctx: SendContext = { ...outer, replicated };
   const jobId = await ctx.records.jobAtNonce(ctx.from, nonce);
   const record = jobId ? await ctx.records.load(jobId) : undefined;
   const stored = record ? latestAttemptAt(record, nonce) : undefined;
   const fillerId = fillerJobId(nonce);
   if (record && stored && record.jobId !== fillerId) {
     try {
+      await replicated?.();
       ctx.lease?.assertHeld();
       await ctx.provider.broadcast(stored.raw);
       ctx.logger.warn("nonce gap: rebroadcast the stored transaction of the missing nonce", {
@@ -41,7 +47,7 @@ export async function fillNonceGap(ctx: SendContext, nonce: number): Promise<Gap
       });
       return { kind: "rebroadcast", jobId: record.jobId, transactionHash: stored.hash };
     } catch (err) {
-      if (err instanceof SenderLeaseLostError) {
+      if (err instanceof SenderLeaseLostError || err instanceof ReplicaAckTimeoutError) {
         throw err;
       }
       ctx.logger.warn("nonce gap: the stored transaction was refused; filling with a self-transfer", {
@@ -79,7 +85,7 @@ export async function fillNonceGap(ctx: SendContext, nonce: number): Promise<Gap
   try {
     await broadcastAttempt(ctx, job, attempt);
   } catch (err) {
-    if (err instanceof SenderLeaseLostError) {
+    if (err instanceof SenderLeaseLostError || err instanceof ReplicaAckTimeoutError) {
       throw err;
     }
     // Persisted: the next fill rebroadcasts or bumps it.

@@ -34,6 +34,11 @@ export interface SendContext {
    * otherwise. Called right before every broadcast; set per job by the processor; absent when minReplicas is 0.
    */
   readonly replicated?: () => Promise<void>;
+  /**
+   * Outside a job (the nonce-gap filler): takes the replica mark now, before the writes, and returns the wait for
+   * them, like the processor does per job. Absent when minReplicas is 0.
+   */
+  readonly markReplication?: () => () => Promise<void>;
   /** The sender lease: checked right before every broadcast (record and nonce writes check it in Redis). */
   readonly lease?: { assertHeld(): void };
   /** Named points of the pipeline for fault tests (test/fault), injected by startSubmitter's caller; none in production. */

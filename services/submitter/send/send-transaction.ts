@@ -67,7 +67,12 @@ export async function sendJobTransaction(
         at: "submitter.send",
         reason: call.reason,
       });
-      return { transactionHash: NO_TRANSACTION_HASH, blockNumber: call.blockNumber, noop: true };
+      job.trace.transactionHash = call.transactionHash;
+      return {
+        transactionHash: call.transactionHash ?? NO_TRANSACTION_HASH,
+        blockNumber: call.blockNumber,
+        noop: true,
+      };
     }
     record = newTxRecord({
       jobId: job.jobId,

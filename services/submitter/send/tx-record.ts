@@ -1,7 +1,7 @@
 import type { Redis } from "ioredis";
 import type { FeeJson } from "../../../shared/protocol/gas";
 import { transferRetentionSec } from "../../../shared/protocol/retention";
-import { nonceJobsKey, txRecordKey, type TxJobResult } from "../../../shared/queues";
+import { TX_JOB, nonceJobsKey, txRecordKey, type TxJobResult } from "../../../shared/queues";
 import { TxRecordConflictError } from "./errors";
 import { fenceCheckLua, senderFenceArgs, senderFencedOut, type FenceSource } from "./fence";
 
@@ -52,6 +52,8 @@ export interface TxNoop {
   readonly reason: string;
   /** The block the operation's chain reads were made at (or the latest block seen). */
   readonly blockNumber: number;
+  /** The transaction that already had the job's effect, when the operation knows it (a withdrawal found on chain). */
+  readonly transactionHash?: string;
 }
 
 export function isTxNoop(value: TxCall | TxNoop): value is TxNoop {
@@ -99,12 +101,22 @@ export interface TxRecord {
 export const FINISHED_RECORD_TTL_MS = 31 * 24 * 3600 * 1000;
 
 /**
- * How long a finished record is kept from `nowMs`. A transfer's record is kept until both sides of the transfer
+ * A withdrawal's record never expires (0: PERSIST): the contract does not refuse a second removeLiquidity, and its
+ * job can outlive any fixed time (BullMQ removes a finished job only when another job on the queue finishes), so a
+ * completed withdrawal retried from the dashboard must still find its result. A few hundred bytes per withdrawal.
+ */
+const KEPT_FOR_GOOD = 0;
+
+/**
+ * How long a finished record is kept from `nowMs` (0: for good). A transfer's record is kept until both sides of the transfer
  * expired, plus a day (shared/protocol/retention.ts): after that no job can act on the transfer again, and the
  * contract refuses a second execution of the job's call anyway. That is days for the SDK's 3-day expiry, where
  * a fixed month held Redis to about 0.75 swaps/s (docs/scaling.md).
  */
-export function finishedRecordTtlMs(record: Pick<TxRecord, "transferExpirySec">, nowMs: number): number {
+export function finishedRecordTtlMs(record: Pick<TxRecord, "transferExpirySec" | "jobName">, nowMs: number): number {
+  if (record.jobName === TX_JOB.removeLiquidity) {
+    return KEPT_FOR_GOOD;
+  }
   return record.transferExpirySec === undefined
     ? FINISHED_RECORD_TTL_MS
     : transferRetentionSec(record.transferExpirySec, Math.floor(nowMs / 1000)) * 1000;
@@ -126,6 +138,8 @@ export interface TxRecordStore {
   load(jobId: string): Promise<TxRecord | undefined>;
   /** The job whose record last had an attempt at `nonce` of `from` (the nonce-jobs index), if any. */
   jobAtNonce(from: string, nonce: number): Promise<string | undefined>;
+  /** Of `nonces`, those no record of `from` names in the nonce-jobs index (one HMGET). */
+  unnamedNonces(from: string, nonces: readonly number[]): Promise<number[]>;
   /** The highest nonce any record of `from` has a persisted attempt at (-1 when none). */
   maxIndexedNonce(from: string): Promise<number>;
   /** Drops index entries below `belowNonce` (nonces the chain has used). */
@@ -169,6 +183,13 @@ export function createTxRecordStore(params: {
     },
     jobAtNonce: async (from, nonce) =>
       (await redis.hget(nonceJobsKey(prefix, chainId, from), String(nonce))) ?? undefined,
+    unnamedNonces: async (from, nonces) => {
+      if (nonces.length === 0) {
+        return [];
+      }
+      const jobs = await redis.hmget(nonceJobsKey(prefix, chainId, from), ...nonces.map(String));
+      return nonces.filter((_, i) => jobs[i] === null);
+    },
     maxIndexedNonce: async (from) =>
       Math.max(-1, ...(await redis.hkeys(nonceJobsKey(prefix, chainId, from))).map(Number)),
     pruneNonceIndex: async (from, belowNonce) => {
