@@ -85,6 +85,7 @@ export function loadConfig(raw: unknown, env: ConfigEnv, options: LoadConfigOpti
   const redis = buildRedis(parsed, problems);
   const chainConfig = buildChains(parsed.chainConfig, deployments, problems, warnings);
   checkChainOne(parsed.chainConfig, problems);
+  checkMetricsSlots(parsed.chainConfig, problems);
   checkSwapPools(parsed.swapPools, parsed.chainConfig, problems, warnings);
   if (typeof parsed.adminToken === "string" && parsed.adminToken.length < 16) {
     warnings.push("adminToken: shorter than 16 characters; use a long random token");
@@ -144,6 +145,7 @@ interface ParsedChain {
   maxGasBumps?: number;
   confirmationTimeoutMs?: number;
   nativeMainnetEquivalent?: string;
+  metricsSlot?: number;
 }
 
 interface ParsedConfig {
@@ -348,9 +350,27 @@ function buildChains(
       maxGasBumps: chain.maxGasBumps ?? DEFAULT_MAX_GAS_BUMPS,
       confirmationTimeoutMs: chain.confirmationTimeoutMs ?? DEFAULT_CONFIRMATION_TIMEOUT_MS,
       nativeMainnetEquivalent: chain.nativeMainnetEquivalent,
+      metricsSlot: chain.metricsSlot,
     };
   }
   return out;
+}
+
+/** Two chains pinned to one metrics slot would have their processes fight over one port. */
+function checkMetricsSlots(chains: Record<string, ParsedChain> | undefined, problems: string[]): void {
+  const owner = new Map<number, string>();
+  for (const [key, chain] of Object.entries(isRecord(chains) ? chains : {})) {
+    const slot = isRecord(chain) ? chain.metricsSlot : undefined;
+    if (typeof slot !== "number") {
+      continue;
+    }
+    const other = owner.get(slot);
+    if (other !== undefined) {
+      problems.push(`chainConfig.${key}.metricsSlot: ${slot} is also chain ${other}'s; each chain needs its own slot`);
+    } else {
+      owner.set(slot, key);
+    }
+  }
 }
 
 /** docs/config.md (top-level keys): gas reimbursement prices are read on chain 1, so it needs a provider even with no pool there. */

@@ -39,6 +39,11 @@ export interface ChainConfig {
    * oracle at address(0), or a zero gas fee when the chain has no oracle.
    */
   readonly nativeMainnetEquivalent?: string;
+  /**
+   * Pinned metrics slot of this chain's submitter and poller (shared/metrics/metrics-port.ts); unset: the lowest
+   * slot no chain pins, in chainConfig order.
+   */
+  readonly metricsSlot?: number;
 }
 
 /** TLS options for Redis or Sentinel connections (node's tls.connect subset); `true` = system CAs. */
