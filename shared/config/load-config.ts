@@ -191,6 +191,12 @@ function applyEnvOverrides(raw: Record<string, unknown>, env: ConfigEnv, warning
     replaced("mnemonic", "ROUTER_MNEMONIC");
     out.mnemonic = env.ROUTER_MNEMONIC;
   }
+  if (env.ROUTER_CONTAINER_HOST) {
+    // No warning: the image sets it, and the file's host (127.0.0.1 in config.example.json) is what the compose
+    // file publishes on; the admin process logs the address it binds and why (services/admin/start-admin.ts).
+    out.host = env.ROUTER_CONTAINER_HOST;
+    out.metricsHost = env.ROUTER_CONTAINER_HOST;
+  }
   if (env.REDIS_URL) {
     replaced("redisUrl", "REDIS_URL");
     // The environment wins over either form in the file; only where Redis is, not how many replicas must ack.

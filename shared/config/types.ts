@@ -145,6 +145,12 @@ export interface ConfigEnv {
   readonly ROUTER_ADMIN_TOKEN?: string;
   readonly ROUTER_MNEMONIC?: string;
   readonly REDIS_URL?: string;
+  /**
+   * The address every process binds (admin API and metrics) inside a container, replacing host and metricsHost:
+   * the image sets 0.0.0.0, since a published port reaches only the container's own interface; who reaches it
+   * from outside is decided by the publishing (docker-compose.yml: 127.0.0.1 only), not by this address.
+   */
+  readonly ROUTER_CONTAINER_HOST?: string;
   readonly original?: Readonly<Record<string, string>>;
 }
 
