@@ -63,9 +63,11 @@ export function ecosystemApps(configFile: string, env: NodeJS.ProcessEnv): Ecosy
   const sandboxRequire = (id: string): unknown => (id === "node:fs" || id === "fs" ? sandboxFs : requireFromRoot(id));
   // A function of this realm (not node:vm), so the errors the file throws are this realm's Error.
   const evaluate = new Function("require", "module", "exports", "__dirname", "process", fs.readFileSync(file, "utf8"));
-  evaluate(sandboxRequire, module, module.exports, root, {
-    env: { ...env, ROUTER_CONFIG_FILE: path.resolve(configFile) },
-  });
+  // This process with another environment: the file may read more of `process` than its env.
+  const sandboxProcess = Object.create(process, {
+    env: { value: { ...env, ROUTER_CONFIG_FILE: path.resolve(configFile) } },
+  }) as NodeJS.Process;
+  evaluate(sandboxRequire, module, module.exports, root, sandboxProcess);
   return module.exports.apps ?? [];
 }
 
