@@ -33,17 +33,21 @@ COPY --from=build /app/dist/shared ./dist/shared
 COPY --from=build /app/dist/scripts ./dist/scripts
 COPY package.json ecosystem.config.js ./
 # ecosystem.config.js creates ROUTER_LOG_DIR (./logs) and writes per-app files there besides pm2-runtime's
-# stdout, so that one directory belongs to the process user.
-RUN mkdir -p /app/logs && chown node:node /app/logs
+# stdout, so that one directory belongs to the process user. /app/prometheus is where docker-compose.yml's
+# prometheus-config service writes the scrape config: a named volume mounted there starts with this ownership.
+RUN mkdir -p /app/logs /app/prometheus && chown node:node /app/logs /app/prometheus
 # The official image's unprivileged user; PM2 keeps its state in /home/node/.pm2.
 USER node
-# The admin API: config.json's `port` (8080 by default) with `host` 0.0.0.0 (the default) inside a container.
+# Inside the container every process binds ROUTER_CONTAINER_HOST (admin API and metrics), replacing the config's
+# host and metricsHost: a published port forwards to the container's own interface, never to its loopback, so
+# config.example.json's host 127.0.0.1 would publish a port nothing answers on. Who reaches the admin API from
+# outside is decided where the port is published (docker-compose.yml: 127.0.0.1 only); the metrics ports are
+# published nowhere and reached by Prometheus on the compose network (`--profile monitoring`).
+ENV ROUTER_CONTAINER_HOST=0.0.0.0
+# The admin API: config.json's `port` (8080 by default).
 EXPOSE 8080
-# GET /ping on the admin API answers `pong` once the admin process listens; the port comes from the config.
-HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
-  CMD node -e 'const c = JSON.parse(require("node:fs").readFileSync(process.env.ROUTER_CONFIG_FILE || "config.json", "utf8")); \
-    const h = !c.host || c.host === "0.0.0.0" || c.host === "::" ? "127.0.0.1" : c.host; \
-    fetch("http://" + (h.includes(":") ? "[" + h + "]" : h) + ":" + (c.port || 8080) + "/ping", { signal: AbortSignal.timeout(4000) }) \
-      .then((r) => r.text().then((t) => process.exit(r.ok && t === "pong" ? 0 : 1)), () => process.exit(1));'
+# GET /ping at the container's own interface, where a published port forwards (scripts/healthcheck.ts): the port
+# is HEALTHCHECK_PORT (docker-compose.yml: the container side of its `ports:` entry), else config.json's `port`.
+HEALTHCHECK --interval=30s --timeout=8s --start-period=30s --retries=3 CMD ["node", "dist/scripts/healthcheck.js"]
 # config.json is mounted at /app/config.json (or point ROUTER_CONFIG_FILE elsewhere).
 CMD ["node_modules/.bin/pm2-runtime", "ecosystem.config.js"]

@@ -23,7 +23,7 @@ import type { AdminOperations } from "./types";
  * routes: add-liquidity-for, migrate-liquidity, process-active-transactions), the status reader
  * and the HTTP server. `stop()` closes the server first (in-flight requests answer), then every resource.
  */
-export async function startAdmin({ config, logger, observe }: ServiceContext): Promise<{ stop(): Promise<void> }> {
+export async function startAdmin({ config, logger, observe, env }: ServiceContext): Promise<{ stop(): Promise<void> }> {
   const signer = createSigner({ mnemonic: config.mnemonic, remoteSignerUrl: config.remoteSignerUrl });
   const signerAddress = await signer.getAddress();
   // The TransactionManager credits the Router contract in router-contract mode, else the signer itself.
@@ -103,7 +103,16 @@ export async function startAdmin({ config, logger, observe }: ServiceContext): P
     throw err;
   });
   logger.info("admin API listening", { at: "admin.listen", host: config.host, port: config.port, signerAddress });
-  if (!isLoopbackHost(config.host)) {
+  if (env.ROUTER_CONTAINER_HOST) {
+    logger.info(
+      "admin API bound to ROUTER_CONTAINER_HOST inside a container: the published port decides who reaches it",
+      {
+        at: "admin.listen",
+        host: config.host,
+        port: config.port,
+      },
+    );
+  } else if (!isLoopbackHost(config.host)) {
     logger.warn(
       "ADMIN API IS BOUND TO A NON-LOOPBACK ADDRESS: it must never be reachable from the internet (docs/admin-api.md); " +
         "bind host 127.0.0.1 or keep it strictly inside a private network",

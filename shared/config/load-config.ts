@@ -88,6 +88,7 @@ export function loadConfig(raw: unknown, env: ConfigEnv, options: LoadConfigOpti
   const redis = buildRedis(parsed, problems);
   const chainConfig = buildChains(parsed.chainConfig, deployments, problems, warnings);
   checkChainOne(parsed.chainConfig, problems);
+  checkMetricsSlots(parsed.chainConfig, problems);
   checkSwapPools(parsed.swapPools, parsed.chainConfig, problems, warnings);
   // A short token can be guessed through the API; refused in every network (npm run local generates 48 characters).
   if (typeof parsed.adminToken === "string" && parsed.adminToken.length < MIN_ADMIN_TOKEN_LENGTH) {
@@ -150,6 +151,7 @@ interface ParsedChain {
   maxGasBumps?: number;
   confirmationTimeoutMs?: number;
   nativeMainnetEquivalent?: string;
+  metricsSlot?: number;
 }
 
 interface ParsedConfig {
@@ -194,6 +196,12 @@ function applyEnvOverrides(raw: Record<string, unknown>, env: ConfigEnv, warning
   if (env.ROUTER_MNEMONIC) {
     replaced("mnemonic", "ROUTER_MNEMONIC");
     out.mnemonic = env.ROUTER_MNEMONIC;
+  }
+  if (env.ROUTER_CONTAINER_HOST) {
+    // No warning: the image sets it, and the file's host (127.0.0.1 in config.example.json) is what the compose
+    // file publishes on; the admin process logs the address it binds and why (services/admin/start-admin.ts).
+    out.host = env.ROUTER_CONTAINER_HOST;
+    out.metricsHost = env.ROUTER_CONTAINER_HOST;
   }
   if (env.REDIS_URL) {
     replaced("redisUrl", "REDIS_URL");
@@ -354,9 +362,27 @@ function buildChains(
       maxGasBumps: chain.maxGasBumps ?? DEFAULT_MAX_GAS_BUMPS,
       confirmationTimeoutMs: chain.confirmationTimeoutMs ?? DEFAULT_CONFIRMATION_TIMEOUT_MS,
       nativeMainnetEquivalent: chain.nativeMainnetEquivalent,
+      metricsSlot: chain.metricsSlot,
     };
   }
   return out;
+}
+
+/** Two chains pinned to one metrics slot would have their processes fight over one port. */
+function checkMetricsSlots(chains: Record<string, ParsedChain> | undefined, problems: string[]): void {
+  const owner = new Map<number, string>();
+  for (const [key, chain] of Object.entries(isRecord(chains) ? chains : {})) {
+    const slot = isRecord(chain) ? chain.metricsSlot : undefined;
+    if (typeof slot !== "number") {
+      continue;
+    }
+    const other = owner.get(slot);
+    if (other !== undefined) {
+      problems.push(`chainConfig.${key}.metricsSlot: ${slot} is also chain ${other}'s; each chain needs its own slot`);
+    } else {
+      owner.set(slot, key);
+    }
+  }
 }
 
 /** docs/config.md (top-level keys): gas reimbursement prices are read on chain 1, so it needs a provider even with no pool there. */

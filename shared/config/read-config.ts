@@ -58,6 +58,7 @@ export function configEnvOf(env: NodeJS.ProcessEnv): ConfigEnv {
     ROUTER_ADMIN_TOKEN: env.ROUTER_ADMIN_TOKEN,
     ROUTER_MNEMONIC: env.ROUTER_MNEMONIC,
     REDIS_URL: env.REDIS_URL,
+    ROUTER_CONTAINER_HOST: env.ROUTER_CONTAINER_HOST,
     original: originalEnvOf(env),
   };
 }

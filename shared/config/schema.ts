@@ -148,6 +148,9 @@ export const chainSchema = Joi.object({
   gasBumpPercent: Joi.number().integer().min(10).max(100),
   maxGasBumps: Joi.number().integer().min(0).max(20),
   confirmationTimeoutMs: Joi.number().integer().min(1000),
+  // Pins this chain's submitter and poller metrics ports (shared/metrics/metrics-port.ts), so adding a chain
+  // never moves them; unique across chains.
+  metricsSlot: Joi.number().integer().min(0).max(63),
   nativeMainnetEquivalent: address(),
 }).unknown(false);
 

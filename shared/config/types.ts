@@ -39,6 +39,11 @@ export interface ChainConfig {
    * oracle at address(0), or a zero gas fee when the chain has no oracle.
    */
   readonly nativeMainnetEquivalent?: string;
+  /**
+   * Pinned metrics slot of this chain's submitter and poller (shared/metrics/metrics-port.ts); unset: the lowest
+   * slot no chain pins, in chainConfig order.
+   */
+  readonly metricsSlot?: number;
 }
 
 /** TLS options for Redis or Sentinel connections (node's tls.connect subset); `true` = system CAs. */
@@ -140,6 +145,12 @@ export interface ConfigEnv {
   readonly ROUTER_ADMIN_TOKEN?: string;
   readonly ROUTER_MNEMONIC?: string;
   readonly REDIS_URL?: string;
+  /**
+   * The address every process binds (admin API and metrics) inside a container, replacing host and metricsHost:
+   * the image sets 0.0.0.0, since a published port reaches only the container's own interface; who reaches it
+   * from outside is decided by the publishing (docker-compose.yml: 127.0.0.1 only), not by this address.
+   */
+  readonly ROUTER_CONTAINER_HOST?: string;
   readonly original?: Readonly<Record<string, string>>;
 }
 

@@ -9,9 +9,11 @@ export type ProcessRole = "admin" | "auction" | "submitter" | "poller";
 /**
  * The port of a process's /metrics, /healthz and /readyz:
  *   metricsPort + slot * 32 + instance
- * slot 0 = admin, 1 = auction, then per chain at index i of chainConfig (in key order, the same file for every
- * process): submitter 2 + 2i, poller 3 + 2i. `instance` is PM2's NODE_APP_INSTANCE (0 without PM2). So two
- * processes of one router never collide, and Prometheus can be given the whole list statically.
+ * slot 0 = admin, 1 = auction, then per chain with chain slot c: submitter 2 + 2c, poller 3 + 2c. A chain's slot
+ * is its `metricsSlot` when the config pins one, else the lowest slot no chain pins, in chainConfig order (key
+ * order: ascending chain ids). Unpinned, a chain added below others moves their ports; pinned, nothing moves.
+ * `instance` is PM2's NODE_APP_INSTANCE (0 without PM2). So two processes of one router never collide, and
+ * Prometheus can be given the whole list statically (scripts/ops-prometheus.ts prints it).
  */
 export function metricsPortFor(
   config: RouterConfig,
@@ -29,11 +31,31 @@ export function metricsSlot(config: RouterConfig, role: ProcessRole, chainId: nu
   if (role === "auction") {
     return 1;
   }
-  const index = Object.values(config.chainConfig).findIndex((chain) => chain.chainId === chainId);
-  if (index < 0) {
+  const chainSlot = chainMetricsSlots(config).get(chainId ?? Number.NaN);
+  if (chainSlot === undefined) {
     throw new RangeError(`${role}: chain ${String(chainId)} is not in chainConfig`);
   }
-  return 2 + 2 * index + (role === "poller" ? 1 : 0);
+  return 2 + 2 * chainSlot + (role === "poller" ? 1 : 0);
+}
+
+/** chain id → chain slot: pinned ones as pinned, the others the lowest free slots in chainConfig order. */
+export function chainMetricsSlots(config: Pick<RouterConfig, "chainConfig">): Map<number, number> {
+  const chains = Object.values(config.chainConfig);
+  const pinned = new Set(chains.flatMap((chain) => (chain.metricsSlot === undefined ? [] : [chain.metricsSlot])));
+  const slots = new Map<number, number>();
+  let next = 0;
+  for (const chain of chains) {
+    if (chain.metricsSlot !== undefined) {
+      slots.set(chain.chainId, chain.metricsSlot);
+      continue;
+    }
+    while (pinned.has(next)) {
+      next += 1;
+    }
+    slots.set(chain.chainId, next);
+    next += 1;
+  }
+  return slots;
 }
 
 /** PM2's instance number of this process (NODE_APP_INSTANCE), 0 when not run by PM2. */
