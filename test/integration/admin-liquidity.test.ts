@@ -275,7 +275,7 @@ describe("admin liquidity routes (admin + submitter + anvil + redis)", () => {
     const extra = await post("/process-active-transactions", { chainId: CHAIN_ID });
     expect(extra).toMatchObject({
       status: 400,
-      body: { error: "invalid_body", message: "chainId: is not an accepted field" },
+      body: { error: "invalid_body", message: "(body): 1 field is not accepted; accepted: adminToken" },
     });
     for (const path of ["/add-liquidity-for", "/migrate-liquidity", "/process-active-transactions"]) {
       const res = await fetch(`${baseUrl}${path}`, {
