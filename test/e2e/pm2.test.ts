@@ -165,7 +165,7 @@ describe("PM2: ecosystem.config.js runs the router", () => {
         minUptime: env.min_uptime,
         maxRestarts: env.max_restarts,
         backoff: env.exp_backoff_restart_delay,
-      }).toEqual({ name: app.name, restartDelay: 250, minUptime: 2000, maxRestarts: 10, backoff: undefined });
+      }).toEqual({ name: app.name, restartDelay: 250, minUptime: 5000, maxRestarts: 10, backoff: undefined });
     }
   });
 
