@@ -334,6 +334,7 @@ const NOT_YET_CODES: ReadonlySet<string> = new Set([
   // Not time but the providers' receipts: a transaction that may be mined never spends the job's attempts.
   "NONCE_TAKEN_UNCONFIRMED",
   "WITHDRAWAL_UNSETTLED",
+  "SENDER_REFUND_UNSETTLED",
 ]);
 
 function notYetRetryAtMs(err: unknown): number | undefined {

@@ -8,6 +8,7 @@ import { toQuantity } from "ethers";
  * eth_blockNumber and "latest" block stay at the head it had then; with `hideNewer`, as a node that has not
  * synced them, it also answers null for the blocks above that head) until `catchUp()`, `estimateGasAt(tag)` makes it a provider
  * whose eth_estimateGas runs against `tag` whatever the caller asked (not every RPC estimates against pending),
+ * `callAt(tag)` the same for eth_call (a "pending" read answered from a node whose mempool has not got a transaction),
  * `slow(method, ms)` answers that method `ms` later (a distant public RPC), `fail(method, on)` answers any
  * request or batch with that method HTTP 503 (an outage of that call), and `maxInFlight(method)` tells how many of
  * its requests were ever open at once. `hideReceipts(true)` answers every eth_getTransactionReceipt `null` while
@@ -21,6 +22,7 @@ export interface RpcProxy {
   /** Ends `lagBehind`: the proxy answers as its node again. */
   catchUp(): void;
   estimateGasAt(tag: string): void;
+  callAt(tag: string | undefined): void;
   slow(method: string, ms: number): void;
   fail(method: string, on: boolean): void;
   hideReceipts(hidden: boolean): void;
@@ -46,6 +48,7 @@ export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
   let frozenHead: number | undefined;
   let hideNewer = false;
   let estimateTag: string | undefined;
+  let callTag: string | undefined;
   let receiptsHidden = false;
   const delays = new Map<string, number>();
   const failing = new Set<string>();
@@ -80,6 +83,9 @@ export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
     }
     if (estimateTag !== undefined && r.method === "eth_estimateGas") {
       return forward({ ...r, params: [r.params?.[0], estimateTag] });
+    }
+    if (callTag !== undefined && r.method === "eth_call") {
+      return forward({ ...r, params: [r.params?.[0], callTag] });
     }
     if (frozenHead !== undefined) {
       if (r.method === "eth_blockNumber") return { jsonrpc: "2.0", id: r.id, result: toQuantity(frozenHead) };
@@ -136,6 +142,9 @@ export async function startRpcProxy(targetUrl: string): Promise<RpcProxy> {
     },
     estimateGasAt: (tag) => {
       estimateTag = tag;
+    },
+    callAt: (tag) => {
+      callTag = tag;
     },
     slow: (method, ms) => {
       delays.set(method, ms);

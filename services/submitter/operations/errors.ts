@@ -155,3 +155,15 @@ export class WithdrawalUnsettledError extends NotYetError {
 
 /** Unknown transactions in flight are mined within a few blocks; the withdrawal looks again this soon. */
 export const WITHDRAWAL_UNSETTLED_RETRY_MS = 5_000;
+
+/**
+ * A receiving prepare found transactions of the router's signer in flight on the SENDING chain that no send record
+ * names: one may be a refund (cancel-sender) of this very transfer whose decision and record a Redis failover
+ * lost. Parked until they are mined, then the sending side is read again (prepare-receiver.ts, step 4).
+ */
+export class SenderRefundUnsettledError extends NotYetError {
+  readonly code = "SENDER_REFUND_UNSETTLED";
+}
+
+/** Unknown transactions in flight are mined within a few blocks; the receiving prepare looks again this soon. */
+export const SENDER_REFUND_UNSETTLED_RETRY_MS = 5_000;

@@ -12,6 +12,7 @@ import type { Logger } from "../../../shared/logging/create-logger";
 import type { RemoveLiquidityJobData } from "../../../shared/queues";
 import type { TxRecordStore } from "../send/tx-record";
 import { WITHDRAWAL_UNSETTLED_RETRY_MS, WithdrawalUnsettledError } from "./errors";
+import { unnamedInFlight } from "./unnamed-in-flight";
 
 /**
  * A job's withdrawal may be mined in a block whose timestamp trails the job's creation by the chain's clock lag;
@@ -19,8 +20,6 @@ import { WITHDRAWAL_UNSETTLED_RETRY_MS, WithdrawalUnsettledError } from "./error
  * created counts as the job's own (the job then completes without paying, never twice).
  */
 export const WITHDRAWAL_SEARCH_SLACK_SEC = 300;
-/** At most this many in-flight nonces are looked up in the nonce-jobs index (one HMGET); more counts as unsettled. */
-const MAX_IN_FLIGHT_CHECKED = 4_096;
 
 export interface OwnWithdrawalContext {
   readonly provider: Pick<ChainProvider, "read" | "getBlockNumber" | "getBlock" | "getTransactionCount">;
@@ -133,18 +132,12 @@ const startMemo = new WeakMap<object, Map<number, number>>();
 
 /** Step 1. */
 async function assertNoUnknownInFlight(ctx: OwnWithdrawalContext): Promise<void> {
-  const [latest, pending] = await Promise.all([
-    ctx.provider.getTransactionCount(ctx.from, "latest"),
-    ctx.provider.getTransactionCount(ctx.from, "pending"),
-  ]);
-  const inFlight = Array.from({ length: Math.max(0, pending - latest) }, (_, i) => latest + i);
-  const unknown =
-    inFlight.length > MAX_IN_FLIGHT_CHECKED ? [latest] : await ctx.records.unnamedNonces(ctx.from, inFlight);
-  if (unknown.length > 0) {
+  const { latest, pending, unnamed } = await unnamedInFlight(ctx.provider, ctx.records, ctx.from);
+  if (unnamed.length > 0) {
     throw new WithdrawalUnsettledError(
-      `${unknown.length} transaction(s) of the signer in flight have no send record; one may be this withdrawal`,
+      `${unnamed.length} transaction(s) of the signer in flight have no send record; one may be this withdrawal`,
       Date.now() + WITHDRAWAL_UNSETTLED_RETRY_MS,
-      { latest, pending, unknownNonces: unknown.slice(0, 10) },
+      { latest, pending, unknownNonces: unnamed.slice(0, 10) },
     );
   }
 }

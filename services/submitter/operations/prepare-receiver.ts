@@ -1,12 +1,19 @@
+import { readVariantTransactionData } from "../../../shared/chain/router-balances";
 import { blockTimestamp } from "../../../shared/chain/transfer-events";
 import { readAhead } from "../../../shared/timing";
 import { SenderNotPreparedError } from "../../../shared/chain/sender-cancel-errors";
 import { TransferMismatchError } from "../../../shared/protocol/errors";
 import { DEFAULT_TOLERANCE_PERCENT } from "../../../shared/protocol/amounts";
+import {
+  classifyVariant,
+  invariantDigest,
+  invariantOf,
+  type VariantClassification,
+} from "../../../shared/protocol/digests";
 import { verifySenderPrepare, type VerifySenderPrepareOk } from "../../../shared/protocol/verify-sender";
 import type { PrepareReceiverJobData } from "../../../shared/queues";
 import { claimTransferDecision, findSenderCancelIntent } from "../../../shared/queues/transfer-decision";
-import type { TxCall, TxNoop } from "../send/tx-record";
+import { unnamedNoncesOn, type TxCall, type TxNoop } from "../send/tx-record";
 import {
   ChainNotConfiguredError,
   LiquidityInFlightError,
@@ -16,9 +23,12 @@ import {
   SenderCompletedError,
   SenderDataMismatchError,
   SenderNotConfirmedError,
+  SenderRefundUnsettledError,
   SenderVerificationError,
+  SENDER_REFUND_UNSETTLED_RETRY_MS,
 } from "./errors";
 import { holdLiquidity } from "./hold-liquidity";
+import { unnamedInFlight } from "./unnamed-in-flight";
 import {
   buildTransferCall,
   chainConfigOf,
@@ -35,20 +45,26 @@ import {
  * the router's liquidity for the user, so every input is proven before anything is sent:
  * 1. sanitation: already prepared here (any non-zero variant) → no-op;
  * 2. no sender cancel for the transfer: none decided, no cancel-sender job in any state, no cancel-sender
- *    transaction record (SENDER_CANCEL_DECIDED, terminal: the refund is under way; see step 6);
+ *    transaction record (SENDER_CANCEL_DECIDED, terminal: the refund is under way; see step 8);
  * 3. the sending side on the SENDING chain: its stored variant must be exactly the job's
  *    (amount, expiry, preparedBlockNumber). That proves the job's TransactionData is real and still
  *    prepared; the prepare must have the sending chain's confirmations (SENDER_NOT_CONFIRMED, retried);
  *    the prepare block's timestamp is then read from the chain, never taken from the job;
- * 4. `verifySenderPrepare` (bid signature, every bid field against the invariant, pools, bid expiry,
+ * 4. no refund of the sending side under way, proven on the sending chain (step 2 reads Redis, and a Redis
+ *    failover can lose a cancel-sender decision, job and record after the refund was broadcast): the sending side
+ *    read at the `pending` tag is still the job's variant (a refund in the node's mempool shows it cancelled:
+ *    SENDER_COMPLETED, terminal), and every transaction of the router's signer in flight on the sending chain is
+ *    named by a send record (else SENDER_REFUND_UNSETTLED, parked 5 s without spending an attempt: an unnamed one
+ *    may be that refund);
+ * 5. `verifySenderPrepare` (bid signature, every bid field against the invariant, pools, bid expiry,
  *    expiry window, amount): a refusal is terminal, its code the reason, cancellable as verify says;
- * 5. our unlocked liquidity, read at a fixed block net of the chain's liquidity holds (prepares and withdrawals
+ * 6. our unlocked liquidity, read at a fixed block net of the chain's liquidity holds (prepares and withdrawals
  *    sent but not mined), covers the receiving amount, and the amount is held (atomic, liquidity-in-flight.ts):
  *    cancellable NOT_ENOUGH_LIQUIDITY when the balance itself is short, LIQUIDITY_IN_FLIGHT (parked 2 s) when
  *    only the holds make it short. This is the liquidity decision: eth_estimateGas may run against `latest`;
- * 6. prepare({invariantData, amount, expiry, encryptedCallData, encodedBid, bidSignature, 0x}), estimated:
+ * 7. prepare({invariantData, amount, expiry, encryptedCallData, encodedBid, bidSignature, 0x}), estimated:
  *    `#P:015` → no-op (prepared meanwhile), `#P:018` → NOT_ENOUGH_LIQUIDITY, other reverts terminal;
- * 7. the transfer's decision is claimed as "prepare" (atomic; refused if a sender cancel claimed it first).
+ * 8. the transfer's decision is claimed as "prepare" (atomic; refused if a sender cancel claimed it first).
  *    Claimed after the estimate, so a refusal up to here leaves no claim behind and its refund can go ahead;
  *    nothing is signed or sent before the claim.
  */
@@ -63,10 +79,11 @@ export async function preparePrepareReceiver(
       { transactionId: txData.transactionId },
     );
   }
-  // Steps 1–3 only read, each on another chain or Redis: they run at once and are judged in their order (between
+  // Steps 1–4 only read, each on another chain or Redis: they run at once and are judged in their order (between
   // hosts each read is a round trip, and a round trip can be 400 ms).
   const noSenderCancel = readAhead(assertNoSenderCancel(ctx, data));
   const senderPrepared = readAhead(assertSenderPrepared(ctx, data));
+  const noRefundUnderway = readAhead(assertNoRefundUnderway(ctx, data));
   const here = await readSideState(ctx.provider, ctx.chain.transactionManagerAddress, txData);
   if (here.classification !== "not-prepared") {
     return noop(
@@ -76,6 +93,7 @@ export async function preparePrepareReceiver(
   }
   await noSenderCancel;
   const senderPreparedAtSec = await senderPrepared;
+  await noRefundUnderway;
   const verified = verify(ctx, data, senderPreparedAtSec, here.nowSec);
   await assertLiquidity(ctx, verified);
 
@@ -130,7 +148,7 @@ async function assertNoSenderCancel(ctx: LifecycleContext, data: PrepareReceiver
   }
 }
 
-/** Step 7: the atomic half of step 2; a sender cancel that got in between the two is caught here. */
+/** Step 8: the atomic half of step 2; a sender cancel that got in between the two is caught here. */
 async function claimPrepare(ctx: LifecycleContext, data: PrepareReceiverJobData): Promise<void> {
   const { txData } = data.sender;
   const claim = await claimTransferDecision({
@@ -179,19 +197,81 @@ async function assertSenderPrepared(ctx: LifecycleContext, data: PrepareReceiver
       }
       return preparedAtSec;
     }
+    default:
+      return refuseSendingSide(state.classification, "", context);
+  }
+}
+
+/**
+ * Step 4. The two reads run at once: the sending side at `pending`, and the signer's transactions in flight on the
+ * sending chain (two transaction counts, then one HMGET of the sending chain's nonce-jobs index when any is in
+ * flight). A refund whose decision, job and record a Redis failover lost is in the mempool (the first read sees it)
+ * or, behind a provider whose mempool lags, still a nonce in flight that no record names (the second).
+ */
+async function assertNoRefundUnderway(ctx: LifecycleContext, data: PrepareReceiverJobData): Promise<void> {
+  const { txData } = data.sender;
+  const sendingChain = chainConfigOf(ctx, txData.sendingChainId);
+  const sending = readProviderOf(ctx, txData.sendingChainId);
+  const records = {
+    unnamedNonces: (from: string, nonces: readonly number[]) =>
+      unnamedNoncesOn(
+        { redis: ctx.redis, prefix: ctx.config.redisPrefix, chainId: txData.sendingChainId },
+        from,
+        nonces,
+      ),
+  };
+  const inFlight = readAhead(unnamedInFlight(sending, records, ctx.from));
+  const pendingVariant = await readVariantTransactionData(
+    sending,
+    sendingChain.transactionManagerAddress,
+    invariantDigest(invariantOf(txData)),
+    "pending",
+  );
+  const classification = classifyVariant(pendingVariant, txData);
+  if (classification !== "prepared-matching") {
+    refuseSendingSide(classification, " at the pending tag (a transaction in the mempool changes it)", {
+      transactionId: txData.transactionId,
+      sendingChainId: txData.sendingChainId,
+      classification,
+      blockTag: "pending",
+    });
+  }
+  const { latest, pending, unnamed } = await inFlight;
+  if (unnamed.length > 0) {
+    throw new SenderRefundUnsettledError(
+      `${unnamed.length} transaction(s) of the signer in flight on the sending chain have no send record; one may be a refund of this transfer`,
+      Date.now() + SENDER_REFUND_UNSETTLED_RETRY_MS,
+      {
+        transactionId: txData.transactionId,
+        sendingChainId: txData.sendingChainId,
+        latest,
+        pending,
+        unknownNonces: unnamed.slice(0, 10),
+      },
+    );
+  }
+}
+
+/** Steps 3 and 4: the refusal for a sending side that is not the job's prepared variant (`where` read). */
+function refuseSendingSide(
+  classification: Exclude<VariantClassification, "prepared-matching">,
+  where: string,
+  context: Record<string, unknown>,
+): never {
+  switch (classification) {
     case "completed":
-      throw new SenderCompletedError("the sending side is already fulfilled or cancelled", context);
+      throw new SenderCompletedError(`the sending side is already fulfilled or cancelled${where}`, context);
     case "not-prepared":
-      throw new SenderNotPreparedError("the sending side is not prepared on the sending chain", context);
+      throw new SenderNotPreparedError(`the sending side is not prepared on the sending chain${where}`, context);
     default:
       throw new SenderDataMismatchError(
-        "the sending chain stores another variant than the job's sending data",
+        `the sending chain stores another variant than the job's sending data${where}`,
         context,
       );
   }
 }
 
-/** Step 4: defence in depth, whoever built the job; `nowSec` is this (receiving) chain's time. */
+/** Step 5: defence in depth, whoever built the job; `nowSec` is this (receiving) chain's time. */
 function verify(
   ctx: LifecycleContext,
   data: PrepareReceiverJobData,
@@ -222,7 +302,7 @@ function verify(
 }
 
 /**
- * Step 5: on chain, net of the chain's holds (our prepares and withdrawals sent but not mined, across takeovers),
+ * Step 6: on chain, net of the chain's holds (our prepares and withdrawals sent but not mined, across takeovers),
  * and the amount is held from here until the transaction is mined (or the run ends without one). A refusal
  * here comes before the decision is claimed, so the sender cancel stays possible.
  */

@@ -167,6 +167,22 @@ if redis.call("PTTL", KEYS[2]) < 0 then redis.call("PEXPIRE", KEYS[2], ARGV[1]) 
 return 1
 `;
 
+/**
+ * Of `nonces` of `from` on `chainId`, those no send record names in the nonce-jobs index (one HMGET). The store's
+ * `unnamedNonces`; also read on another chain than the job's (a receiving prepare looks at the sending chain).
+ */
+export async function unnamedNoncesOn(
+  at: { redis: Pick<Redis, "hmget">; prefix: string; chainId: number },
+  from: string,
+  nonces: readonly number[],
+): Promise<number[]> {
+  if (nonces.length === 0) {
+    return [];
+  }
+  const jobs = await at.redis.hmget(nonceJobsKey(at.prefix, at.chainId, from), ...nonces.map(String));
+  return nonces.filter((_, i) => jobs[i] === null);
+}
+
 export function createTxRecordStore(params: {
   redis: Redis;
   prefix: string;
@@ -183,13 +199,7 @@ export function createTxRecordStore(params: {
     },
     jobAtNonce: async (from, nonce) =>
       (await redis.hget(nonceJobsKey(prefix, chainId, from), String(nonce))) ?? undefined,
-    unnamedNonces: async (from, nonces) => {
-      if (nonces.length === 0) {
-        return [];
-      }
-      const jobs = await redis.hmget(nonceJobsKey(prefix, chainId, from), ...nonces.map(String));
-      return nonces.filter((_, i) => jobs[i] === null);
-    },
+    unnamedNonces: (from, nonces) => unnamedNoncesOn({ redis, prefix, chainId }, from, nonces),
     maxIndexedNonce: async (from) =>
       Math.max(-1, ...(await redis.hkeys(nonceJobsKey(prefix, chainId, from))).map(Number)),
     pruneNonceIndex: async (from, belowNonce) => {
