@@ -6,15 +6,16 @@
  *   npm run drain                       switch on and wait until drained
  *   npm run drain -- --timeout 1800     give up (exit 2, the switch stays on) after 1800 s
  *   npm run drain -- --off              switch clean-up mode off again (after the upgrade)
- * The config file is found as every process finds it (ROUTER_CONFIG_FILE, or config.json); the admin API at the
+ * The config file: ROUTER_CONFIG_FILE, or config.json, or the running local stack's (scripts/cli-config.ts); the admin API at the
  * config's host and port (ADMIN_URL overrides, e.g. http://10.0.0.5:8080 when it runs on another host).
  */
 import { Redis } from "ioredis";
-import { readConfig } from "../shared/config";
+import { loadConfigFile } from "../shared/config";
 import type { RouterConfig } from "../shared/config/types";
 import { errorMessage } from "../shared/errors";
 import { cleanUpModeKey, redisOptions } from "../shared/queues";
 import { sleep } from "../shared/timing";
+import { cliConfigFile } from "./cli-config";
 
 const USAGE = "usage: npm run drain [-- --timeout SECONDS | --off]";
 /** How often /status is read while waiting. */
@@ -95,7 +96,9 @@ async function main(): Promise<number> {
   }
   let config: RouterConfig;
   try {
-    config = readConfig(process.env).config;
+    const file = cliConfigFile(process.env);
+    if (file.note) process.stderr.write(`drain: ${file.note}\n`);
+    config = loadConfigFile(file.path, process.env).config;
   } catch (err) {
     process.stderr.write(`drain: the router config could not be loaded: ${errorMessage(err)}\n`);
     return 1;

@@ -1,0 +1,44 @@
+import { existsSync } from "node:fs";
+import { configFilePath } from "../shared/config";
+import { localPaths } from "./local/paths";
+import { readState } from "./local/state";
+
+export interface CliConfigFile {
+  readonly path: string;
+  /** Set when the file was found rather than named: a line for stderr saying which one. */
+  readonly note?: string;
+}
+
+/**
+ * The config file an operator's command (`queues`, `drain`, `status`) reads: ROUTER_CONFIG_FILE, else config.json
+ * in the working directory, else, while `npm run local` runs (its state file lists a live process), the local
+ * stack's `.local/config.json`. Without any of them, config.json: loading it then names the missing file.
+ */
+export function cliConfigFile(env: NodeJS.ProcessEnv, cwd: string = process.cwd()): CliConfigFile {
+  const named = configFilePath(env, cwd);
+  if (env.ROUTER_CONFIG_FILE || existsSync(named)) {
+    return { path: named };
+  }
+  const local = localPaths(cwd);
+  let state;
+  try {
+    state = readState(local.stateFile);
+  } catch {
+    return { path: named };
+  }
+  const configFile = state?.configFile ?? local.configFile;
+  if (state && existsSync(configFile) && state.processes.some((p) => isAlive(p.pid))) {
+    return { path: configFile, note: `no config.json here: using the running local stack's ${configFile}` };
+  }
+  return { path: named };
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: alive, owned by someone else.
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
