@@ -174,8 +174,8 @@ describe("SRE queue command line", () => {
       "tx-1337 completed: 1",
       "  rl-ok",
       "tx-1337 failed: 2",
-      expect.stringMatching(/^  (rl-fail|prep-done)$/),
-      expect.stringMatching(/^  (rl-fail|prep-done)$/),
+      expect.stringMatching(/^ {2}(rl-fail|prep-done)$/),
+      expect.stringMatching(/^ {2}(rl-fail|prep-done)$/),
     ]);
     expect(cli("list", "tx-1337", "completed").stdout).toBe("tx-1337 completed: 1\n  rl-ok\n");
     expect(cli("list", "tx-1337", "waiting").stdout).toBe("tx-1337 waiting: 0\n");
