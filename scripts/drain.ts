@@ -15,6 +15,7 @@ import type { RouterConfig } from "../shared/config/types";
 import { errorMessage } from "../shared/errors";
 import { cleanUpModeKey, redisOptions } from "../shared/queues";
 import { sleep } from "../shared/timing";
+import { adminUrlOf, fetchStatus } from "./admin-client";
 import { cliConfigFile } from "./cli-config";
 
 const USAGE = "usage: npm run drain [-- --timeout SECONDS | --off]";
@@ -63,22 +64,8 @@ function parseArgs(args: readonly string[]): DrainArgs {
   throw new DrainCliError(USAGE);
 }
 
-/** The admin API's base URL: ADMIN_URL, else the config's host and port (a wildcard host is reached on loopback). */
-export function adminUrlOf(config: Pick<RouterConfig, "host" | "port">, env: NodeJS.ProcessEnv): string {
-  if (env.ADMIN_URL) return env.ADMIN_URL.replace(/\/+$/, "");
-  const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
-  return `http://${host.includes(":") ? `[${host}]` : host}:${config.port}`;
-}
-
 async function readStatus(adminUrl: string, adminToken: string): Promise<DrainStatusView> {
-  const response = await fetch(`${adminUrl}/status`, {
-    headers: { authorization: `Bearer ${adminToken}` },
-    signal: AbortSignal.timeout(10_000),
-  });
-  if (!response.ok) {
-    throw new Error(`GET /status answered ${response.status}`);
-  }
-  const status = (await response.json()) as DrainStatusView;
+  const status = (await fetchStatus(adminUrl, adminToken)) as DrainStatusView;
   if (typeof status.drained !== "boolean") {
     throw new Error("GET /status has no `drained` field: is the admin API of an older version still running?");
   }
