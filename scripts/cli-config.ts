@@ -1,5 +1,7 @@
 import { existsSync } from "node:fs";
-import { configFilePath } from "../shared/config";
+import { configFilePath, loadConfigFile } from "../shared/config";
+import type { RouterConfig } from "../shared/config/types";
+import { errorMessage } from "../shared/errors";
 import { localPaths } from "./local/paths";
 import { readState } from "./local/state";
 
@@ -40,5 +42,20 @@ function isAlive(pid: number): boolean {
   } catch (err) {
     // EPERM: alive, owned by someone else.
     return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * The config of an operator's command, from `cliConfigFile`; a found file is named on stderr. Undefined (the
+ * problem written to stderr, prefixed with the command's name) when it does not load: the command exits 1.
+ */
+export function loadCliConfig(command: string, env: NodeJS.ProcessEnv = process.env): RouterConfig | undefined {
+  try {
+    const file = cliConfigFile(env);
+    if (file.note) process.stderr.write(`${command}: ${file.note}\n`);
+    return loadConfigFile(file.path, env).config;
+  } catch (err) {
+    process.stderr.write(`${command}: the router config could not be loaded: ${errorMessage(err)}\n`);
+    return undefined;
   }
 }

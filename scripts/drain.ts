@@ -10,13 +10,11 @@
  * config's host and port (ADMIN_URL overrides, e.g. http://10.0.0.5:8080 when it runs on another host).
  */
 import { Redis } from "ioredis";
-import { loadConfigFile } from "../shared/config";
-import type { RouterConfig } from "../shared/config/types";
 import { errorMessage } from "../shared/errors";
 import { cleanUpModeKey, redisOptions } from "../shared/queues";
 import { sleep } from "../shared/timing";
 import { adminUrlOf, fetchStatus } from "./admin-client";
-import { cliConfigFile } from "./cli-config";
+import { loadCliConfig } from "./cli-config";
 
 const USAGE = "usage: npm run drain [-- --timeout SECONDS | --off]";
 /** How often /status is read while waiting. */
@@ -81,15 +79,8 @@ async function main(): Promise<number> {
     process.stderr.write(`${errorMessage(err)}\n`);
     return 1;
   }
-  let config: RouterConfig;
-  try {
-    const file = cliConfigFile(process.env);
-    if (file.note) process.stderr.write(`drain: ${file.note}\n`);
-    config = loadConfigFile(file.path, process.env).config;
-  } catch (err) {
-    process.stderr.write(`drain: the router config could not be loaded: ${errorMessage(err)}\n`);
-    return 1;
-  }
+  const config = loadCliConfig("drain");
+  if (config === undefined) return 1;
   const redis = new Redis({ ...redisOptions(config.redis), maxRetriesPerRequest: 1, connectTimeout: 5_000 });
   redis.on("error", () => undefined);
   const key = cleanUpModeKey(config.redisPrefix);

@@ -13,13 +13,12 @@
  */
 import { Queue, type Job } from "bullmq";
 import { Redis } from "ioredis";
-import { loadConfigFile } from "../shared/config";
 import type { RouterConfig } from "../shared/config/types";
 import { errorMessage } from "../shared/errors";
 import { createRedactor } from "../shared/logging/redact";
 import { JOB_STATES, queueCounts, readTxRecord, type TxRecordView } from "../shared/metrics/router-state";
 import { TX_JOB, chainIdOfTxQueue, redisOptions, transferKey, transferRecordKey, txQueueName } from "../shared/queues";
-import { cliConfigFile } from "./cli-config";
+import { loadCliConfig } from "./cli-config";
 
 export interface QueuesCliDeps {
   readonly config: RouterConfig;
@@ -317,15 +316,8 @@ async function main(): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return args.length === 0 ? 1 : 0;
   }
-  let config: RouterConfig;
-  try {
-    const file = cliConfigFile(process.env);
-    if (file.note) process.stderr.write(`queues: ${file.note}\n`);
-    config = loadConfigFile(file.path, process.env).config;
-  } catch (err) {
-    process.stderr.write(`queues: the router config could not be loaded: ${errorMessage(err)}\n`);
-    return 1;
-  }
+  const config = loadCliConfig("queues");
+  if (config === undefined) return 1;
   const redis = new Redis({ ...redisOptions(config.redis), maxRetriesPerRequest: 1, connectTimeout: 5_000 });
   redis.on("error", () => undefined);
   try {

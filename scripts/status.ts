@@ -7,13 +7,12 @@
  * base units).
  */
 import { JsonRpcProvider } from "ethers";
-import { loadConfigFile } from "../shared/config";
 import type { RouterConfig } from "../shared/config/types";
 import { createDecimalsReader } from "../shared/chain/router-balances";
 import { errorMessage } from "../shared/errors";
 import { withTimeout } from "../shared/timing";
 import { adminUrlOf, fetchStatus } from "./admin-client";
-import { cliConfigFile } from "./cli-config";
+import { loadCliConfig } from "./cli-config";
 import { assetKey, formatStatus, type AssetNames, type StatusView } from "./status-format";
 
 const DECIMALS_TIMEOUT_MS = 3_000;
@@ -54,15 +53,8 @@ async function main(): Promise<number> {
     process.stderr.write("usage: npm run status [-- --json]\n");
     return 1;
   }
-  let config: RouterConfig;
-  try {
-    const file = cliConfigFile(process.env);
-    if (file.note) process.stderr.write(`status: ${file.note}\n`);
-    config = loadConfigFile(file.path, process.env).config;
-  } catch (err) {
-    process.stderr.write(`status: the router config could not be loaded: ${errorMessage(err)}\n`);
-    return 1;
-  }
+  const config = loadCliConfig("status");
+  if (config === undefined) return 1;
   let status: unknown;
   try {
     status = await fetchStatus(adminUrlOf(config, process.env), config.adminToken);
