@@ -27,7 +27,19 @@ const noOtherService = (own) => ({
 });
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", "test/sdk/**", "coverage/**", ".local/**", "**/*.js", "**/*.mjs"] },
+  {
+    ignores: [
+      "dist/**",
+      "dist.next/**",
+      "dist.old/**",
+      "node_modules/**",
+      "test/sdk/**",
+      "coverage/**",
+      ".local/**",
+      "**/*.js",
+      "**/*.mjs",
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,7 +1,9 @@
 /**
  * `npm run queues -- <command>`: the SRE's view of the router's queues (docs/operating.md), against the Redis
- * and prefix of the config file (ROUTER_CONFIG_FILE, or config.json; REDIS_URL wins):
+ * and prefix of the config file (ROUTER_CONFIG_FILE, or config.json, or the running local stack's
+ * .local/config.json; REDIS_URL wins):
  *   list                          counts per state of every chain's queue (and whether it is paused)
+ *   list QUEUE [STATE]            the job ids of a queue per state (up to 50 each), or of one state
  *   show JOB                      one job: data, attempts, last error, its transactions, its transfer's state
  *   retry JOB                     a failed job again; refused when its on-chain effect already happened
  *   retry-failed QUEUE            every failed job of a queue again, with the same refusal per job
@@ -11,13 +13,13 @@
  */
 import { Queue, type Job } from "bullmq";
 import { Redis } from "ioredis";
-import { readConfig } from "../shared/config";
 import type { RouterConfig } from "../shared/config/types";
 import { errorMessage } from "../shared/errors";
 import { createRedactor } from "../shared/logging/redact";
 import { retryRefusal, transferSidesOf } from "../shared/metrics/retry-safety";
 import { JOB_STATES, queueCounts, readTxRecord, type TxRecordView } from "../shared/metrics/router-state";
 import { chainIdOfTxQueue, redisOptions, txQueueName } from "../shared/queues";
+import { loadCliConfig } from "./cli-config";
 
 export interface QueuesCliDeps {
   readonly config: RouterConfig;
@@ -29,7 +31,14 @@ export interface QueuesCliDeps {
 export class QueuesCliError extends Error {}
 
 const USAGE =
-  "usage: npm run queues -- list | show JOB | retry JOB | retry-failed QUEUE | pause QUEUE | resume QUEUE | clean QUEUE STATE AGE";
+  "usage: npm run queues -- list [QUEUE [STATE]] | show JOB | retry JOB | retry-failed QUEUE | pause QUEUE | resume QUEUE | clean QUEUE STATE AGE";
+/** Job ids printed per state by `list QUEUE`: the newest first. */
+const LIST_IDS_PER_STATE = 50;
+
+/** --help, -h, help, or nothing: the usage, without loading a config. */
+export function isHelp(args: readonly string[]): boolean {
+  return args.length === 0 || ["--help", "-h", "help"].includes(args[0]);
+}
 const CLEANABLE = ["completed", "failed", "wait", "active", "delayed", "prioritized", "paused"] as const;
 
 export async function runQueuesCommand(args: readonly string[], deps: QueuesCliDeps): Promise<void> {
@@ -51,7 +60,9 @@ export async function runQueuesCommand(args: readonly string[], deps: QueuesCliD
   try {
     switch (command) {
       case "list":
-        return await list(deps, [...queues.values()]);
+        return rest.length === 0
+          ? await list(deps, [...queues.values()])
+          : await listIds(deps, queueNamed(rest[0]), rest[1]);
       case "show":
         return await show(deps, await findJob(queues, rest[0]));
       case "retry":
@@ -91,6 +102,23 @@ async function list(deps: QueuesCliDeps, queues: readonly Queue[]): Promise<void
         .join("  ")
         .trimEnd(),
     );
+  }
+}
+
+async function listIds(deps: QueuesCliDeps, queue: Queue, state: string | undefined): Promise<void> {
+  if (state !== undefined && !(JOB_STATES as readonly string[]).includes(state)) {
+    throw new QueuesCliError(`STATE must be one of ${JOB_STATES.join(", ")}`);
+  }
+  const counts = await queueCounts(queue);
+  for (const s of state === undefined ? JOB_STATES : [state as (typeof JOB_STATES)[number]]) {
+    const total = counts[s] ?? 0;
+    if (total === 0 && state === undefined) continue;
+    const jobs = await queue.getJobs([s], 0, LIST_IDS_PER_STATE - 1);
+    const more = total > jobs.length ? ` (${jobs.length} of ${total} shown)` : "";
+    deps.out(`${queue.name} ${s}: ${total}${more}`);
+    for (const job of jobs) {
+      if (job?.id) deps.out(`  ${job.id}`);
+    }
   }
 }
 
@@ -200,17 +228,17 @@ function iso(ms: number | undefined): string | null {
 }
 
 async function main(): Promise<number> {
-  let config: RouterConfig;
-  try {
-    config = readConfig(process.env).config;
-  } catch (err) {
-    process.stderr.write(`queues: the router config could not be loaded: ${errorMessage(err)}\n`);
-    return 1;
+  const args = process.argv.slice(2);
+  if (isHelp(args)) {
+    process.stdout.write(`${USAGE}\n`);
+    return args.length === 0 ? 1 : 0;
   }
+  const config = loadCliConfig("queues");
+  if (config === undefined) return 1;
   const redis = new Redis({ ...redisOptions(config.redis), maxRetriesPerRequest: 1, connectTimeout: 5_000 });
   redis.on("error", () => undefined);
   try {
-    await runQueuesCommand(process.argv.slice(2), { config, redis, out: (line) => process.stdout.write(`${line}\n`) });
+    await runQueuesCommand(args, { config, redis, out: (line) => process.stdout.write(`${line}\n`) });
     return 0;
   } catch (err) {
     process.stderr.write(`${err instanceof QueuesCliError ? err.message : `queues: ${errorMessage(err)}`}\n`);

@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { LocalServiceError } from "./errors";
@@ -51,6 +51,42 @@ export function runPm2(paths: LocalPaths, args: readonly string[], timeoutMs = 1
     timeout: timeoutMs,
   });
   return { status: result.status, output: `${result.stdout ?? ""}${result.stderr ?? ""}` };
+}
+
+/**
+ * `pm2 <args>` without blocking the event loop (`pm2 start` waits for every app's `ready`, about 20 s locally):
+ * each line PM2 prints (`[PM2] Starting … (2 instances)`, `[PM2] Done.`) goes to `progress` as it comes, so
+ * the step's output and heartbeat go on meanwhile.
+ */
+// eslint-disable-next-line no-control-regex -- the escape character is what PM2's colour codes start with
+const ANSI_COLOUR = /\u001b\[[0-9;]*m/g;
+
+export function runPm2Streaming(
+  paths: LocalPaths,
+  args: readonly string[],
+  progress: (line: string) => void,
+  timeoutMs = 120_000,
+): Promise<Pm2Result> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(paths.pm2Bin, [...args], { cwd: paths.root, env: pm2Env(paths), timeout: timeoutMs });
+    let output = "";
+    let partial = "";
+    const onData = (chunk: Buffer): void => {
+      const text = chunk.toString("utf8");
+      output += text;
+      const lines = (partial + text).split("\n");
+      partial = lines.pop() ?? "";
+      for (const line of lines) {
+        // PM2 colours its prefix even into a pipe.
+        const plain = line.replace(ANSI_COLOUR, "").trim();
+        if (plain.startsWith("[PM2]")) progress(plain);
+      }
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
+    child.on("error", reject);
+    child.on("close", (status) => resolve({ status, output }));
+  });
 }
 
 export function pm2List(paths: LocalPaths): Pm2App[] {

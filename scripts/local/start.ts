@@ -24,7 +24,7 @@ import {
   LOCAL_ROUTER_APPS,
 } from "./local-config";
 import { localPaths, type LocalPaths } from "./paths";
-import { pm2DaemonPid, runPm2, waitForApps } from "./pm2";
+import { pm2DaemonPid, runPm2Streaming, waitForApps } from "./pm2";
 import { anvilSpec, authSpec, natsSpec, redisSpec, startServer } from "./servers";
 import { createSteps, type Steps } from "./steps";
 import { emptyState, readState, writeState, type LocalProcess, type LocalState } from "./state";
@@ -221,7 +221,7 @@ async function startRouter(
     `Starting the router under PM2 (PM2_HOME=${rel(paths.pm2Home)}): ${expectedApps.join(", ")}`,
     async (progress) => {
       keeper.set({ pm2Home: paths.pm2Home });
-      const started = runPm2(paths, ["start", paths.ecosystemFile]);
+      const started = await runPm2Streaming(paths, ["start", paths.ecosystemFile], progress);
       if (started.status !== 0) {
         throw new Error(
           `pm2 start exited ${String(started.status)}:\n${started.output.trim().split("\n").slice(-10).join("\n")}`,

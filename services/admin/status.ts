@@ -2,6 +2,7 @@ import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { RouterConfig } from "../../shared/config/types";
 import { readHeartbeats, type HeartbeatStatus } from "../../shared/metrics/heartbeat";
+import { cleanUpModeKey, openTransfersKey } from "../../shared/queues";
 import {
   pendingTransactions,
   queueCounts,
@@ -16,19 +17,42 @@ export interface ChainStatus extends ChainState {
   readonly syncLagBlocks?: number;
   readonly gasLow?: boolean;
   readonly queue: Record<JobState, number>;
+  /** Transfer sides still Prepared on this chain in the transfer store (the router has work left on them). */
+  readonly openTransfers: number;
+  /** Broadcast and not yet confirmed, failed jobs' transactions included (they may still be mined). */
   readonly pendingTransactions: readonly PendingTx[];
 }
+
+/** Job states in which a job can still run and send: any job in one of them keeps the router from being drained. */
+export const IN_FLIGHT_JOB_STATES = ["waiting", "active", "delayed", "prioritized", "waiting-children"] as const;
 
 export interface RouterStatus {
   readonly atMs: number;
   readonly modes: {
     readonly network: string;
+    /** The config's `cleanUpMode`, or the run-time switch `npm run drain` sets in Redis. */
     readonly cleanUpMode: boolean;
+    /** When `npm run drain` switched clean-up mode on (absent when the switch is off). */
+    readonly cleanUpModeSinceMs?: number;
     readonly diagnosticMode: boolean;
     readonly dashboardActions: boolean;
   };
+  /**
+   * Nothing left to finish on any configured chain: no open transfer, no transaction job in flight
+   * (IN_FLIGHT_JOB_STATES) and no pending transaction. With clean-up mode on, a drained router can be stopped.
+   */
+  readonly drained: boolean;
   readonly processes: readonly HeartbeatStatus[];
   readonly chains: readonly ChainStatus[];
+}
+
+/** The drain verdict of one chain (exported for `npm run drain`'s progress line and its tests). */
+export function chainDrained(chain: Pick<ChainStatus, "openTransfers" | "queue" | "pendingTransactions">): boolean {
+  return (
+    chain.openTransfers === 0 &&
+    chain.pendingTransactions.length === 0 &&
+    IN_FLIGHT_JOB_STATES.every((state) => (chain.queue[state] ?? 0) === 0)
+  );
 }
 
 /**
@@ -47,10 +71,11 @@ export function createStatusReader(deps: {
     const chains = await Promise.all(
       Object.values(config.chainConfig).map(async (chain): Promise<ChainStatus> => {
         const queue = deps.queueFor(chain.chainId);
-        const [state, counts, pending] = await Promise.all([
+        const [state, counts, pending, openTransfers] = await Promise.all([
           readChainState(redis, config, chain.chainId, nowMs),
           queueCounts(queue),
-          pendingTransactions(redis, config.redisPrefix, queue, chain.chainId, nowMs),
+          pendingTransactions(redis, config.redisPrefix, queue, chain.chainId, nowMs, true),
+          redis.zcard(openTransfersKey(config.redisPrefix, chain.chainId)),
         ]);
         return {
           ...state,
@@ -58,20 +83,35 @@ export function createStatusReader(deps: {
             state.head !== undefined && state.syncedBlock !== undefined ? state.head - state.syncedBlock : undefined,
           gasLow: state.gasWei !== undefined ? BigInt(state.gasWei) < BigInt(state.minGasWei) : undefined,
           queue: counts,
+          openTransfers,
           pendingTransactions: pending,
         };
       }),
     );
+    const cleanUpSwitch = await redis.get(cleanUpModeKey(config.redisPrefix));
+    const cleanUpModeSinceMs = cleanUpSwitch === null ? undefined : sinceOf(cleanUpSwitch);
     return {
       atMs: nowMs,
       modes: {
         network: config.network,
-        cleanUpMode: config.cleanUpMode,
+        cleanUpMode: config.cleanUpMode || cleanUpSwitch !== null,
+        cleanUpModeSinceMs,
         diagnosticMode: config.diagnosticMode,
         dashboardActions: config.dashboardActions,
       },
+      drained: chains.every(chainDrained),
       processes: await readHeartbeats(redis, config.redisPrefix, nowMs),
       chains,
     };
   };
+}
+
+/** The switch's `sinceMs`; undefined when its value is not the JSON `npm run drain` writes (set by hand). */
+function sinceOf(value: string): number | undefined {
+  try {
+    const since = (JSON.parse(value) as { sinceMs?: unknown }).sinceMs;
+    return typeof since === "number" ? since : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -71,15 +71,23 @@ export interface PendingTx {
   readonly ageSec: number;
 }
 
-/** Transactions broadcast and not yet confirmed: unfinished records of the queue's active and retrying jobs. */
+/** The job states whose send records `pendingTransactions` reads by default: jobs that can still run. */
+const RUNNING_JOB_STATES = ["active", "delayed", "waiting", "prioritized"] as const;
+
+/**
+ * Transactions broadcast and not yet confirmed: unfinished records of the queue's active and retrying jobs, and
+ * of failed jobs too with `includeFailed` (a job whose attempts ran out while waiting for mining leaves a
+ * `sending` record: its transaction may still be mined; /status's drain verdict counts it).
+ */
 export async function pendingTransactions(
   redis: Redis,
   prefix: string,
   queue: Queue,
   chainId: number,
   nowMs = Date.now(),
+  includeFailed = false,
 ): Promise<PendingTx[]> {
-  const jobs = await queue.getJobs(["active", "delayed", "waiting", "prioritized"], 0, 99);
+  const jobs = await queue.getJobs([...RUNNING_JOB_STATES, ...(includeFailed ? (["failed"] as const) : [])], 0, 99);
   const out: PendingTx[] = [];
   for (const job of jobs) {
     if (!job?.id) {

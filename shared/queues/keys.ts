@@ -195,3 +195,13 @@ export function liquidityHoldsKey(prefix: string, chainId: number, signerAddress
 export function auctionClaimKey(prefix: string, requestId: string): string {
   return routerKey(prefix, "auction-claim", requestId);
 }
+
+/**
+ * Clean-up mode switched on at run time (`npm run drain`, docs/operating.md#drain): while this key exists the
+ * auction's reservation step refuses every new bid with RouterInCleanUpMode, atomically, so no bid is signed
+ * after the SET returns; open transfers, jobs and relays still finish. Value: JSON `{sinceMs}`. The config's
+ * `cleanUpMode` does the same for a process's whole life; `npm run drain -- --off` removes the key.
+ */
+export function cleanUpModeKey(prefix: string): string {
+  return routerKey(prefix, "clean-up-mode");
+}

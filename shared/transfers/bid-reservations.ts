@@ -5,6 +5,7 @@ import {
   bidReservationExpiryKey,
   bidReservationLapseKey,
   bidReservationsKey,
+  cleanUpModeKey,
   gasBalanceKey,
   routerBalanceKey,
 } from "../queues";
@@ -301,11 +302,14 @@ end
 `;
 
 /**
- * KEYS: rate, balance, sending gas, receiving gas, promises hash, transfers zset, lapse-times zset[, request claim].
+ * KEYS: rate, balance, sending gas, receiving gas, promises hash, transfers zset, lapse-times zset, clean-up switch
+ * (cleanUpModeKey)[, request claim].
  * ARGV: nowMs, maxAgeMs, amount, member, untilMs, rateLimitMs, minGasSending, minGasReceiving, commit (1/0),
  * shareDivisor, maxBids (per transfer)[, claim token, bidExpiry, gasFee, leaseMs, keepMs].
  * Returns {code, a, b, c, why}: for liquidity codes and ok, a = balance, b = hard holds, c = the unprepared
- * promises of other transfers; why names the rule ('' for the liquidity rule itself).
+ * promises of other transfers; why names the rule ('' for the liquidity rule itself). While the clean-up switch
+ * exists (`npm run drain`) every request is RouterInCleanUpMode: checked in this step, so no bid is reserved (and
+ * signed) once the switch's SET has returned.
  * With a request claim (services/auction/request-claims.ts) the step is fenced: when the claim exists and is not
  * `c` under this token (another instance took the request over, or it is done) the result is ClaimLost; on ok
  * the claim becomes `r` with the bid's fields (created here when the owner had not claimed yet: the normal path,
@@ -321,7 +325,10 @@ local rateLimitMs = tonumber(ARGV[6])
 local commit = ARGV[9] == '1'
 local shareDivisor = tonumber(ARGV[10])
 local maxBids = tonumber(ARGV[11])
-local claimKey, claimed = KEYS[8], nil
+if redis.call('EXISTS', KEYS[8]) == 1 then
+  return {'RouterInCleanUpMode', '', '', '', ''}
+end
+local claimKey, claimed = KEYS[9], nil
 if claimKey then
   claimed = redis.call('GET', claimKey)
   if claimed and string.match(claimed, '^c|([^|]*)|') ~= ARGV[12] then
@@ -453,7 +460,8 @@ export type ReserveCode =
   | "NotEnoughLiquidity"
   | "LiquidityUnavailable"
   | "NotEnoughGas"
-  | "ClaimLost";
+  | "ClaimLost"
+  | "RouterInCleanUpMode";
 
 /** The auction request's claim this step is fenced on (services/auction/request-claims.ts). */
 export interface ReserveClaim {
@@ -546,6 +554,7 @@ export function createBidReservations(redis: Redis, prefix: string): BidReservat
         gasBalanceKey(prefix, p.sendingChainId),
         gasBalanceKey(prefix, p.receivingChainId),
         ...keysOf(p.receivingChainId, p.receivingAssetId),
+        cleanUpModeKey(prefix),
         ...(p.claim ? [p.claim.key] : []),
       ];
       const args = [
@@ -622,6 +631,8 @@ function describe(code: ReserveCode, [a, b, c]: readonly string[], why: string):
       return `signer gas: sending chain ${a}, receiving chain ${b}`;
     case "ClaimLost":
       return "another auction instance took this request over (this one missed its claim's lease)";
+    case "RouterInCleanUpMode":
+      return "clean-up mode is switched on in Redis (npm run drain): the router finishes open transfers and takes no new ones";
     default:
       return "";
   }

@@ -3,6 +3,7 @@ import { connect, type NatsConnection } from "nats";
 import { encodeBid, recoverBidSigner } from "../../shared/protocol/bid";
 import type { AuctionBid } from "../../shared/protocol/types";
 import { createBidReservations, type BidReservations } from "../../shared/transfers/bid-reservations";
+import { cleanUpModeKey } from "../../shared/queues";
 import { DEFAULT_WARM_UP_ROUNDS } from "../../services/auction/handlers/auction";
 import type { BalanceStore } from "../../shared/transfers/balance-store";
 import {
@@ -314,6 +315,35 @@ describe("auction: modes and several instances", () => {
       client.responsesTo(inbox).find((r) => r.responder === main.running.signerAddress),
     );
     await assertNothingFrom(instance, inbox);
+    await instance.running.stop();
+  });
+
+  it("refuses every auction while npm run drain's clean-up switch is in Redis, and bids again once it is removed", async () => {
+    const drainPrefix = uniquePrefix();
+    await writeBalances(s, drainPrefix);
+    const instance = await startInstance({
+      config: auctionConfig(s, { prefix: drainPrefix, mnemonic: randomMnemonic() }),
+      injectMessaging: true,
+    });
+    started.push(instance);
+    // Switched on after the instance started: no restart, no config change.
+    await s.redis.set(cleanUpModeKey(drainPrefix), JSON.stringify({ sinceMs: Date.now() }));
+    const during = sdkPayload(s);
+    const inbox = client.request(during);
+    expect(await outcomeOf(instance, during.transactionId)).toMatchObject({
+      result: "refused",
+      code: "RouterInCleanUpMode",
+    });
+    await waitFor("the main router's bid", () =>
+      client.responsesTo(inbox).find((r) => r.responder === main.running.signerAddress),
+    );
+    await assertNothingFrom(instance, inbox);
+    expect(await createBidReservations(s.redis, drainPrefix).reservedTotal(RECEIVING, s.receivingToken)).toBe(0n);
+
+    await s.redis.del(cleanUpModeKey(drainPrefix));
+    const after = sdkPayload(s);
+    client.request(after);
+    expect(await outcomeOf(instance, after.transactionId)).toMatchObject({ result: "bid", code: "ok" });
     await instance.running.stop();
   });
 

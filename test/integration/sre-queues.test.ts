@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Queue, QueueEvents, UnrecoverableError, Worker, type Job } from "bullmq";
@@ -30,18 +30,25 @@ describe("SRE queue command line", () => {
   let redis: Redis;
   let fail = true;
 
-  const cli = (...args: string[]): { status: number | null; stdout: string; stderr: string } => {
+  /** The CLI with ROUTER_CONFIG_FILE, or (`cwd`) without it, run in that directory as `npm run` would. */
+  const cliIn = (
+    cwd: string | undefined,
+    ...args: string[]
+  ): { status: number | null; stdout: string; stderr: string } => {
     const env: NodeJS.ProcessEnv = { ...process.env, ROUTER_CONFIG_FILE: configPath };
     delete env.ROUTER_ADMIN_TOKEN;
     delete env.ROUTER_MNEMONIC;
     delete env.REDIS_URL;
+    if (cwd !== undefined) delete env.ROUTER_CONFIG_FILE;
     const r = spawnSync(process.execPath, [join(DIST, "scripts/queues.js"), ...args], {
       env,
+      cwd,
       encoding: "utf8",
       timeout: 20_000,
     });
     return { status: r.status, stdout: r.stdout, stderr: r.stderr };
   };
+  const cli = (...args: string[]) => cliIn(undefined, ...args);
 
   /** Runs the queue until `ids` finished: completes jobs, or fails them (the message carries a secret) while `fail`. */
   const work = async (ids: readonly string[]): Promise<void> => {
@@ -158,6 +165,46 @@ describe("SRE queue command line", () => {
     expect(lines).toEqual(
       expect.arrayContaining([expect.stringMatching(/^tx-1337\s+0\s+0\s+0\s+0\s+0\s+1\s+2\s+no$/)]),
     );
+  });
+
+  it("list QUEUE [STATE]: the job ids per state, for show and retry", () => {
+    const r = cli("list", "tx-1337");
+    expect(r.status).toBe(0);
+    expect(r.stdout.trim().split("\n")).toEqual([
+      "tx-1337 completed: 1",
+      "  rl-ok",
+      "tx-1337 failed: 2",
+      expect.stringMatching(/^ {2}(rl-fail|prep-done)$/),
+      expect.stringMatching(/^ {2}(rl-fail|prep-done)$/),
+    ]);
+    expect(cli("list", "tx-1337", "completed").stdout).toBe("tx-1337 completed: 1\n  rl-ok\n");
+    expect(cli("list", "tx-1337", "waiting").stdout).toBe("tx-1337 waiting: 0\n");
+    expect(cli("list", "tx-1337", "done")).toMatchObject({ status: 1, stderr: expect.stringContaining("STATE must") });
+  });
+
+  it("--help needs no config; without config.json the running local stack's .local/config.json is found", () => {
+    const empty = mkdtempSync(join(tmpdir(), "sre-queues-cwd-"));
+    try {
+      const help = cliIn(empty, "--help");
+      expect(help).toMatchObject({ status: 0, stdout: expect.stringContaining("usage: npm run queues -- list") });
+      expect(cliIn(empty, "list")).toMatchObject({ status: 1, stderr: expect.stringContaining("config.json") });
+      // What npm run local leaves while it runs: its state file (a live process: this one) and its config.
+      mkdirSync(join(empty, ".local"));
+      copyFileSync(configPath, join(empty, ".local", "config.json"));
+      const state = {
+        version: 1,
+        startedAtMs: Date.now(),
+        starterPid: process.pid,
+        processes: [{ name: "redis-server", pid: process.pid, command: process.execPath, logFile: "x.log" }],
+        configFile: join(empty, ".local", "config.json"),
+      };
+      writeFileSync(join(empty, ".local", "state.json"), JSON.stringify(state));
+      const local = cliIn(empty, "list", "tx-1337", "completed");
+      expect(local).toMatchObject({ status: 0, stdout: "tx-1337 completed: 1\n  rl-ok\n" });
+      expect(local.stderr).toContain("using the running local stack's");
+    } finally {
+      rmSync(empty, { recursive: true, force: true });
+    }
   });
 
   it("show: data, attempts, last error, transactions and transfer state, and never a secret", () => {

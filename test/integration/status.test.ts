@@ -9,7 +9,7 @@ import type { AuthServer } from "../../services/messaging-auth/app";
 import { startAuction, type RunningAuction } from "../../services/auction/start-auction";
 import { loadConfig } from "../../shared/config";
 import type { PreparedTransferRecord } from "../../shared/protocol/types";
-import { TX_JOB, txQueueName } from "../../shared/queues";
+import { TX_JOB, cleanUpModeKey, txQueueName } from "../../shared/queues";
 import { createTransferStore } from "../../shared/transfers/transfer-store";
 import { startAuthServer } from "../harness/auth-server";
 import { getFreePort } from "../harness/free-port";
@@ -188,6 +188,16 @@ describe("status.request answered by the auction process", () => {
       cleanUpMode: true,
       diagnosticMode: false,
     });
+  }, 60_000);
+
+  it("reports cleanUpMode while npm run drain's switch is in Redis, and not once it is removed", async () => {
+    const prefix = uniquePrefix();
+    auction = await start(prefix, {});
+    expect((await askStatus()).data).toMatchObject({ cleanUpMode: false });
+    await redis.set(cleanUpModeKey(prefix), JSON.stringify({ sinceMs: Date.now() }));
+    expect((await askStatus()).data).toMatchObject({ cleanUpMode: true });
+    await redis.del(cleanUpModeKey(prefix));
+    expect((await askStatus()).data).toMatchObject({ cleanUpMode: false });
   }, 60_000);
 
   it("answers in diagnosticMode too, naming the Router contract as the router", async () => {

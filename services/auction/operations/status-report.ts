@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { RouterConfig } from "../../../shared/config/types";
 import { errorMessage } from "../../../shared/errors";
-import { openTransfersKey } from "../../../shared/queues";
+import { cleanUpModeKey, openTransfersKey } from "../../../shared/queues";
 import { withTimeout } from "../../../shared/timing";
 import type { AuctionContext } from "../context";
 
@@ -32,9 +32,11 @@ export const STATUS_COUNT_TIMEOUT_MS = 1_000;
  */
 export async function buildStatusReport(ctx: AuctionContext, routerVersion: string): Promise<StatusReport> {
   const chainIds = Object.keys(ctx.config.chainConfig).map(Number);
-  const [trackerLength, activeTransactionsLength] = await Promise.all([
+  const [trackerLength, activeTransactionsLength, cleanUpSwitch] = await Promise.all([
     boundedCount(ctx, "trackerLength", () => countQueuedJobs(ctx, chainIds)),
     boundedCount(ctx, "activeTransactionsLength", () => countOpenTransfers(ctx, chainIds)),
+    // The run-time switch of `npm run drain`; unreadable counts as off (the reservation step still enforces it).
+    boundedCount(ctx, "cleanUpMode", () => ctx.redis.exists(cleanUpModeKey(ctx.config.redisPrefix))),
   ]);
   const { swapPools, supportedChains } = poolsOf(ctx.config);
   return {
@@ -46,7 +48,7 @@ export async function buildStatusReport(ctx: AuctionContext, routerVersion: stri
     activeTransactionsLength,
     swapPools,
     supportedChains,
-    cleanUpMode: ctx.config.cleanUpMode,
+    cleanUpMode: ctx.config.cleanUpMode || cleanUpSwitch > 0,
     diagnosticMode: ctx.config.diagnosticMode,
   };
 }

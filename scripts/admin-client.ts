@@ -1,0 +1,20 @@
+import type { RouterConfig } from "../shared/config/types";
+
+/** The admin API's base URL: ADMIN_URL, else the config's host and port (a wildcard host is reached on loopback). */
+export function adminUrlOf(config: Pick<RouterConfig, "host" | "port">, env: NodeJS.ProcessEnv): string {
+  if (env.ADMIN_URL) return env.ADMIN_URL.replace(/\/+$/, "");
+  const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
+  return `http://${host.includes(":") ? `[${host}]` : host}:${config.port}`;
+}
+
+/** GET /status of the admin API (docs/operating.md), as parsed JSON; a non-2xx answer throws naming its status. */
+export async function fetchStatus(adminUrl: string, adminToken: string): Promise<unknown> {
+  const response = await fetch(`${adminUrl}/status`, {
+    headers: { authorization: `Bearer ${adminToken}` },
+    signal: AbortSignal.timeout(10_000),
+  });
+  if (!response.ok) {
+    throw new Error(`GET ${adminUrl}/status answered ${response.status}`);
+  }
+  return response.json();
+}

@@ -1,0 +1,162 @@
+import { formatUnits } from "ethers";
+
+/**
+ * GET /status (services/admin/status.ts) as tables for a person (`npm run status`): no I/O here, so the output
+ * is unit-tested on a captured body. Amounts in whole units of the pool asset, named by its swap pool; times as
+ * ages; a row a person must act on marked with `!`.
+ */
+
+/** The parts of GET /status shown (the API's field names). */
+export interface StatusView {
+  readonly atMs: number;
+  readonly drained?: boolean;
+  readonly modes: {
+    readonly network: string;
+    readonly cleanUpMode: boolean;
+    readonly cleanUpModeSinceMs?: number;
+    readonly diagnosticMode: boolean;
+  };
+  readonly processes: ReadonlyArray<{
+    readonly processId: string;
+    readonly role: string;
+    readonly chainId?: number;
+    readonly pid: number;
+    readonly ready: boolean;
+    readonly alive: boolean;
+    readonly ageSec: number;
+    readonly lease?: { readonly role: string; readonly term?: number };
+  }>;
+  readonly chains: ReadonlyArray<{
+    readonly chainId: number;
+    readonly head?: number;
+    readonly syncLagBlocks?: number;
+    readonly headAgeSec?: number;
+    readonly gasWei?: string;
+    readonly minGasWei: string;
+    readonly gasLow?: boolean;
+    readonly assets: ReadonlyArray<{
+      readonly assetId: string;
+      readonly liquidity?: string;
+      readonly reserved: string;
+      readonly updatedAtMs?: number;
+    }>;
+    readonly queue: Readonly<Record<string, number>>;
+    readonly openTransfers?: number;
+    readonly pendingTransactions: readonly unknown[];
+  }>;
+}
+
+/** A pool asset's name (its swap pool's) and decimals, keyed by `assetKey`; decimals undefined when unknown. */
+export type AssetNames = ReadonlyMap<string, { readonly name: string; readonly decimals?: number }>;
+
+export function assetKey(chainId: number, assetId: string): string {
+  return `${chainId}:${assetId.toLowerCase()}`;
+}
+
+/** Fraction digits shown of a whole-unit amount (rounded down: never more than there is). */
+const SHOWN_DECIMALS = 6;
+
+/** `12345.678901` from base units; base units with `(base units)` when the decimals are unknown. */
+export function wholeUnits(amount: string | undefined, decimals: number | undefined): string {
+  if (amount === undefined) return "-";
+  if (decimals === undefined) return `${amount} (base units)`;
+  const [int, frac = ""] = formatUnits(BigInt(amount), decimals).split(".");
+  const shown = frac.slice(0, SHOWN_DECIMALS).replace(/0+$/, "");
+  return shown === "" ? int : `${int}.${shown}`;
+}
+
+/** Left-aligned columns, two spaces apart; numbers right-aligned. */
+export function table(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const numeric = header.map((_, i) => rows.length > 0 && rows.every((r) => /^[-0-9.,]+( s)?$/.test(r[i])));
+  const line = (cells: readonly string[], head: boolean): string =>
+    cells
+      .map((c, i) => (numeric[i] && !head ? c.padStart(widths[i]) : c.padEnd(widths[i])))
+      .join("  ")
+      .trimEnd();
+  return [line(header, true), ...rows.map((r) => line(r, false))];
+}
+
+const IN_FLIGHT = ["waiting", "active", "delayed", "prioritized"] as const;
+
+function age(sec: number | undefined): string {
+  if (sec === undefined) return "-";
+  return sec < 120 ? `${sec.toFixed(1)} s` : sec < 7200 ? `${Math.round(sec / 60)} min` : `${Math.round(sec / 3600)} h`;
+}
+
+function onOff(on: boolean): string {
+  return on ? "ON" : "off";
+}
+
+export function formatStatus(status: StatusView, names: AssetNames): string {
+  const out: string[] = [];
+  const modes = status.modes;
+  const cleanUp =
+    modes.cleanUpMode && modes.cleanUpModeSinceMs !== undefined
+      ? `ON since ${new Date(modes.cleanUpModeSinceMs).toISOString()}`
+      : onOff(modes.cleanUpMode);
+  out.push(
+    `router status at ${new Date(status.atMs).toISOString()} · network ${modes.network} · clean-up ${cleanUp} · ` +
+      `diagnostic ${onOff(modes.diagnosticMode)} · drained ${status.drained === undefined ? "?" : status.drained ? "yes" : "no"}`,
+  );
+
+  out.push("", "CHAINS");
+  out.push(
+    ...table(
+      ["chain", "head", "lag", "head age", "gas", "minGas", "open", ...IN_FLIGHT, "failed", "pending tx", ""],
+      status.chains.map((c) => [
+        String(c.chainId),
+        c.head === undefined ? "-" : String(c.head),
+        c.syncLagBlocks === undefined ? "-" : String(c.syncLagBlocks),
+        age(c.headAgeSec),
+        wholeUnits(c.gasWei, 18),
+        wholeUnits(c.minGasWei, 18),
+        c.openTransfers === undefined ? "-" : String(c.openTransfers),
+        ...IN_FLIGHT.map((s) => String(c.queue[s] ?? 0)),
+        String(c.queue.failed ?? 0),
+        String(c.pendingTransactions.length),
+        [
+          c.gasLow ? "! gas below minGas" : "",
+          c.head === undefined && c.assets.length > 0 ? "! no head stored (poller down?)" : "",
+        ]
+          .filter((m) => m !== "")
+          .join(", "),
+      ]),
+    ),
+  );
+
+  out.push("", "LIQUIDITY (whole units; reserved = promised to open bids and holds)");
+  const liquidityRows = status.chains.flatMap((c) =>
+    c.assets.map((a) => {
+      const known = names.get(assetKey(c.chainId, a.assetId));
+      const decimals = known?.decimals;
+      const available = a.liquidity === undefined ? undefined : String(BigInt(a.liquidity) - BigInt(a.reserved ?? "0"));
+      return [
+        String(c.chainId),
+        known?.name ?? a.assetId,
+        wholeUnits(a.liquidity, decimals),
+        wholeUnits(a.reserved, decimals),
+        wholeUnits(available, decimals),
+        a.updatedAtMs === undefined ? "-" : age(Math.max(0, (status.atMs - a.updatedAtMs) / 1000)),
+      ];
+    }),
+  );
+  out.push(...table(["chain", "asset", "liquidity", "reserved", "available", "updated"], liquidityRows));
+
+  out.push("", "PROCESSES");
+  out.push(
+    ...table(
+      ["process", "pid", "alive", "ready", "lease", "heartbeat", ""],
+      status.processes.map((p) => [
+        p.processId,
+        String(p.pid),
+        p.alive ? "yes" : "NO",
+        p.ready ? "yes" : "NO",
+        p.lease ? `${p.lease.role}${p.lease.term === undefined ? "" : ` (term ${p.lease.term})`}` : "",
+        age(p.ageSec),
+        !p.alive ? "! no heartbeat for 15 s" : !p.ready ? "! not ready" : "",
+      ]),
+    ),
+  );
+  return `${out.join("\n")}\n`;
+}

@@ -1,0 +1,33 @@
+import { spawn } from "node:child_process";
+import { existsSync, statSync } from "node:fs";
+import { join, resolve } from "node:path";
+
+const ROOT = resolve(__dirname, "../..");
+const SERVED = join(ROOT, "dist/services/admin/main.js");
+
+/**
+ * `npm run build` (scripts/build.js) in a checkout PM2 serves: the compiled entry points stay in place for the
+ * whole compile (before, `rm -rf dist` removed them for its ~20 s), and the new build is in dist/ once it returns.
+ * Checked every few milliseconds while it runs; builds this checkout's own dist/ (same sources, same output).
+ */
+describe("npm run build", () => {
+  it("never leaves dist/ without the running code, and swaps the new build in at the end", async () => {
+    expect(existsSync(SERVED)).toBe(true);
+    const before = statSync(SERVED).mtimeMs;
+    const build = spawn(process.execPath, [join(ROOT, "scripts/build.js")], { cwd: ROOT, stdio: "ignore" });
+    const exit = new Promise<number | null>((done) => build.on("exit", (code) => done(code)));
+    let checks = 0;
+    let missing = 0;
+    let finished = false;
+    void exit.then(() => (finished = true));
+    while (!finished) {
+      checks += 1;
+      if (!existsSync(SERVED)) missing += 1;
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    expect(await exit).toBe(0);
+    expect({ missing, manyChecks: checks > 100 }).toEqual({ missing: 0, manyChecks: true });
+    expect(statSync(SERVED).mtimeMs).toBeGreaterThan(before);
+    expect([existsSync(join(ROOT, "dist.next")), existsSync(join(ROOT, "dist.old"))]).toEqual([false, false]);
+  }, 300_000);
+});
