@@ -20,7 +20,7 @@ function citations(): Citation[] {
     if (!line.startsWith("|")) continue;
     const cells = line.split("|").map((c) => c.trim());
     const last = cells[cells.length - 2] ?? "";
-    for (const part of last.split(/,\s*(?=`test\/)/)) {
+    for (const part of last.split(/[,;]\s*(?=`test\/)/)) {
       const file = /`(test\/[^`]+)`/.exec(part)?.[1];
       if (file === undefined) continue;
       const titles = part
