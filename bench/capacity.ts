@@ -134,14 +134,20 @@ export function keyKind(key: string): string {
 
 // ---- swaps ----------------------------------------------------------------------------------------------
 
-async function runSwaps(s: Stack, users: readonly Wallet[], count: number): Promise<number[]> {
+/** `count` complete swaps of `amountWei` TEST, the users in parallel (each one swap at a time); the durations. */
+export async function runSwaps(
+  s: Stack,
+  users: readonly Wallet[],
+  count: number,
+  amountWei = SWAP_AMOUNT_WEI,
+): Promise<number[]> {
   const durations: number[] = [];
   let left = count;
   await Promise.all(
     users.map(async (user) => {
       while (left > 0) {
         left -= 1;
-        const result = await swapOnStack(s, user, SWAP_AMOUNT_WEI, 60_000);
+        const result = await swapOnStack(s, user, amountWei, 60_000);
         durations.push(result.totalMs);
       }
     }),
