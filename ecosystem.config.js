@@ -138,8 +138,45 @@ const common = {
   max_restarts: 10,
   merge_logs: true,
   log_date_format: "YYYY-MM-DD HH:mm:ss.SSS Z",
-  env: { ROUTER_CONFIG_FILE: configFile, NODE_ENV: "production" },
+  env: {
+    ROUTER_CONFIG_FILE: configFile,
+    NODE_ENV: "production",
+    MALLOC_ARENA_MAX: "2",
+    MALLOC_MMAP_THRESHOLD_: "131072",
+  },
 };
+
+/**
+ * V8 limits per role (issue 23; figures in docs/operating.md, measured with `npm run bench:memory`).
+ * - `--max-semi-space-size` (MB): node's default lets each of the young generation's two semi-spaces grow to
+ *   16 MB under load and keeps them; an auction's, poller's or admin's requests allocate little that lives, so
+ *   a few MB scavenge as fast (bench:auction) at a fraction of the resident memory.
+ * - `--max-old-space-size` (MB): node's default (about half the machine's memory, up to 4 GB) lets the heap
+ *   grow far before V8 collects; the role's limit makes it collect sooner. A heap that still reaches it means a
+ *   leak: the process dies with "heap out of memory" and PM2 restarts it (restart_delay), as it would at
+ *   max_memory_restart, which stays above the limit as the guard for memory outside the heap.
+ * - MALLOC_ARENA_MAX=2: glibc gives each thread (V8's GC helpers, libuv's pool) an arena of its own; the
+ *   processes allocate little outside the V8 heap, so two arenas serve them. MALLOC_MMAP_THRESHOLD_=131072
+ *   keeps glibc from raising its mmap threshold after a large buffer is freed (up to 32 MB by default): a large
+ *   buffer (an RPC answer, a compile) is then always mapped and given back on free, never left in the heap.
+ * ROUTER_NODE_ARGS replaces the flags of every app (empty: node's defaults), e.g. to measure without them.
+ */
+const V8_LIMITS = {
+  admin: { semiSpaceMb: 1, oldSpaceMb: 128, restartAt: "256M" },
+  auction: { semiSpaceMb: 2, oldSpaceMb: 192, restartAt: "320M" },
+  // Node's default young generation (16 MB semi-spaces): 100 jobs per chain in flight allocate fast, and
+  // 8 MB semi-spaces cost bench:submitter 0.45-0.95x of its rate (event-loop p99 135-140 ms against 57).
+  submitter: { semiSpaceMb: undefined, oldSpaceMb: 256, restartAt: "384M" },
+  poller: { semiSpaceMb: 2, oldSpaceMb: 192, restartAt: "320M" },
+};
+
+function v8Options(role) {
+  const limits = V8_LIMITS[role];
+  const override = process.env.ROUTER_NODE_ARGS;
+  const semiSpace = limits.semiSpaceMb === undefined ? "" : `--max-semi-space-size=${limits.semiSpaceMb} `;
+  const nodeArgs = override !== undefined ? override : `${semiSpace}--max-old-space-size=${limits.oldSpaceMb}`;
+  return { node_args: nodeArgs, max_memory_restart: limits.restartAt };
+}
 
 function app(name, script, extra) {
   return {
@@ -158,13 +195,13 @@ fs.mkdirSync(logDir, { recursive: true });
 
 module.exports = {
   apps: [
-    ...(roles.admin ? [app("admin", "dist/services/admin/main.js", { instances: 1, max_memory_restart: "256M" })] : []),
+    ...(roles.admin ? [app("admin", "dist/services/admin/main.js", { instances: 1, ...v8Options("admin") })] : []),
     // The auction warms its price and gas caches (up to 15 s) before it connects to NATS and reports ready.
     ...(roles.auction
       ? [
           app("auction", "dist/services/auction/main.js", {
             instances: auctionInstances,
-            max_memory_restart: "512M",
+            ...v8Options("auction"),
             listen_timeout: 40000,
           }),
         ]
@@ -172,14 +209,14 @@ module.exports = {
     ...roles.submitter.map((chainId) =>
       app(`submitter-${chainId}`, "dist/services/submitter/main.js", {
         instances: submitterInstances,
-        max_memory_restart: "384M",
+        ...v8Options("submitter"),
         env: { CHAIN_ID: chainId },
       }),
     ),
     ...roles.poller.map((chainId) =>
       app(`poller-${chainId}`, "dist/services/poller/main.js", {
         instances: pollerInstances,
-        max_memory_restart: "512M",
+        ...v8Options("poller"),
         env: { CHAIN_ID: chainId },
       }),
     ),
