@@ -34,6 +34,8 @@ const log = (line: string): void => void process.stdout.write(`${line}\n`);
 interface Usage {
   readonly rssKb: number;
   readonly pssKb: number;
+  /** Private pages (USS): what the process alone holds, whoever else runs node on the machine. */
+  readonly ussKb: number;
 }
 
 interface ProcessUsage extends Usage {
@@ -43,7 +45,7 @@ interface ProcessUsage extends Usage {
   readonly restarts: number;
 }
 
-/** Rss and Pss (kB) of one process from /proc/<pid>/smaps_rollup; undefined when it is gone. */
+/** Rss, Pss and private (kB) of one process from /proc/<pid>/smaps_rollup; undefined when it is gone. */
 export function readUsage(pid: number): Usage | undefined {
   let text: string;
   try {
@@ -52,7 +54,7 @@ export function readUsage(pid: number): Usage | undefined {
     return undefined;
   }
   const field = (name: string): number => Number(new RegExp(`^${name}:\\s+([0-9]+) kB`, "m").exec(text)?.[1] ?? NaN);
-  return { rssKb: field("Rss"), pssKb: field("Pss") };
+  return { rssKb: field("Rss"), pssKb: field("Pss"), ussKb: field("Private_Clean") + field("Private_Dirty") };
 }
 
 /** Every router process of the stack (PM2's apps), named and in PM2's order. */
@@ -64,7 +66,7 @@ function measure(s: Stack): ProcessUsage[] {
   return apps.map((a) => {
     const index = seen.get(a.name) ?? 0;
     seen.set(a.name, index + 1);
-    const usage = readUsage(a.pid) ?? { rssKb: NaN, pssKb: NaN };
+    const usage = readUsage(a.pid) ?? { rssKb: NaN, pssKb: NaN, ussKb: NaN };
     const name = (counts.get(a.name) ?? 0) > 1 ? `${a.name}#${index}` : a.name;
     return { name, pid: a.pid, restarts: a.restarts, ...usage };
   });
@@ -73,50 +75,65 @@ function measure(s: Stack): ProcessUsage[] {
 const mb = (kb: number): string => (kb / 1024).toFixed(1);
 const total = (rows: readonly Usage[], key: keyof Usage): number => rows.reduce((sum, r) => sum + r[key], 0);
 
+/** The pages the processes share (mostly the node binary's), counted once: the largest RSS − USS of them. */
+const sharedOnce = (rows: readonly Usage[]): number => Math.max(0, ...rows.map((r) => r.rssKb - r.ussKb));
+
 function report(rest: ProcessUsage[], after: ProcessUsage[], daemonPid: number | undefined): void {
+  const cols = (u: Usage | undefined): string =>
+    ["rssKb", "pssKb", "ussKb"].map((k) => (u ? mb(u[k as keyof Usage]) : "-").padStart(8)).join("");
+  const totals = (rows: readonly Usage[]): Usage => ({
+    rssKb: total(rows, "rssKb"),
+    pssKb: total(rows, "pssKb"),
+    ussKb: total(rows, "ussKb"),
+  });
   log("");
-  log(`bench:memory — router processes at rest and after ${SWAPS} swaps (MB; RSS counts shared pages in each)`);
+  log(`bench:memory — router processes at rest and after ${SWAPS} swaps (MB)`);
+  log(`  ${"".padEnd(18)}${"at rest".padStart(24)}${`after ${SWAPS} swaps`.padStart(24)}`);
   log(
-    `  ${"process".padEnd(18)}${"RSS rest".padStart(10)}${"PSS rest".padStart(10)}${"RSS after".padStart(11)}${"PSS after".padStart(11)}`,
+    `  ${"process".padEnd(18)}${["RSS", "PSS", "USS"]
+      .map((h) => h.padStart(8))
+      .join("")
+      .repeat(2)}`,
   );
   for (const r of rest) {
     const a = after.find((x) => x.name === r.name);
     const restarted = a && (a.pid !== r.pid || a.restarts !== r.restarts) ? "  (restarted)" : "";
-    log(
-      `  ${r.name.padEnd(18)}${mb(r.rssKb).padStart(10)}${mb(r.pssKb).padStart(10)}` +
-        `${(a ? mb(a.rssKb) : "-").padStart(11)}${(a ? mb(a.pssKb) : "-").padStart(11)}${restarted}`,
-    );
+    log(`  ${r.name.padEnd(18)}${cols(r)}${cols(a)}${restarted}`);
   }
-  log(
-    `  ${"total".padEnd(18)}${mb(total(rest, "rssKb")).padStart(10)}${mb(total(rest, "pssKb")).padStart(10)}` +
-      `${mb(total(after, "rssKb")).padStart(11)}${mb(total(after, "pssKb")).padStart(11)}`,
-  );
+  log(`  ${"total".padEnd(18)}${cols(totals(rest))}${cols(totals(after))}`);
   const daemon = daemonPid === undefined ? undefined : readUsage(daemonPid);
-  if (daemon) log(`  (PM2 daemon, not counted: RSS ${mb(daemon.rssKb)}, PSS ${mb(daemon.pssKb)})`);
+  if (daemon)
+    log(`  (PM2 daemon, not counted: RSS ${mb(daemon.rssKb)}, PSS ${mb(daemon.pssKb)}, USS ${mb(daemon.ussKb)})`);
+  // PSS splits a shared page among every process mapping it, the machine's other node processes too: on a
+  // host running only the router, the node binary's pages are split among the router's processes alone.
+  const aloneKb = total(after, "ussKb") + sharedOnce(after);
+  log(
+    `  on a host of its own (USS + the shared pages once), after the swaps: ${mb(aloneKb)} MB; ` +
+      "RSS counts the shared pages in every process, USS in none",
+  );
   const pssAfterMb = total(after, "pssKb") / 1024;
   log(
     `  target: PSS after swaps <= ${TARGET_PSS_MB} MB: ${pssAfterMb.toFixed(1)} MB, ` +
       `${pssAfterMb <= TARGET_PSS_MB ? "met" : `${(pssAfterMb - TARGET_PSS_MB).toFixed(1)} MB over`}`,
   );
-  const round = (p: ProcessUsage) => ({
+  const row = (p: ProcessUsage) => ({
     name: p.name,
     pid: p.pid,
     restarts: p.restarts,
     rssKb: p.rssKb,
     pssKb: p.pssKb,
+    ussKb: p.ussKb,
   });
   log(
     JSON.stringify({
       bench: "memory",
       swaps: SWAPS,
       auctionInstances: AUCTION_INSTANCES,
-      rest: rest.map(round),
-      after: after.map(round),
-      totalKb: {
-        rest: { rss: total(rest, "rssKb"), pss: total(rest, "pssKb") },
-        after: { rss: total(after, "rssKb"), pss: total(after, "pssKb") },
-      },
-      pm2DaemonKb: daemon ? { rss: daemon.rssKb, pss: daemon.pssKb } : null,
+      rest: rest.map(row),
+      after: after.map(row),
+      totalKb: { rest: totals(rest), after: totals(after) },
+      aloneAfterKb: aloneKb,
+      pm2DaemonKb: daemon ?? null,
       targetPssMb: TARGET_PSS_MB,
     }),
   );

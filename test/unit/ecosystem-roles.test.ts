@@ -125,7 +125,7 @@ describe("ecosystem.config.js: ROUTER_ROLES", () => {
   });
 });
 
-describe("ecosystem.config.js: V8 limits per role (docs/operating.md, npm run bench:memory)", () => {
+describe("ecosystem.config.js: memory limits per role (docs/operating.md, npm run bench:memory)", () => {
   type App = { name: string; node_args?: string; max_memory_restart?: string; env: Record<string, string> };
   const apps = (env: Record<string, string>): Promise<App[]> =>
     new Promise((res, rej) =>
@@ -149,7 +149,7 @@ describe("ecosystem.config.js: V8 limits per role (docs/operating.md, npm run be
     return m ? Number(m[1]) : undefined;
   };
 
-  it("gives every app an old-space limit and all but the submitter a semi-space limit, with PM2's restart threshold above the heap's", async () => {
+  it("limits the heap of admin, auction and poller, with PM2's restart threshold above it; the submitter runs with node's defaults", async () => {
     const all = await apps({});
     expect(all.map((a) => a.name)).toEqual([
       "admin",
@@ -162,15 +162,24 @@ describe("ecosystem.config.js: V8 limits per role (docs/operating.md, npm run be
     for (const app of all) {
       const semi = flag(app.node_args, "max-semi-space-size");
       const old = flag(app.node_args, "max-old-space-size");
-      // The submitter keeps node's default young generation (its bench loses rate with less).
-      const semiOk = app.name.startsWith("submitter-") ? semi === undefined : semi !== undefined && semi >= 1;
-      expect([app.name, semiOk, old !== undefined && old >= 96]).toEqual([app.name, true, true]);
+      const restartMb = Number(/^([0-9]+)M$/.exec(app.max_memory_restart ?? "")?.[1]);
+      if (app.name.startsWith("submitter-")) {
+        // bench:submitter lost rate with either limit (docs/operating.md, "Memory per role").
+        expect([app.name, app.node_args, app.env.MALLOC_ARENA_MAX, restartMb]).toEqual([app.name, "", undefined, 384]);
+        continue;
+      }
+      expect([app.name, semi !== undefined && semi >= 1, old !== undefined && old >= 96]).toEqual([
+        app.name,
+        true,
+        true,
+      ]);
       // max_memory_restart is the guard for memory outside the V8 heap: below the heap limit it would restart a
       // process whose heap is still within what it is allowed.
-      const restartMb = Number(/^([0-9]+)M$/.exec(app.max_memory_restart ?? "")?.[1]);
       expect(restartMb).toBeGreaterThan(old as number);
       expect(app.env).toMatchObject({ MALLOC_ARENA_MAX: "2", MALLOC_MMAP_THRESHOLD_: "131072" });
     }
+    // The role's env is merged, not replaced: pollers and submitters keep their chain.
+    expect(all.filter((a) => a.name.startsWith("poller-")).map((a) => a.env.CHAIN_ID)).toEqual(["1337", "1338"]);
   });
 
   it("lets ROUTER_NODE_ARGS replace the flags (empty: node's defaults, to measure without them)", async () => {
