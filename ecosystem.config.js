@@ -143,6 +143,48 @@ const common = {
   env: { ROUTER_CONFIG_FILE: configFile, NODE_ENV: "production" },
 };
 
+/**
+ * Memory limits per role (issue 23; figures in docs/operating.md, measured with `npm run bench:memory`).
+ * - `--max-semi-space-size` (MB): node's default lets each of the young generation's two semi-spaces grow to
+ *   16 MB under load and keeps them; an auction's, poller's or admin's requests allocate little that lives, so
+ *   a few MB scavenge as fast (bench:auction) at a fraction of the resident memory.
+ * - `--max-old-space-size` (MB): node's default (about half the machine's memory, up to 4 GB) lets the heap
+ *   grow far before V8 collects; the role's limit makes it collect sooner. A heap that still reaches it means a
+ *   leak: the process dies with "heap out of memory" and PM2 restarts it (restart_delay), as it would at
+ *   max_memory_restart, which stays above the limit as the guard for memory outside the heap.
+ * - MALLOC_ARENA_MAX=2: glibc gives each thread (V8's GC helpers, libuv's pool) an arena of its own; the
+ *   processes allocate little outside the V8 heap, so two arenas serve them. MALLOC_MMAP_THRESHOLD_=131072
+ *   keeps glibc from raising its mmap threshold after a large buffer is freed (up to 32 MB by default): a large
+ *   buffer (an RPC answer, a compile) is then always mapped and given back on free, never left in the heap.
+ * The submitter runs with node's defaults: under bench:submitter (100 jobs per chain in flight, each hold change
+ * reading the chain's whole holds hash) 8 MB semi-spaces carried 0.45-0.95x of its rate, and the old-space limit
+ * with the allocator settings 0.28-1.3x over three alternated runs (a loaded machine, but no clear pass).
+ * ROUTER_NODE_ARGS replaces the flags of every app (empty: node's defaults), e.g. to measure without them.
+ */
+const V8_LIMITS = {
+  admin: { semiSpaceMb: 1, oldSpaceMb: 128, restartAt: "256M" },
+  auction: { semiSpaceMb: 2, oldSpaceMb: 192, restartAt: "320M" },
+  submitter: { restartAt: "384M" },
+  poller: { semiSpaceMb: 2, oldSpaceMb: 192, restartAt: "320M" },
+};
+
+/** The role's node_args and max_memory_restart, and its allocator env (to merge into the app's env). */
+function memoryOptions(role) {
+  const limits = V8_LIMITS[role];
+  const override = process.env.ROUTER_NODE_ARGS;
+  const flags = limits.oldSpaceMb
+    ? `--max-semi-space-size=${limits.semiSpaceMb} --max-old-space-size=${limits.oldSpaceMb}`
+    : "";
+  const allocator = limits.oldSpaceMb ? { MALLOC_ARENA_MAX: "2", MALLOC_MMAP_THRESHOLD_: "131072" } : {};
+  return { node_args: override !== undefined ? override : flags, max_memory_restart: limits.restartAt, allocator };
+}
+
+/** app() options for a role: its memory limits, and its env (e.g. CHAIN_ID) with the allocator settings. */
+function withMemory(role, options) {
+  const { allocator, ...limits } = memoryOptions(role);
+  return { ...options, ...limits, env: { ...allocator, ...(options.env || {}) } };
+}
+
 function app(name, script, extra) {
   return {
     ...common,
@@ -160,30 +202,30 @@ fs.mkdirSync(logDir, { recursive: true });
 
 module.exports = {
   apps: [
-    ...(roles.admin ? [app("admin", "dist/services/admin/main.js", { instances: 1, max_memory_restart: "256M" })] : []),
+    ...(roles.admin ? [app("admin", "dist/services/admin/main.js", withMemory("admin", { instances: 1 }))] : []),
     // The auction warms its price and gas caches (up to 15 s) before it connects to NATS and reports ready.
     ...(roles.auction
       ? [
-          app("auction", "dist/services/auction/main.js", {
-            instances: auctionInstances,
-            max_memory_restart: "512M",
-            listen_timeout: 40000,
-          }),
+          app(
+            "auction",
+            "dist/services/auction/main.js",
+            withMemory("auction", { instances: auctionInstances, listen_timeout: 40000 }),
+          ),
         ]
       : []),
     ...roles.submitter.map((chainId) =>
-      app(`submitter-${chainId}`, "dist/services/submitter/main.js", {
-        instances: submitterInstances,
-        max_memory_restart: "384M",
-        env: { CHAIN_ID: chainId },
-      }),
+      app(
+        `submitter-${chainId}`,
+        "dist/services/submitter/main.js",
+        withMemory("submitter", { instances: submitterInstances, env: { CHAIN_ID: chainId } }),
+      ),
     ),
     ...roles.poller.map((chainId) =>
-      app(`poller-${chainId}`, "dist/services/poller/main.js", {
-        instances: pollerInstances,
-        max_memory_restart: "512M",
-        env: { CHAIN_ID: chainId },
-      }),
+      app(
+        `poller-${chainId}`,
+        "dist/services/poller/main.js",
+        withMemory("poller", { instances: pollerInstances, env: { CHAIN_ID: chainId } }),
+      ),
     ),
   ],
 };

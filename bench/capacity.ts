@@ -145,10 +145,12 @@ interface PrepareTiming {
   router?: number;
 }
 
-async function runSwaps(
+/** `count` complete swaps of `amountWei` TEST, the users in parallel (each one swap at a time). */
+export async function runSwaps(
   s: Stack,
   users: readonly Wallet[],
   count: number,
+  amountWei = SWAP_AMOUNT_WEI,
 ): Promise<{ results: DemoSwapResult[]; prepares: PrepareTiming[]; failures: string[] }> {
   const results: DemoSwapResult[] = [];
   const prepares: PrepareTiming[] = [];
@@ -171,7 +173,7 @@ async function runSwaps(
         prepares.push(timing);
         try {
           results.push(
-            await swapOnStack(s, user, SWAP_AMOUNT_WEI, 120_000, (who, atMs) => {
+            await swapOnStack(s, user, amountWei, 120_000, (who, atMs) => {
               timing[who] = atMs;
             }),
           );

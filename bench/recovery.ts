@@ -95,8 +95,11 @@ export async function stopStack(s: Stack, dir: string, log: (line: string) => vo
   rmSync(dir, { recursive: true, force: true });
 }
 
-/** npm run local's stack (scripts/local), in `dir`; on a failure, stops what it started before rethrowing. */
-export async function startStack(dir: string): Promise<Stack> {
+/**
+ * npm run local's stack (scripts/local), in `dir`; on a failure, stops what it started before rethrowing.
+ * `auctionInstances` defaults to 1 (see startRouterApps).
+ */
+export async function startStack(dir: string, opts: { auctionInstances?: number } = {}): Promise<Stack> {
   const paths = benchPaths(dir);
   mkdirSync(paths.logDir, { recursive: true });
   let state = emptyState(process.pid, Date.now());
@@ -114,7 +117,7 @@ export async function startStack(dir: string): Promise<Stack> {
     const adminPort = await getFreePort();
     writeRouterConfig(paths, servers, chains, { mnemonic, adminPort });
     state = { ...state, pm2Home: paths.pm2Home, configFile: paths.configFile };
-    await startRouterApps(paths, servers);
+    await startRouterApps(paths, servers, opts.auctionInstances ?? 1);
     const { redisUrl, natsUrl, authUrl } = servers;
     const adminUrl = `http://127.0.0.1:${adminPort}`;
     return { paths, chains, router, adminUrl, redisUrl, natsUrl, authUrl, state: () => state };
@@ -184,10 +187,10 @@ function writeRouterConfig(
 }
 
 /** Every router app under PM2, until each is online and the auction answers a status request. */
-async function startRouterApps(paths: LocalPaths, servers: StackServers): Promise<void> {
-  // One auction first (ecosystem.config.js defaults to two): the lone-instance phase runs before the one that
-  // scales the auction to 2, which is how many the "auction (2 instances)" figure is for.
-  process.env.AUCTION_INSTANCES = "1";
+async function startRouterApps(paths: LocalPaths, servers: StackServers, auctionInstances: number): Promise<void> {
+  // bench:recovery starts one auction (ecosystem.config.js defaults to two): the lone-instance phase runs before
+  // the one that scales the auction to 2, which is how many the "auction (2 instances)" figure is for.
+  process.env.AUCTION_INSTANCES = String(auctionInstances);
   const started = runPm2(paths, ["start", paths.ecosystemFile]);
   if (started.status !== 0)
     throw new Error(`pm2 start exited ${String(started.status)}: ${started.output.slice(-2000)}`);

@@ -124,3 +124,67 @@ describe("ecosystem.config.js: ROUTER_ROLES", () => {
     ]);
   });
 });
+
+describe("ecosystem.config.js: memory limits per role (docs/operating.md, npm run bench:memory)", () => {
+  type App = { name: string; node_args?: string; max_memory_restart?: string; env: Record<string, string> };
+  const apps = (env: Record<string, string>): Promise<App[]> =>
+    new Promise((res, rej) =>
+      execFile(
+        process.execPath,
+        ["-e", 'console.log(JSON.stringify(require("./ecosystem.config.js").apps));'],
+        {
+          cwd: ROOT,
+          env: {
+            PATH: process.env.PATH ?? "",
+            ROUTER_CONFIG_FILE: configFile,
+            ROUTER_LOG_DIR: join(dir, "logs"),
+            ...env,
+          },
+        },
+        (err, stdout) => (err ? rej(err) : res(JSON.parse(stdout) as App[])),
+      ),
+    );
+  const flag = (args: string | undefined, name: string): number | undefined => {
+    const m = new RegExp(`--${name}=([0-9]+)`).exec(args ?? "");
+    return m ? Number(m[1]) : undefined;
+  };
+
+  it("limits the heap of admin, auction and poller, with PM2's restart threshold above it; the submitter runs with node's defaults", async () => {
+    const all = await apps({});
+    expect(all.map((a) => a.name)).toEqual([
+      "admin",
+      "auction",
+      "submitter-1337",
+      "submitter-1338",
+      "poller-1337",
+      "poller-1338",
+    ]);
+    for (const app of all) {
+      const semi = flag(app.node_args, "max-semi-space-size");
+      const old = flag(app.node_args, "max-old-space-size");
+      const restartMb = Number(/^([0-9]+)M$/.exec(app.max_memory_restart ?? "")?.[1]);
+      if (app.name.startsWith("submitter-")) {
+        // bench:submitter lost rate with either limit (docs/operating.md, "Memory per role").
+        expect([app.name, app.node_args, app.env.MALLOC_ARENA_MAX, restartMb]).toEqual([app.name, "", undefined, 384]);
+        continue;
+      }
+      expect([app.name, semi !== undefined && semi >= 1, old !== undefined && old >= 96]).toEqual([
+        app.name,
+        true,
+        true,
+      ]);
+      // max_memory_restart is the guard for memory outside the V8 heap: below the heap limit it would restart a
+      // process whose heap is still within what it is allowed.
+      expect(restartMb).toBeGreaterThan(old as number);
+      expect(app.env).toMatchObject({ MALLOC_ARENA_MAX: "2", MALLOC_MMAP_THRESHOLD_: "131072" });
+    }
+    // The role's env is merged, not replaced: pollers and submitters keep their chain.
+    expect(all.filter((a) => a.name.startsWith("poller-")).map((a) => a.env.CHAIN_ID)).toEqual(["1337", "1338"]);
+  });
+
+  it("lets ROUTER_NODE_ARGS replace the flags (empty: node's defaults, to measure without them)", async () => {
+    expect((await apps({ ROUTER_NODE_ARGS: "" })).map((a) => a.node_args)).toEqual(Array(6).fill(""));
+    const custom = await apps({ ROUTER_NODE_ARGS: "--max-old-space-size=512" });
+    expect(new Set(custom.map((a) => a.node_args))).toEqual(new Set(["--max-old-space-size=512"]));
+  });
+});
