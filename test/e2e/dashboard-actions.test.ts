@@ -1,14 +1,13 @@
 import type { Server } from "node:http";
 import { Queue, UnrecoverableError, Worker } from "bullmq";
 import { Redis } from "ioredis";
-import { loadConfig } from "../../shared/config";
 import { txQueueName } from "../../shared/queues";
-import { createApp } from "../../services/admin/app";
-import { closeServer, listen } from "../../services/admin/listen";
+import { closeServer } from "../../services/admin/listen";
 import { startRedis, type RedisServer } from "../harness/redis";
-import { captureLogs, uniquePrefix } from "../integration/submitter-fixture";
-import { OPS_ADMIN_TOKEN, ANVIL_MNEMONIC, basicAuth } from "../integration/metrics-fixture";
+import { uniquePrefix } from "../integration/submitter-fixture";
+import { OPS_ADMIN_TOKEN, basicAuth } from "../integration/metrics-fixture";
 import { waitFor } from "../harness/wait";
+import { dashboardActionsConfig, serveDashboard } from "./dashboard-fixture";
 
 /**
  * The dashboard with `dashboardActions` on: a job can be retried from the board's own origin, while the same
@@ -25,24 +24,7 @@ describe("queue dashboard actions", () => {
   beforeAll(async () => {
     redis = await startRedis();
     const prefix = uniquePrefix();
-    const { config } = loadConfig(
-      {
-        adminToken: OPS_ADMIN_TOKEN,
-        mnemonic: ANVIL_MNEMONIC,
-        swapPools: [],
-        redisUrl: redis.url,
-        redisPrefix: prefix,
-        dashboardActions: true,
-        chainConfig: {
-          "1": { providers: ["http://127.0.0.1:9"] },
-          "1337": {
-            providers: ["http://127.0.0.1:9"],
-            transactionManagerAddress: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
-          },
-        },
-      },
-      {},
-    );
+    const config = dashboardActionsConfig(redis.url, prefix);
     const connection = { host: "127.0.0.1", port: redis.port, maxRetriesPerRequest: null };
     queue = new Queue(txQueueName(1337), { connection, prefix });
     client = new Redis(connection);
@@ -58,19 +40,7 @@ describe("queue dashboard actions", () => {
       (await (await queue.getJob("failed-one"))?.getState()) === "failed" ? true : undefined,
     );
     await worker.close();
-    const notUsed = async (): Promise<never> => {
-      throw new Error("not used");
-    };
-    const app = createApp({
-      config,
-      logger: captureLogs().logger,
-      signerAddress: "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
-      operations: { removeLiquidity: notUsed, cancelSender: notUsed },
-      dashboard: { queues: [queue], redis: client },
-    });
-    server = await listen(app, "127.0.0.1", 0);
-    const address = server.address();
-    baseUrl = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+    ({ server, baseUrl } = await serveDashboard({ config, queue, client }));
   });
 
   afterAll(async () => {
