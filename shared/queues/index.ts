@@ -3,3 +3,4 @@ export * from "./jobs";
 export * from "./connection";
 export * from "./keys";
 export * from "./priority";
+export * from "./ledger-jobs";
