@@ -28,6 +28,11 @@ export interface GasFeeParams {
  */
 export interface FeeEstimator {
   gasFeeInAsset(params: GasFeeParams): bigint | undefined;
+  /**
+   * True when a fee in this asset has no price at all: an oracle is missing for the asset's or the native token's
+   * price source, and the two are not the same source. Such a fee is 0, so it pays for nothing.
+   */
+  unpriced(chainId: number, assetId: string): boolean;
   /** Decimals of a pool asset (18 for native); undefined while not yet read. */
   decimals(chainId: number, assetId: string): number | undefined;
 }

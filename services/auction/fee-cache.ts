@@ -46,6 +46,8 @@ const MAX_TARGETS = 1_024;
 interface FeeTarget {
   /** No oracle on the token's or the native price's chain: the fee is 0. */
   readonly free: boolean;
+  /** Free, and the token is not priced at the native token's source (where the cost is the gas itself). */
+  readonly unpriced: boolean;
   readonly tokenKey: string;
   readonly nativeKey: string;
   readonly limits: GasLimits;
@@ -79,10 +81,14 @@ export function createFeeEstimator(p: FeeEstimatorParams): FeeEstimator {
     if (target === undefined) {
       const token = sources.asset(chainId, assetId);
       const native = sources.native(chainId);
+      const free = sources.oracle(token.chainId) === undefined || sources.oracle(native.chainId) === undefined;
+      const tokenKey = assetKey(token.chainId, token.address);
+      const nativeKey = assetKey(native.chainId, native.address);
       target = {
-        free: sources.oracle(token.chainId) === undefined || sources.oracle(native.chainId) === undefined,
-        tokenKey: assetKey(token.chainId, token.address),
-        nativeKey: assetKey(native.chainId, native.address),
+        free,
+        unpriced: free && tokenKey !== nativeKey,
+        tokenKey,
+        nativeKey,
         limits: gasLimitsFor(chainId),
         memos: new Map(),
       };
@@ -138,6 +144,7 @@ export function createFeeEstimator(p: FeeEstimatorParams): FeeEstimator {
 
   return {
     gasFeeInAsset,
+    unpriced: (chainId, assetId) => targetOf(chainId, assetId).unpriced,
     decimals: (chainId, assetId) =>
       assetId.toLowerCase() === ZeroAddress ? 18 : cache.decimals.get(assetKey(chainId, assetId)),
   };

@@ -142,6 +142,7 @@ interface ParsedChain {
   minGas?: string;
   gasStations: string[];
   allowRelay: boolean;
+  allowUnpricedRelay: boolean;
   relayerFeeThreshold?: number;
   subgraphSyncBuffer?: number;
   defaultInitialGasPrice?: string;
@@ -353,6 +354,7 @@ function buildChains(
       minGas: chain.minGas ?? DEFAULT_MIN_GAS_WEI,
       gasStations: chain.gasStations,
       allowRelay: chain.allowRelay,
+      allowUnpricedRelay: chain.allowUnpricedRelay,
       relayerFeeThreshold: chain.relayerFeeThreshold ?? DEFAULT_RELAYER_FEE_THRESHOLD_PERCENT,
       subgraphSyncBuffer: chain.subgraphSyncBuffer ?? defaultSubgraphSyncBuffer(chainId),
       defaultInitialGasPrice: chain.defaultInitialGasPrice,

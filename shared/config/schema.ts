@@ -140,6 +140,7 @@ export const chainSchema = Joi.object({
   minGas: decimalIntegerString(),
   gasStations: urlList(httpUrl).default([]),
   allowRelay: Joi.boolean().default(false),
+  allowUnpricedRelay: Joi.boolean().default(false),
   relayerFeeThreshold: Joi.number().min(0).max(100),
   subgraphSyncBuffer: Joi.number().integer().min(1),
   defaultInitialGasPrice: decimalIntegerString(),

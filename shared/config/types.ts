@@ -17,6 +17,8 @@ export interface ChainConfig {
   readonly minGas: string;
   readonly gasStations: readonly string[];
   readonly allowRelay: boolean;
+  /** Relay even when the relayer fee cannot be priced (no oracle): the router then pays a plain fulfill's gas unpaid. */
+  readonly allowUnpricedRelay: boolean;
   /** Percent. */
   readonly relayerFeeThreshold: number;
   /** Blocks. */

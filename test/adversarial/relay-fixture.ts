@@ -61,7 +61,15 @@ export interface RelayReply {
   readonly error: { type: string; message: string; context: Record<string, unknown> } | null;
 }
 
-export async function startRelayBed(auctionOptions: AuctionOptions = {}): Promise<RelayBed> {
+export interface RelayBedOptions {
+  /** False: 1338 has no price oracle configured, so a relayer fee there cannot be priced. Default true. */
+  readonly priced?: boolean;
+}
+
+export async function startRelayBed(
+  auctionOptions: AuctionOptions = {},
+  bedOptions: RelayBedOptions = {},
+): Promise<RelayBed> {
   const s = await startE2eStack();
   const [nats, auth, rpc]: [NatsServer, AuthServer, RpcProxy] = await Promise.all([
     startNats(),
@@ -74,7 +82,10 @@ export async function startRelayBed(auctionOptions: AuctionOptions = {}): Promis
   await sendTx(oracle, "setDirectPrice", [s.receiving.deployment.token, parseEther("1")]);
 
   const chainExtra = {
-    [RECEIVING]: { providers: [rpc.url], priceOracleAddress: s.receiving.deployment.priceOracle },
+    [RECEIVING]: {
+      providers: [rpc.url],
+      ...(bedOptions.priced === false ? {} : { priceOracleAddress: s.receiving.deployment.priceOracle }),
+    },
   };
   const r = await startRouter(s, { admin: false, chainExtra });
   const raw = routerConfigJson(s, r.prefix, { chainExtra }) as {

@@ -188,7 +188,11 @@ describe("relayed fulfill: the SDK's metatx.request → receiving fulfill → th
     const oracle = nxtpContractAt("ConnextPriceOracle", s.receiving.deployment.priceOracle, s.receiving.deployer);
     await sendTx(oracle, "setDirectPrice", [ZeroAddress, parseEther("1")]);
     await sendTx(oracle, "setDirectPrice", [s.receiving.deployment.token, parseEther("1")]);
-    r = await startRouter(s, { admin: false });
+    // The submitter prices the relay with the same oracle as the auction: unpriced, it would refuse (RELAY_UNPRICED).
+    r = await startRouter(s, {
+      admin: false,
+      chainExtra: { [RECEIVING]: { priceOracleAddress: s.receiving.deployment.priceOracle } },
+    });
     client = await connect({ servers: nats.url });
     client.subscribe(`${messagingAddress}.*.metatx.response`, {
       callback: (err, msg) => {

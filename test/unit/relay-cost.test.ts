@@ -21,7 +21,12 @@ const ORACLE = "0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0";
 const TOKEN = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512";
 const GWEI = 10n ** 9n;
 
-function context(p: { oracle: boolean; prices?: Record<string, bigint>; feePerGas: bigint }): RelayCostContext {
+function context(p: {
+  oracle: boolean;
+  prices?: Record<string, bigint>;
+  feePerGas: bigint;
+  allowUnpricedRelay?: boolean;
+}): RelayCostContext {
   const chain = (extra: Record<string, unknown> = {}) => ({
     providers: ["http://127.0.0.1:8545"],
     transactionManagerAddress: TM,
@@ -31,7 +36,13 @@ function context(p: { oracle: boolean; prices?: Record<string, bigint>; feePerGa
     {
       adminToken: "a-long-enough-admin-token-for-tests",
       mnemonic: "test test test test test test test test test test test junk",
-      chainConfig: { "1": chain(), "1338": chain(p.oracle ? { priceOracleAddress: ORACLE } : {}) },
+      chainConfig: {
+        "1": chain(),
+        "1338": chain({
+          ...(p.oracle ? { priceOracleAddress: ORACLE } : {}),
+          allowUnpricedRelay: p.allowUnpricedRelay ?? false,
+        }),
+      },
       swapPools: [
         {
           assets: [
@@ -97,8 +108,13 @@ describe("relayGas: a relay's gas limit and fee per gas never exceed what the us
     await expect(relayGas(ctx, job(fee), 56n)).rejects.toBeInstanceOf(RelayFeeNotCoveredError);
   });
 
-  it("unpriced (no oracle on the chain): relays at most the chain's built-in fulfill gas, with no fee ceiling of its own", async () => {
+  it("unpriced (no oracle on the chain): refused before anything is signed, since the fee pays for nothing", async () => {
     const ctx = context({ oracle: false, feePerGas: 10n * GWEI });
+    await expect(relayGas(ctx, job(10n ** 30n), 100_000n)).rejects.toMatchObject({ code: "RELAY_UNPRICED" });
+  });
+
+  it("unpriced with allowUnpricedRelay: relays at most the chain's built-in fulfill gas, with no fee ceiling of its own", async () => {
+    const ctx = context({ oracle: false, feePerGas: 10n * GWEI, allowUnpricedRelay: true });
     expect(await relayGas(ctx, job(0n), 100_000n)).toEqual({ gasLimit: 120_000n, budgetWei: undefined });
     expect((await relayGas(ctx, job(0n), 190_000n)).gasLimit).toBe(200_000n);
     await expect(relayGas(ctx, job(10n ** 30n), 2_572_638n)).rejects.toMatchObject({ code: "RELAY_FEE_NOT_COVERED" });
@@ -106,6 +122,13 @@ describe("relayGas: a relay's gas limit and fee per gas never exceed what the us
 
   it("a price of 0 from the oracle counts as unpriced", async () => {
     const ctx = context({ oracle: true, prices: { [ZeroAddress]: parseEther("2000") }, feePerGas: GWEI });
-    await expect(relayGas(ctx, job(10n ** 30n), 300_000n)).rejects.toMatchObject({ code: "RELAY_FEE_NOT_COVERED" });
+    await expect(relayGas(ctx, job(10n ** 30n), 100_000n)).rejects.toMatchObject({ code: "RELAY_UNPRICED" });
+    const allowed = context({
+      oracle: true,
+      prices: { [ZeroAddress]: parseEther("2000") },
+      feePerGas: GWEI,
+      allowUnpricedRelay: true,
+    });
+    await expect(relayGas(allowed, job(10n ** 30n), 300_000n)).rejects.toMatchObject({ code: "RELAY_FEE_NOT_COVERED" });
   });
 });

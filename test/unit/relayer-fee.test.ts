@@ -3,6 +3,7 @@ import type { AuctionContext, FeeEstimator, GasFeeParams } from "../../services/
 import {
   CallDataGasRequiredError,
   NotEnoughRelayerFeeError,
+  RelayUnpricedError,
   RelayerFeeUnavailableError,
 } from "../../services/auction/operations/relay-errors";
 import { decideRelayFee } from "../../services/auction/operations/relay-fee";
@@ -72,10 +73,12 @@ describe("decideRelayFee: the relay's fee from the auction's caches", () => {
   const ctxWith = (
     fee: bigint | undefined,
     decimals: number | "cold" = 18,
+    unpriced = false,
   ): { ctx: AuctionContext; asked: GasFeeParams[] } => {
     const asked: GasFeeParams[] = [];
     const fees: FeeEstimator = {
       gasFeeInAsset: (p) => (asked.push(p), fee),
+      unpriced: () => unpriced,
       decimals: () => (decimals === "cold" ? undefined : decimals),
     };
     return { ctx: { fees } as unknown as AuctionContext, asked };
@@ -107,6 +110,19 @@ describe("decideRelayFee: the relay's fee from the auction's caches", () => {
   it("refuses with a reason while the fee cache is cold (no decimals, or no price)", () => {
     expect(() => decideRelayFee(ctxWith(1000n, "cold").ctx, chain, request())).toThrow(RelayerFeeUnavailableError);
     expect(() => decideRelayFee(ctxWith(undefined).ctx, chain, request())).toThrow(RelayerFeeUnavailableError);
+  });
+
+  it("refuses an unpriced fee (it is 0 and passes any offer) unless the chain allows unpriced relays", () => {
+    const unpriced = ctxWith(0n, 18, true);
+    expect(() => decideRelayFee(unpriced.ctx, chain, request({ relayerFee: "0" }))).toThrow(RelayUnpricedError);
+    expect(unpriced.asked).toEqual([]);
+    const allowed = { relayerFeeThreshold: 10, allowUnpricedRelay: true } as ChainConfig;
+    expect(decideRelayFee(ctxWith(0n, 18, true).ctx, allowed, request({ relayerFee: "0" }))).toEqual({
+      expectedFee: 0n,
+      lowerBound: 0n,
+    });
+    const anyFee = { relayerFeeThreshold: 100 } as ChainConfig;
+    expect(decideRelayFee(ctxWith(0n, 18, true).ctx, anyFee, request({ relayerFee: "0" })).lowerBound).toBe(0n);
   });
 
   it("refuses an offer below the chain's threshold, naming the numbers", () => {

@@ -91,6 +91,15 @@ export class RelayerFeeUnavailableError extends RouterError {
   readonly retriable = true;
 }
 
+/**
+ * The relayer fee cannot be priced on this chain (no oracle for the asset's or the native token's price source),
+ * so it pays for nothing, and `chainConfig.<chainId>.allowUnpricedRelay` is off (the default).
+ */
+export class RelayUnpricedError extends RouterError {
+  readonly code = "RELAY_UNPRICED";
+  readonly retriable = false;
+}
+
 /** The offered relayer fee is below the router's estimate minus the chain's relayerFeeThreshold. */
 export class NotEnoughRelayerFeeError extends RouterError {
   readonly code = "NOT_ENOUGH_RELAYER_FEE";

@@ -4,7 +4,12 @@ import type { FulfillMetaTx } from "../../../shared/protocol/metatx-request";
 import { checkRelayerFee } from "../../../shared/protocol/relayer-fee";
 import { sameHex } from "../../../shared/protocol/values";
 import type { AuctionContext } from "../context";
-import { CallDataGasRequiredError, NotEnoughRelayerFeeError, RelayerFeeUnavailableError } from "./relay-errors";
+import {
+  CallDataGasRequiredError,
+  NotEnoughRelayerFeeError,
+  RelayUnpricedError,
+  RelayerFeeUnavailableError,
+} from "./relay-errors";
 
 export interface RelayFeeDecision {
   /** The router's estimate of the fulfill's cost in the receiving asset. */
@@ -22,6 +27,18 @@ export interface RelayFeeDecision {
 export function decideRelayFee(ctx: AuctionContext, chain: ChainConfig, request: FulfillMetaTx): RelayFeeDecision {
   const { txData } = request;
   const context = { transactionId: txData.transactionId, chainId: request.chainId };
+  // An unpriced fee is 0 and passes any offer, yet the relay's gas is the router's: refused unless the operator
+  // chose to relay unpaid (or accepts any fee with a threshold of 100), as the submitter refuses it too.
+  if (
+    !chain.allowUnpricedRelay &&
+    chain.relayerFeeThreshold < 100 &&
+    ctx.fees.unpriced(request.chainId, txData.receivingAssetId)
+  ) {
+    throw new RelayUnpricedError(
+      "the relayer fee cannot be priced on this chain (no price oracle for the asset or the native token)",
+      context,
+    );
+  }
   const extraGas = callDataGas(request);
   const decimals = ctx.fees.decimals(request.chainId, txData.receivingAssetId);
   const expectedFee =

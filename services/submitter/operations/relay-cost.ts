@@ -17,6 +17,15 @@ export class RelayFeeNotCoveredError extends LifecycleError {
   readonly retriable = false;
 }
 
+/**
+ * The relay's fee cannot be priced (no oracle, or a price of 0), so it pays for nothing, and the chain's
+ * `allowUnpricedRelay` is off (the default): the router does not spend gas no fee covers.
+ */
+export class RelayUnpricedError extends LifecycleError {
+  readonly code = "RELAY_UNPRICED";
+  readonly retriable = false;
+}
+
 /** What a relay's send needs beyond the lifecycle: the fee a new transaction would pay now. */
 export interface RelayCostContext extends LifecycleContext {
   readonly gasPrice: () => Promise<Fee>;
@@ -37,8 +46,9 @@ export interface RelayGas {
  * (relayerFeeBudgetWei): the fee pays for `budget` native wei, L1 data included on Optimism.
  * - priced: the gas limit is the estimate plus headroom, cut to what the budget pays at the current fee per gas,
  *   and the fee per gas (first send and bumps) is capped so that gas limit × fee stays within the budget;
- * - unpriced (no oracle for the asset or the native token, a price of 0, threshold 100): the auction charged
- *   nothing, so the router relays only a plain fulfill: at most the chain's built-in fulfill gas (gas-limits.ts).
+ * - unpriced (no oracle for the asset or the native token, a price of 0): refused (RELAY_UNPRICED) unless the
+ *   chain's allowUnpricedRelay is on; then, as with a threshold of 100 (any fee accepted), the router relays only
+ *   a plain fulfill: at most the chain's built-in fulfill gas (gas-limits.ts).
  * An estimate above the cap is refused (RELAY_FEE_NOT_COVERED) before anything is signed: call-data gas is
  * the estimate's, never the requester's `callDataGas`.
  */
@@ -48,6 +58,13 @@ export async function relayGas(ctx: RelayCostContext, data: RelayFulfillJobData,
   const budgetWei = await relayBudgetWei(ctx, data);
   let maxGas: bigint;
   if (budgetWei === undefined) {
+    // Undefined with a threshold below 100 means no price: relayed only if the operator chose to relay unpaid.
+    if (ctx.chain.relayerFeeThreshold < 100 && !ctx.chain.allowUnpricedRelay) {
+      throw new RelayUnpricedError(
+        `the relayer fee cannot be priced on chain ${ctx.chainId}, and allowUnpricedRelay is off: nothing is relayed unpaid`,
+        { transactionId: data.txData.transactionId, relayerFee: data.relayerFee },
+      );
+    }
     maxGas = gasLimitOf(gasLimitsFor(ctx.chainId), "fulfill");
   } else if (perGas === 0n) {
     maxGas = withHeadroom;
