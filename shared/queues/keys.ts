@@ -122,12 +122,12 @@ export function bidReservationLapseKey(prefix: string, chainId: number, assetId:
 }
 
 /**
- * The remove-liquidity job accepted for one content (chain, asset, amount, recipient) in the last
- * `REMOVE_LIQUIDITY_WINDOW_MS` (services/admin/operations/remove-liquidity.ts): a string holding its job id,
- * so an identical request without the first one's X-Request-Id is answered by that job instead of a new one.
+ * The content claim of an admin money request (a withdrawal or a deposit, by its job name) for
+ * `CONTENT_CLAIM_WINDOW_MS` (services/admin/operations/content-claim.ts): a string holding its job id, so an
+ * identical request without the first one's X-Request-Id is answered by that job instead of a new one.
  */
-export function removeLiquidityContentKey(prefix: string, contentHash: string): string {
-  return routerKey(prefix, "remove-liquidity", contentHash);
+export function adminRequestContentKey(prefix: string, kind: string, contentHash: string): string {
+  return routerKey(prefix, kind, contentHash);
 }
 
 /**

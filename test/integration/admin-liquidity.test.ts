@@ -168,6 +168,20 @@ describe("admin liquidity routes (admin + submitter + anvil + redis)", () => {
     expect(conflict).toMatchObject({ status: 409, body: { error: "request_id_conflict" } });
   });
 
+  it("an identical add under a new request id (a retry after a 504 without X-Request-Id) is the first add, not a second", async () => {
+    const before = await routerBalance(s, s.signer, token);
+    const body = { chainId: CHAIN_ID, assetId: token, amount: "321" };
+    const first = await post("/add-liquidity-for", body);
+    expect(first.status).toBe(200);
+    const jobsBefore = await jobCount();
+    const retry = await post("/add-liquidity-for", body);
+    expect(retry).toMatchObject({ status: 200, body: first.body });
+    expect(await jobCount()).toBe(jobsBefore);
+    await finished(txJobId(TX_JOB.addLiquidityFor, first.requestId));
+    await expect(routerBalance(s, s.signer, token)).resolves.toBe(before + 321n);
+    await expect(client.queue.getJob(txJobId(TX_JOB.addLiquidityFor, retry.requestId))).resolves.toBeUndefined();
+  });
+
   it("native add: the amount is the call's value, no approval", async () => {
     const before = await routerBalance(s, s.signer, ZeroAddress);
     const res = await post("/add-liquidity-for", {

@@ -12,18 +12,24 @@ import type { RouterConfig } from "../../../shared/config/types";
 import { errorCode } from "../../../shared/errors";
 import type { Logger } from "../../../shared/logging/create-logger";
 import { TX_JOB, txJobId, txJobOptions, type AddLiquidityForJobData } from "../../../shared/queues";
+import type { ReplicationGuard } from "../../../shared/queues/replication";
 import { waitForBroadcast } from "../../../shared/queues/wait-for-broadcast";
 import { withTimeout } from "../../../shared/timing";
 import type { AddLiquidityForRequest, OperationContext, TransactionResponse } from "../types";
+import {
+  CONTENT_CLAIM_WINDOW_MS,
+  PRE_ENQUEUE_READ_TIMEOUT_MS,
+  claimContent,
+  releaseContent,
+  type ContentClaim,
+  type ContentClaimDeps,
+} from "./content-claim";
 import { DEFAULT_BROADCAST_TIMEOUT_MS, queueCall } from "./enqueue-and-wait";
 import { ChainUnavailableError } from "./errors";
 import { AssetNotInPoolError } from "./liquidity-errors";
 import { assertSameJobData } from "./same-request";
 
-/** The chain reads behind the checks (router and asset approval, wallet balance, allowance), bounded. */
-const CHECK_READ_TIMEOUT_MS = 10_000;
-
-export interface AddLiquidityForDeps {
+export interface AddLiquidityForDeps extends ContentClaimDeps {
   readonly config: RouterConfig;
   /** The router credited by default: the Router contract in router-contract mode, else the signer. */
   readonly routerAddress: string;
@@ -32,6 +38,8 @@ export interface AddLiquidityForDeps {
   queueFor(chainId: number): Queue;
   queueEventsFor(chainId: number): QueueEvents;
   readProvider(chainId: number): Pick<ChainProvider, "call" | "getBalance">;
+  /** redis.minReplicas > 0: the content claim is on that many replicas before the job is enqueued. */
+  readonly replication?: ReplicationGuard;
   readonly broadcastTimeoutMs?: number;
   readonly logger: Logger;
 }
@@ -46,9 +54,12 @@ export type AddLiquidityForOperation = (
  * submitter (job `add-liquidity-for-<requestId>`):
  * 1. a job under the request id is reused (same fields) or refused (REQUEST_ID_CONFLICT): a retry never adds twice;
  * 2. the asset must be in a swap pool on the chain (ASSET_NOT_IN_POOL);
- * 3. the chain must take it: router approved (ROUTER_NOT_APPROVED), asset approved (ASSET_NOT_APPROVED), the wallet
+ * 3. a request identical in content (chain, asset, amount, router) to one accepted in the last
+ *    CONTENT_CLAIM_WINDOW_MS, under any request id (a retry after a 504 without X-Request-Id), is answered by that
+ *    job, unless it failed with nothing on chain (content-claim.ts);
+ * 4. the chain must take it: router approved (ROUTER_NOT_APPROVED), asset approved (ASSET_NOT_APPROVED), the wallet
  *    holding `amount` (INSUFFICIENT_WALLET_BALANCE); a read that fails is CHAIN_UNAVAILABLE, nothing enqueued;
- * 4. enqueue and answer with the add's hash once broadcast. The submitter checks again, approves only what the
+ * 5. enqueue and answer with the add's hash once broadcast. The submitter checks again, approves only what the
  *    allowance lacks, and sends the add (services/submitter/operations/add-liquidity-for.ts).
  */
 export function createAddLiquidityForOperation(deps: AddLiquidityForDeps): AddLiquidityForOperation {
@@ -65,22 +76,49 @@ export function createAddLiquidityForOperation(deps: AddLiquidityForDeps): AddLi
     const queue = deps.queueFor(params.chainId);
     const logger = deps.logger.child({ requestId: ctx.requestId, jobId, chainId: params.chainId });
 
+    // 1. The same request id: the same job.
     const existing = await queueCall(() => queue.getJob(jobId));
+    let waitOn = jobId;
     if (existing) {
       assertSameJobData(existing, data, jobId, "add-liquidity-for");
       logger.info("add-liquidity-for retried: waiting on the existing job", { at: "admin.addLiquidityFor" });
     } else {
+      // 2. A pool asset.
       assertPoolAsset(deps.config, params.chainId, params.assetId);
-      await assertAddAccepted(deps, data);
+      // 3. The same content within the window: the job that took it.
+      const claim = contentClaimOf(data, jobId);
+      const since = deps.replication?.mark() ?? 0;
+      const twin = await queueCall(() => claimContent(deps, queue, claim));
+      if (twin !== undefined) {
+        waitOn = twin;
+        logger.info(
+          "identical add-liquidity-for accepted within the window: answering with that job, enqueuing nothing",
+          {
+            at: "admin.addLiquidityFor",
+            twinJobId: twin,
+            windowMs: CONTENT_CLAIM_WINDOW_MS,
+          },
+        );
+      } else {
+        // 4. The chain's checks; a claim a failover could forget would let an identical retry add a second time.
+        await assertAddAccepted(deps, data)
+          .then(() => deps.replication?.ensure(since))
+          .catch(async (err: unknown) => {
+            await queueCall(() => releaseContent(deps, claim)).catch(() => undefined);
+            throw err;
+          });
+      }
     }
+    // 5. Enqueue (unless joined) and answer once broadcast.
     const { transactionHash } = await waitForBroadcast({
       queue,
       events: deps.queueEventsFor(params.chainId),
-      jobId,
+      jobId: waitOn,
       timeoutMs,
-      enqueue: existing
-        ? undefined
-        : () => queueCall(() => queue.add(TX_JOB.addLiquidityFor, data, txJobOptions(TX_JOB.addLiquidityFor, jobId))),
+      enqueue:
+        existing || waitOn !== jobId
+          ? undefined
+          : () => queueCall(() => queue.add(TX_JOB.addLiquidityFor, data, txJobOptions(TX_JOB.addLiquidityFor, jobId))),
     });
     logger.info("add-liquidity-for broadcast", {
       at: "admin.addLiquidityFor",
@@ -93,6 +131,15 @@ export function createAddLiquidityForOperation(deps: AddLiquidityForDeps): AddLi
   };
 }
 
+function contentClaimOf(data: AddLiquidityForJobData, jobId: string): ContentClaim {
+  return {
+    kind: TX_JOB.addLiquidityFor,
+    chainId: data.chainId,
+    fields: [data.chainId, data.assetId, data.amount, data.router],
+    jobId,
+  };
+}
+
 /** Step 2: liquidity of an asset in no pool on the chain would never be bid with. */
 export function assertPoolAsset(config: RouterConfig, chainId: number, assetId: string): void {
   if (!poolAssetsOf(config, chainId).includes(getAddress(assetId))) {
@@ -100,7 +147,7 @@ export function assertPoolAsset(config: RouterConfig, chainId: number, assetId: 
   }
 }
 
-/** Step 3: the first refusal of the chain's state, or CHAIN_UNAVAILABLE when it cannot be read. */
+/** Step 4: the first refusal of the chain's state, or CHAIN_UNAVAILABLE when it cannot be read. */
 async function assertAddAccepted(deps: AddLiquidityForDeps, data: AddLiquidityForJobData): Promise<void> {
   const state = await readChainState(deps, data.chainId, {
     router: data.router,
@@ -128,7 +175,7 @@ export async function readChainState(
   try {
     return await withTimeout(
       readAddLiquidityState(deps.readProvider(chainId), { ...p, transactionManager }),
-      CHECK_READ_TIMEOUT_MS,
+      PRE_ENQUEUE_READ_TIMEOUT_MS,
     );
   } catch (err) {
     throw new ChainUnavailableError(

@@ -1,0 +1,101 @@
+import { createHash } from "node:crypto";
+import type { Job, Queue } from "bullmq";
+import type { Redis } from "ioredis";
+import { adminRequestContentKey, type TxJobName } from "../../../shared/queues";
+import { txRecordStatus } from "../../../shared/queues/in-flight";
+import { QUEUE_CALL_TIMEOUT_MS } from "./enqueue-and-wait";
+
+/**
+ * Identical money requests (a withdrawal, a deposit) within this long of an accepted one are the same request,
+ * whatever their X-Request-Id: a client retrying after a 504 without the header must not move the money twice.
+ * A deliberate second identical request waits this long (docs/admin-api.md).
+ */
+export const CONTENT_CLAIM_WINDOW_MS = 10 * 60_000;
+
+/** The chain reads a request makes before it enqueues (balance, approvals), bounded by each operation. */
+export const PRE_ENQUEUE_READ_TIMEOUT_MS = 10_000;
+
+/** A claim younger than this whose job does not exist yet may be a request still reading the chain. */
+const CLAIM_SETTLE_MS = PRE_ENQUEUE_READ_TIMEOUT_MS + 2 * QUEUE_CALL_TIMEOUT_MS;
+
+// Replaces the claim only if it still names the job we judged (failed with nothing on chain, or never enqueued).
+const TAKE_OVER_SCRIPT = `
+if redis.call("GET", KEYS[1]) == ARGV[1] then redis.call("SET", KEYS[1], ARGV[2], "PX", ARGV[3]) return 1 end
+return 0
+`;
+const RELEASE_SCRIPT = `
+if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end
+return 0
+`;
+
+export interface ContentClaimDeps {
+  readonly redis: Pick<Redis, "set" | "get" | "pttl" | "eval" | "hget">;
+  readonly redisPrefix: string;
+}
+
+/** One request's content claim: the job it is claimed for, under the key its normalised fields hash to. */
+export interface ContentClaim {
+  readonly kind: TxJobName;
+  readonly chainId: number;
+  /** The request's fields, normalised by the schema (checksummed addresses, decimal amounts), in a fixed order. */
+  readonly fields: ReadonlyArray<string | number>;
+  readonly jobId: string;
+}
+
+function keyOf(deps: ContentClaimDeps, claim: ContentClaim): string {
+  const content = claim.fields.map((f) => String(f).toLowerCase()).join("|");
+  return adminRequestContentKey(deps.redisPrefix, claim.kind, createHash("sha256").update(content).digest("hex"));
+}
+
+/**
+ * Claims the request's content for its job for CONTENT_CLAIM_WINDOW_MS (SET NX). Returns undefined when claimed,
+ * else the job id of the identical request accepted before, which answers this one. That earlier job is taken
+ * over (this request then proceeds) only if it failed with nothing on chain, or never got enqueued although its
+ * claim is older than the pre-enqueue reads can take. A failed job whose transaction is sending or confirmed may
+ * have moved the money: the request is answered by it.
+ */
+export async function claimContent(
+  deps: ContentClaimDeps,
+  queue: Queue,
+  claim: ContentClaim,
+): Promise<string | undefined> {
+  const { redis } = deps;
+  const key = keyOf(deps, claim);
+  for (let tries = 0; tries < 3; tries += 1) {
+    if ((await redis.set(key, claim.jobId, "PX", CONTENT_CLAIM_WINDOW_MS, "NX")) === "OK") {
+      return undefined;
+    }
+    const other = await redis.get(key);
+    if (other === null) {
+      continue;
+    }
+    if (other === claim.jobId) {
+      return undefined;
+    }
+    const job = await queue.getJob(other);
+    if (
+      job
+        ? !(await failedWithNothingOnChain(deps, job, claim.chainId))
+        : CONTENT_CLAIM_WINDOW_MS - (await redis.pttl(key)) < CLAIM_SETTLE_MS
+    ) {
+      return other;
+    }
+    if (Number(await redis.eval(TAKE_OVER_SCRIPT, 1, key, other, claim.jobId, CONTENT_CLAIM_WINDOW_MS)) === 1) {
+      return undefined;
+    }
+  }
+  throw new Error(`the ${claim.kind} content claim kept changing`);
+}
+
+/** Drops the claim if it is still this request's: nothing was enqueued, so an identical request may go at once. */
+export async function releaseContent(deps: ContentClaimDeps, claim: ContentClaim): Promise<void> {
+  await deps.redis.eval(RELEASE_SCRIPT, 1, keyOf(deps, claim), claim.jobId);
+}
+
+async function failedWithNothingOnChain(deps: ContentClaimDeps, job: Job, chainId: number): Promise<boolean> {
+  if (!job.id || !(await job.isFailed())) {
+    return false;
+  }
+  const status = await txRecordStatus(deps.redis, deps.redisPrefix, chainId, job.id);
+  return status === undefined || status === "reverted";
+}
