@@ -1,6 +1,7 @@
 import type { RouterConfig } from "../../shared/config/types";
 import { checkSenderCancel, decideAction, type DerivedState } from "../../shared/protocol/decide";
 import { completionBlockOf } from "../../shared/protocol/completion-block";
+import { sameInvariant } from "../../shared/protocol/digests";
 import type { TransferRecord } from "../../shared/protocol/types";
 import {
   verifySenderPrepare,
@@ -88,6 +89,10 @@ export function planSenderSide(ctx: PlanContext, p: PlanSenderParams): Plan {
     case "fulfill-sender":
       if (receiver?.status !== "Fulfilled") {
         return { kind: "wait", state: action.state, reason: "receiver-not-fulfilled", alert: false };
+      }
+      // The user's signature claims any sending transfer under this id: only the one our receiving side answers.
+      if (!sameInvariant(sender.txData, receiver.txData)) {
+        return { kind: "wait", state: action.state, reason: "sender-is-another-transfer", alert: true };
       }
       return enqueue(action.state, {
         name: TX_JOB.fulfillSender,

@@ -112,6 +112,30 @@ async function releaseReservations(ctx: PollerContext, records: readonly Transfe
   }
 }
 
+/**
+ * Another transfer under a stored one's (transactionId, user): the router keeps acting on the one it saw first
+ * and never on this one (the store keeps the first). Reported once per transfer, at alert level: someone locked
+ * funds under another transfer's id, which is either a mistake or an attempt to have the router claim it.
+ */
+async function reportSameIdTransfer(ctx: PollerContext, record: TransferRecord): Promise<void> {
+  const key = transferKeyOf(record);
+  const first = await ctx
+    .alertOnce(`same-id:${record.chainId}:${key}:${record.txData.sendingChainFallback}`)
+    .catch(() => true);
+  if (!first) {
+    return;
+  }
+  ctx.logger.error("another transfer under a stored transfer's id: ignored, the router acts only on the first", {
+    at: "poller.sameIdTransfer",
+    alert: true,
+    transferKey: key,
+    recordChainId: record.chainId,
+    status: record.status,
+    amount: record.txData.amount,
+    sendingChainFallback: record.txData.sendingChainFallback,
+  });
+}
+
 async function balancesOlderThan(ctx: PollerContext, maxAgeMs: number): Promise<boolean> {
   const gas = await ctx.balances.getGasBalance(ctx.chainId).catch(() => undefined);
   return gas === undefined || Date.now() - gas.updatedAtMs >= maxAgeMs;
@@ -127,6 +151,9 @@ async function pullChanges(
   const sink = async (batch: SourceBatch): Promise<void> => {
     for (const record of batch.records) {
       const outcome = await ctx.store.put(record);
+      if (outcome === "conflict") {
+        await reportSameIdTransfer(ctx, record);
+      }
       if (outcome === "created" || outcome === "updated") {
         recordsChanged += 1;
         if (sameHex(record.txData.router, ctx.routerAddress)) {

@@ -1,4 +1,5 @@
 import type { Redis } from "ioredis";
+import { sameInvariant } from "../protocol/digests";
 import type { TransferRecord, TransferStatus } from "../protocol/types";
 import { transferRetentionSec } from "../protocol/retention";
 import { chainHeadKey, openTransfersKey, transferKey, transferRecordKey } from "../queues";
@@ -30,7 +31,11 @@ export interface TransferStore {
   getHead(chainId: number): Promise<ChainHead | undefined>;
 }
 
-export type PutOutcome = "created" | "updated" | "unchanged" | "stale";
+/**
+ * `conflict`: the record names another transfer (another invariant) under a stored one's (transactionId, user);
+ * the stored one stays (mergeTransferRecord).
+ */
+export type PutOutcome = "created" | "updated" | "unchanged" | "stale" | "conflict";
 
 /** One side of a transfer: the record of (transactionId, user) on `chainId`. */
 export interface TransferSide {
@@ -117,8 +122,8 @@ export function createTransferStore(redis: Redis, prefix: string, options: Trans
       const currentJson = (await redis.get(key)) ?? "";
       const current = currentJson === "" ? undefined : parseRecord(currentJson);
       const merged = mergeTransferRecord(current, record);
-      if (merged === "stale") {
-        return "stale";
+      if (merged === "stale" || merged === "conflict") {
+        return merged;
       }
       const mergedJson = JSON.stringify(merged);
       if (mergedJson === currentJson) {
@@ -197,13 +202,19 @@ const STATUS_RANK: Readonly<Record<TransferStatus, number>> = { Prepared: 0, Ful
 /**
  * The record to store when `incoming` is observed while `existing` is stored, or "stale" to keep `existing`.
  * Fulfilled and Cancelled exclude each other on chain; if both are ever seen, the first one stays.
+ * "conflict" keeps `existing` too: `incoming` is another transfer under the same (transactionId, user) (another
+ * invariant, which the contract accepts). The record the router first saw, verified and acted on stays the one
+ * it acts on: replacing it would make the router claim the other transfer, 1 wei, with the user's signature.
  */
 export function mergeTransferRecord(
   existing: TransferRecord | undefined,
   incoming: TransferRecord,
-): TransferRecord | "stale" {
+): TransferRecord | "stale" | "conflict" {
   if (existing === undefined) {
     return incoming;
+  }
+  if (!sameInvariant(existing.txData, incoming.txData)) {
+    return "conflict";
   }
   const from = STATUS_RANK[existing.status];
   const to = STATUS_RANK[incoming.status];

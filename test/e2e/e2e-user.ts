@@ -47,6 +47,8 @@ export interface PrepareParams {
   readonly tamper?: Tamper;
   /** Signs the bid instead of the router signer. */
   readonly bidSigner?: RouterSigner;
+  /** Reuses a transaction id (a second transfer under another's id); a fresh random one by default. */
+  readonly transactionId?: string;
 }
 
 export interface UserTransfer {
@@ -67,7 +69,7 @@ export interface UserTransfer {
 export async function userPrepare(s: E2eStack, p: PrepareParams = {}): Promise<UserTransfer> {
   const nowSec = await latestTimestamp(s.sending);
   const user = s.user.address;
-  const transactionId = hexlify(randomBytes(32));
+  const transactionId = p.transactionId ?? hexlify(randomBytes(32));
   const bid: AuctionBid = {
     user,
     router: s.router,

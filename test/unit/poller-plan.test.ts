@@ -244,6 +244,12 @@ describe("planSenderSide", () => {
         receiverFulfillTransactionHash: "0x" + "12".repeat(32),
       },
     });
+    // A sending transfer other than the one our receiving side answers (another invariant under the same id):
+    // the user's signature would claim it too, so nothing is enqueued.
+    const other = { ...s, txData: { ...s.txData, sendingChainFallback: "0x" + "77".repeat(20) } };
+    expect(
+      planSenderSide(ctx, { sender: other, receiver: r, nowSec: NOW, head: HEAD, receiving: FRESH }),
+    ).toMatchObject({ kind: "wait", reason: "sender-is-another-transfer", alert: true });
     const early = receiver("Fulfilled", { block: 500 });
     expect(
       planSenderSide(ctx, { sender: s, receiver: early, nowSec: NOW, head: HEAD, receiving: FRESH }),

@@ -67,6 +67,15 @@ describe("transfer store merge rules", () => {
     expect(mergeTransferRecord(CANCELLED, FULFILLED_WITHOUT_PREPARE)).toBe("stale");
   });
 
+  it("keeps the first transfer when another one (another invariant) arrives under the same id and user", () => {
+    const decoy: TransferRecord = {
+      ...PREPARED,
+      txData: { ...PREPARED.txData, sendingChainFallback: "0x2222222222222222222222222222222222222222", amount: "1" },
+    };
+    expect(mergeTransferRecord(PREPARED, decoy)).toBe("conflict");
+    expect(mergeTransferRecord(PREPARED, { ...FULFILLED_WITHOUT_PREPARE, txData: decoy.txData })).toBe("conflict");
+  });
+
   it("stores the first observation as it is, and re-observing the same record changes nothing", () => {
     expect(mergeTransferRecord(undefined, PREPARED)).toBe(PREPARED);
     expect(JSON.stringify(mergeTransferRecord(PREPARED, { ...PREPARED }))).toBe(JSON.stringify(PREPARED));
