@@ -1,7 +1,9 @@
 /**
  * NXTP v0 revert strings (`require(..., "#RL:008")`, docs/protocol.md#revert-codes, checked against the contract
- * sources of @connext/nxtp-contracts 0.1.42) → a stable reason name. The one table the router decodes reverts with:
- * callers compare `TransactionRevertedError.reason`, never the revert text.
+ * sources of @connext/nxtp-contracts 0.1.42) → a stable reason name. The one table the router decodes reverts with.
+ * Callers that branch on a revert compare its code (`revertCodeOf(err) === "P:018"`, the contract's own spelling,
+ * which the docs cite); the name is the error's `code` and `reason` in logs, job records and API answers. Neither
+ * is ever matched in the revert's text.
  */
 export const REVERT_REASONS: Readonly<Record<string, string>> = {
   // prepare
