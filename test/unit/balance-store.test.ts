@@ -1,33 +1,31 @@
 import type { Redis } from "ioredis";
 import { gasBalanceKey, routerBalanceKey } from "../../shared/queues";
 import { createBalanceStore, type BalanceStore } from "../../shared/transfers/balance-store";
+import { useRedis } from "../harness/redis";
 
 /**
- * The balance store is plain HSET/HGETALL with no Lua and no BullMQ, so an in-memory ioredis-mock is an
- * honest stand-in here; the poller and auction integration tests cover it against a real redis-server.
+ * The balance store writes through a fenced Lua script (the poller's lease), so it runs against a real
+ * redis-server: ioredis-mock's Lua is not Redis's.
  */
-// ioredis-mock ships no type declarations; it implements the ioredis client API used below.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const RedisMock = require("ioredis-mock") as new () => Redis;
 
 const PREFIX = "unit";
 const ASSET = "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48";
 /** Above 2^53: must survive as a decimal string, not a float. */
 const BIG = 123_456_789_012_345_678_901_234_567n;
 
-describe("balance store (ioredis-mock)", () => {
+describe("balance store (redis-server)", () => {
+  const suite = useRedis();
   let redis: Redis;
   let store: BalanceStore;
 
   beforeEach(async () => {
-    redis = new RedisMock();
-    // ioredis-mock instances share one in-memory keyspace.
+    redis = suite.redis;
     await redis.flushall();
     store = createBalanceStore(redis, PREFIX);
   });
 
-  afterEach(async () => {
-    await redis.quit();
+  afterEach(() => {
+    jest.restoreAllMocks();
   });
 
   it("round-trips a router balance exactly, under the lowercase asset key", async () => {
