@@ -1,7 +1,7 @@
 import { zeroPadValue } from "ethers";
 import { RouterError } from "../errors";
 import { classifyVariant, invariantDigest, invariantOf, NOT_PREPARED_VARIANT_DIGEST } from "../protocol/digests";
-import { RECEIVER_EXPIRY_MAX_WINDOW_SEC, RECEIVER_EXPIRY_OFFSET_SEC, isTransactionExpired } from "../protocol/expiry";
+import { RECEIVER_EXPIRY_MAX_WINDOW_SEC, RECEIVER_EXPIRY_OFFSET_SEC } from "../protocol/expiry";
 import type { TransactionData, TransferRecord } from "../protocol/types";
 import { abiAddress, abiBytes32 } from "../protocol/values";
 import type { ChainProvider } from "./chain-provider";
@@ -247,9 +247,4 @@ function classifyReceivingEvents(variant: string, events: readonly TransferEvent
     state: "unknown",
     detail: "the receiving side is completed on chain but no fulfill or cancel event was found",
   };
-}
-
-/** Whether a side with this expiry can no longer be fulfilled at the chain's latest block. */
-export function isSideExpired(txData: Pick<TransactionData, "expiry">, latestBlockTimestampSec: number): boolean {
-  return isTransactionExpired(txData.expiry, latestBlockTimestampSec);
 }

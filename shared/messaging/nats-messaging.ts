@@ -26,7 +26,7 @@ import type {
 /** Malformed traffic is anyone's to send: one log line per reason per window, not one per message. */
 export const DEFAULT_DROP_LOG_WINDOW_MS = 30_000;
 /** close() waits this long for subscriptions to drain and handlers to finish, then closes regardless. */
-export const DEFAULT_CLOSE_TIMEOUT_MS = 5_000;
+export const MESSAGING_CLOSE_TIMEOUT_MS = 5_000;
 
 export interface NatsMessagingParams {
   readonly nc: NatsConnection;
@@ -142,7 +142,7 @@ export function createNatsMessaging(params: NatsMessagingParams): Messaging {
         subscriptions,
         inFlight,
         logger,
-        timeoutMs: params.closeTimeoutMs ?? DEFAULT_CLOSE_TIMEOUT_MS,
+        timeoutMs: params.closeTimeoutMs ?? MESSAGING_CLOSE_TIMEOUT_MS,
       });
       return closing;
     },

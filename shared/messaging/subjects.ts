@@ -15,8 +15,6 @@ export interface ParsedSubject {
   readonly kind: SubjectKind;
 }
 
-export const MESSAGING_TOPICS: readonly MessagingTopic[] = ["auction", "metatx", "status"];
-
 const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 
 // getAddress costs ~14 µs (a keccak); requesters reuse their address, so remembered verdicts keep the hot

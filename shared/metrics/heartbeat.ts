@@ -72,8 +72,3 @@ export async function readHeartbeats(
   });
   return out;
 }
-
-/** Removes a process from the registry (an operator retiring a chain or an instance). */
-export async function forgetHeartbeat(redis: Redis, prefix: string, processId: string): Promise<void> {
-  await redis.multi().del(heartbeatKey(prefix, processId)).hdel(heartbeatsKey(prefix), processId).exec();
-}

@@ -230,15 +230,6 @@ export function routerCallPayloadHash<K extends RouterCallKind>(
   return keccak256(encodeRouterCallPayload(kind, payload));
 }
 
-/** Checksummed address that signed the Router call payload; throws on a malformed signature. */
-export function recoverRouterCallSigner<K extends RouterCallKind>(
-  kind: K,
-  payload: RouterCallSignaturePayload<K>,
-  signature: string,
-): string {
-  return verifyMessage(getBytes(routerCallPayloadHash(kind, payload)), signature);
-}
-
 /** EIP-191 over the 32 hash bytes, as Router.sol's `recoverSignature` expects (RC_P/RC_F/RC_C:040 otherwise). */
 export async function signRouterCall<K extends RouterCallKind>(
   signer: Pick<RouterSigner, "signMessage">,
