@@ -1,25 +1,13 @@
-import { Queue } from "bullmq";
-import { HDNodeWallet, parseEther, ZeroAddress } from "ethers";
-import { Pool } from "pg";
-import { loadConfig } from "../../shared/config";
-import type { RouterConfig } from "../../shared/config/types";
+import { parseEther, ZeroAddress } from "ethers";
 import { createLogger } from "../../shared/logging/create-logger";
 import { routerMetrics } from "../../shared/metrics/router-metrics";
-import {
-  bookTransactionJobId,
-  LEDGER_JOB,
-  LEDGER_QUEUE_NAME,
-  type BookTransactionJobData,
-} from "../../shared/queues/ledger-jobs";
+import { bookTransactionJobId } from "../../shared/queues/ledger-jobs";
 import { pollUntil } from "../../shared/timing";
-import { redisOptions } from "../../shared/queues/connection";
 import { startLedger } from "../../services/ledger/start-ledger";
 import { nxtpContractAt, sendTx } from "../harness/deploy";
-import { usePostgres } from "../harness/postgres";
-import { CHAIN_ID, startSubmitterStack, type SubmitterStack } from "./submitter-fixture";
+import { CHAIN_ID, useLedgerSuite } from "./ledger-fixture";
 
 const logger = createLogger({ level: "silent", service: "ledger" });
-const NATIVE_PRICE_E18 = parseEther("2000"); // USD 2000 per ETH on chain 1337's own oracle
 
 interface TxRow {
   hash: string;
@@ -33,66 +21,13 @@ interface TxRow {
 }
 
 describe("ledger process: books real transactions from a real chain (anvil + NXTP contracts, redis, PostgreSQL)", () => {
-  const pg = usePostgres();
-  let s: SubmitterStack;
-  let config: RouterConfig;
-  let pool: Pool;
-  let queue: Queue<BookTransactionJobData>;
-  const prefix = `ledger-${Date.now().toString(36)}`;
-
-  beforeAll(async () => {
-    s = await startSubmitterStack();
-    const oracle = nxtpContractAt("ConnextPriceOracle", s.chain.deployment.priceOracle, s.chain.deployer);
-    await sendTx(oracle, "setDirectPrice", [ZeroAddress, NATIVE_PRICE_E18]);
-    const databaseUrl = await pg.server.createDatabase("ledger_book");
-    const raw = {
-      adminToken: "integration-test-admin-token",
-      mnemonic: s.mnemonic,
-      logLevel: "silent",
-      redisUrl: s.redisUrl,
-      redisPrefix: prefix,
-      swapPools: [],
-      chainConfig: {
-        "1": { providers: [s.chain.anvil.url] },
-        [String(CHAIN_ID)]: {
-          providers: [s.chain.anvil.url],
-          transactionManagerAddress: s.chain.deployment.transactionManager,
-          priceOracleAddress: s.chain.deployment.priceOracle,
-          confirmations: 1,
-        },
-      },
-      ledger: { databaseUrl, receiptRetryDelayMs: 200, receiptAttempts: 1000 },
-    };
-    config = loadConfig(raw, {}).config;
-    pool = new Pool({ connectionString: databaseUrl });
-    pool.on("error", () => undefined);
-    queue = new Queue(LEDGER_QUEUE_NAME, { connection: redisOptions(s.redisUrl), prefix });
-  }, 120_000);
-
-  afterAll(async () => {
-    await queue?.close();
-    await pool?.end();
-    await s?.stack.stop();
-  });
-
-  const routerWallet = (): HDNodeWallet => HDNodeWallet.fromPhrase(s.mnemonic).connect(s.chain.provider);
-  const tm = () => nxtpContractAt("TransactionManager", s.chain.deployment.transactionManager, routerWallet());
-
-  async function enqueue(hash: string, kind?: BookTransactionJobData["kind"]): Promise<void> {
-    const data: BookTransactionJobData = { chainId: CHAIN_ID, hash: hash.toLowerCase(), source: "submitter", kind };
-    await queue.add(LEDGER_JOB.bookTransaction, data, { jobId: bookTransactionJobId(CHAIN_ID, hash) });
-  }
-
-  async function waitDone(hash: string): Promise<void> {
-    await pollUntil(
-      `the job of ${hash} completed`,
-      async () => (await queue.getJobState(bookTransactionJobId(CHAIN_ID, hash))) === "completed",
-      30_000,
-    );
-  }
+  const suite = useLedgerSuite("ledger_book");
+  const tm = () =>
+    nxtpContractAt("TransactionManager", suite.s.chain.deployment.transactionManager, suite.routerWallet());
+  const { enqueue, waitDone } = suite;
 
   async function gasRows(): Promise<TxRow[]> {
-    return (await pool.query<TxRow>("SELECT * FROM ledger_transactions ORDER BY block_number")).rows;
+    return (await suite.pool.query<TxRow>("SELECT * FROM ledger_transactions ORDER BY block_number")).rows;
   }
 
   async function metricWei(): Promise<bigint> {
@@ -105,14 +40,18 @@ describe("ledger process: books real transactions from a real chain (anvil + NXT
   it("books each transaction once, to the wei of its receipt, with its events; a restart books nothing twice", async () => {
     // Real transactions by the router's signer: add liquidity, remove liquidity, and a removal that reverts.
     const added = await sendTx(tm(), "addLiquidity", [parseEther("1"), ZeroAddress], { value: parseEther("1") });
-    const removed = await sendTx(tm(), "removeLiquidity", [parseEther("0.5"), ZeroAddress, routerWallet().address]);
+    const removed = await sendTx(tm(), "removeLiquidity", [
+      parseEther("0.5"),
+      ZeroAddress,
+      suite.routerWallet().address,
+    ]);
     const revertTx = await tm()
       .getFunction("removeLiquidity")
-      .send(parseEther("1000000"), ZeroAddress, routerWallet().address, { gasLimit: 200_000 });
-    const reverted = await s.chain.provider.waitForTransaction(revertTx.hash);
+      .send(parseEther("1000000"), ZeroAddress, suite.routerWallet().address, { gasLimit: 200_000 });
+    const reverted = await suite.s.chain.provider.waitForTransaction(revertTx.hash);
     expect(reverted?.status).toBe(0);
 
-    let ledger = await startLedger({ config, logger, env: {} });
+    let ledger = await startLedger({ config: suite.config, logger, env: {} });
     try {
       // Each named twice (the second joins the first job); the first two before the restart.
       await enqueue(added.hash, "add-liquidity");
@@ -122,14 +61,14 @@ describe("ledger process: books real transactions from a real chain (anvil + NXT
       await waitDone(removed.hash);
       await ledger.stop();
       // A restart, and a second naming after the first job was removed: nothing new is inserted.
-      await queue.remove(bookTransactionJobId(CHAIN_ID, added.hash));
-      ledger = await startLedger({ config, logger, env: {} });
+      await suite.queue.remove(bookTransactionJobId(CHAIN_ID, added.hash));
+      ledger = await startLedger({ config: suite.config, logger, env: {} });
       await enqueue(added.hash, "add-liquidity");
       await enqueue(reverted?.hash ?? "", "remove-liquidity");
       await enqueue(reverted?.hash ?? "", "remove-liquidity");
       await waitDone(added.hash);
       await waitDone(reverted?.hash ?? "");
-      const again = await queue.getJob(bookTransactionJobId(CHAIN_ID, added.hash));
+      const again = await suite.queue.getJob(bookTransactionJobId(CHAIN_ID, added.hash));
       expect(again?.returnvalue).toEqual({ outcome: "known", transactionInserted: false, eventsInserted: 0 });
     } finally {
       await ledger.stop();
@@ -138,7 +77,7 @@ describe("ledger process: books real transactions from a real chain (anvil + NXT
     const rows = await gasRows();
     expect(rows.map((r) => r.hash)).toEqual([added.hash, removed.hash, reverted?.hash]);
     for (const row of rows) {
-      const receipt = await s.chain.provider.getTransactionReceipt(row.hash);
+      const receipt = await suite.s.chain.provider.getTransactionReceipt(row.hash);
       if (!receipt) throw new Error("no receipt");
       expect(BigInt(row.gas_used)).toBe(receipt.gasUsed);
       expect(BigInt(row.effective_gas_price)).toBe(receipt.gasPrice);
@@ -152,7 +91,7 @@ describe("ledger process: books real transactions from a real chain (anvil + NXT
     expect(rows.map((r) => r.kind)).toEqual(["add-liquidity", "remove-liquidity", "remove-liquidity"]);
     expect(rows[2].reverted).toBe(true);
 
-    const events = await pool.query<{ event: string; amount: string; tx_hash: string }>(
+    const events = await suite.pool.query<{ event: string; amount: string; tx_hash: string }>(
       "SELECT event, amount, tx_hash FROM ledger_events ORDER BY block_number, log_index",
     );
     expect(events.rows).toEqual([
@@ -165,27 +104,27 @@ describe("ledger process: books real transactions from a real chain (anvil + NXT
   });
 
   it("a transaction not mined yet is looked for again and booked once it is, not failed", async () => {
-    await s.chain.anvil.setAutomine(false);
+    await suite.s.chain.anvil.setAutomine(false);
     // Mined only after the job looked at least once.
     const pending = await tm().getFunction("addLiquidity").send(1n, ZeroAddress, { value: 1n, gasLimit: 200_000 });
     const hash = pending.hash;
-    const ledger = await startLedger({ config, logger, env: {} });
+    const ledger = await startLedger({ config: suite.config, logger, env: {} });
     try {
       await enqueue(hash);
       await pollUntil("a first look without a receipt", async () => {
-        const job = await queue.getJob(bookTransactionJobId(CHAIN_ID, hash));
+        const job = await suite.queue.getJob(bookTransactionJobId(CHAIN_ID, hash));
         return typeof job?.progress === "number" && job.progress >= 1;
       });
-      expect(await queue.getJobState(bookTransactionJobId(CHAIN_ID, hash))).toBe("delayed");
-      await s.chain.anvil.mine(1);
-      await s.chain.anvil.setAutomine(true);
+      expect(await suite.queue.getJobState(bookTransactionJobId(CHAIN_ID, hash))).toBe("delayed");
+      await suite.s.chain.anvil.mine(1);
+      await suite.s.chain.anvil.setAutomine(true);
       await waitDone(hash);
     } finally {
       await ledger.stop();
-      await s.chain.anvil.setAutomine(true);
+      await suite.s.chain.anvil.setAutomine(true);
     }
     const row = (await gasRows()).find((r) => r.hash === hash);
-    const receipt = await s.chain.provider.getTransactionReceipt(hash);
+    const receipt = await suite.s.chain.provider.getTransactionReceipt(hash);
     expect(row?.kind).toBe("add-liquidity"); // derived from its LiquidityAdded event: the producer gave none
     expect(BigInt(row?.cost_wei ?? -1)).toBe((receipt?.gasUsed ?? 0n) * (receipt?.gasPrice ?? 0n));
   });
