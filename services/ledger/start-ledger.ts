@@ -11,6 +11,7 @@ import { RouterError } from "../../shared/errors";
 import { createDecimalsLookup } from "./chain-reads";
 import { createLedgerPricer } from "./prices";
 import { createLedgerProcessor, type LedgerJobResult } from "./processor";
+import { startRepricer } from "./repricer";
 
 /** The ledger app runs only with a `ledger` section (ecosystem.config.js); started without one, it says so. */
 export class LedgerNotConfiguredError extends RouterError {
@@ -49,12 +50,13 @@ export async function startLedger({ config, logger, observe }: ServiceContext): 
   });
 
   const providerFor = resources.requireProvider;
+  const pricer = createLedgerPricer({ config, providerFor, logger });
   const processor = createLedgerProcessor({
     config,
     pool,
     providerFor,
     decimals: createDecimalsLookup(providerFor),
-    pricer: createLedgerPricer({ config, providerFor, logger }),
+    pricer,
     signer,
     routerAddress,
     logger,
@@ -70,10 +72,12 @@ export async function startLedger({ config, logger, observe }: ServiceContext): 
   worker.on("failed", (job, err) => {
     logger.error("ledger: job failed", { at: "ledger.job", jobId: job?.id, data: job?.data, error: err.message });
   });
+  const repricer = startRepricer({ pool, pricer, intervalMs: ledger.repriceIntervalMs, logger });
   logger.info("ledger: booking", { at: "ledger.start", signer, routerAddress, concurrency: ledger.concurrency });
   return {
     stop: async () => {
       await worker.close();
+      await repricer.stop();
       await resources.close();
     },
   };

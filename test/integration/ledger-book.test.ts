@@ -4,6 +4,10 @@ import { routerMetrics } from "../../shared/metrics/router-metrics";
 import { bookTransactionJobId } from "../../shared/queues/ledger-jobs";
 import { pollUntil } from "../../shared/timing";
 import { startLedger } from "../../services/ledger/start-ledger";
+import { createLedgerPricer } from "../../services/ledger/prices";
+import { repriceOnce } from "../../services/ledger/repricer";
+import { createChainProvider } from "../../shared/chain/chain-provider";
+import type { RouterConfig } from "../../shared/config/types";
 import { nxtpContractAt, sendTx } from "../harness/deploy";
 import { CHAIN_ID, useLedgerSuite } from "./ledger-fixture";
 
@@ -127,5 +131,44 @@ describe("ledger process: books real transactions from a real chain (anvil + NXT
     const receipt = await suite.s.chain.provider.getTransactionReceipt(hash);
     expect(row?.kind).toBe("add-liquidity"); // derived from its LiquidityAdded event: the producer gave none
     expect(BigInt(row?.cost_wei ?? -1)).toBe((receipt?.gasUsed ?? 0n) * (receipt?.gasPrice ?? 0n));
+  });
+
+  it("a row booked without a price stays NULL (never 0) and the repricing pass fills it once, at its own block", async () => {
+    // Booked while the config named no oracle for the chain: no price could be read.
+    const chainKey = String(CHAIN_ID);
+    const unpricedConfig = {
+      ...suite.config,
+      chainConfig: {
+        ...suite.config.chainConfig,
+        [chainKey]: { ...suite.config.chainConfig[chainKey], priceOracleAddress: undefined },
+      },
+    } as RouterConfig;
+    const sent = await sendTx(tm(), "addLiquidity", [2n, ZeroAddress], { value: 2n });
+    const ledger = await startLedger({ config: unpricedConfig, logger, env: {} });
+    try {
+      await enqueue(sent.hash, "add-liquidity");
+      await waitDone(sent.hash);
+    } finally {
+      await ledger.stop();
+    }
+    const before = (await gasRows()).find((r) => r.hash === sent.hash);
+    expect(before?.cost_usd).toBeNull();
+    const usdCounter = async () =>
+      (await routerMetrics().gasSpentUsd.get()).values.reduce((sum, v) => sum + v.value, 0);
+    const usdBefore = await usdCounter();
+
+    // The oracle configured again: the pass prices the row at its own block, once.
+    const provider = createChainProvider({ chainId: CHAIN_ID, urls: [suite.s.chain.anvil.url], logger });
+    try {
+      const pricer = createLedgerPricer({ config: suite.config, providerFor: () => provider, logger });
+      expect(await repriceOnce(suite.pool, pricer)).toBe(0);
+      await repriceOnce(suite.pool, pricer);
+    } finally {
+      provider.destroy();
+    }
+    const after = (await gasRows()).find((r) => r.hash === sent.hash);
+    const expectedUsd = (Number(after?.cost_wei) * 2000) / 1e18;
+    expect(Number(after?.cost_usd)).toBeCloseTo(expectedUsd, 9);
+    expect(await usdCounter()).toBeCloseTo(usdBefore + expectedUsd, 9);
   });
 });
