@@ -33,6 +33,31 @@ export function postgresBinDir(root: string = DEBIAN_PG_ROOT): string {
   return join(root, versions[0], "bin");
 }
 
+/**
+ * `npm run local` only: as root, a missing `postgresql` package is installed with apt-get (as for redis-server
+ * and nats-server); otherwise the one-line MissingBinaryError stands. Returns the bin directory.
+ */
+export function ensurePostgresBinDir(log: (line: string) => void): string {
+  try {
+    return postgresBinDir();
+  } catch (err) {
+    if (!(err instanceof MissingBinaryError) || process.getuid?.() !== 0) throw err;
+  }
+  log("PostgreSQL is missing; installing the Debian package postgresql with apt-get (running as root)");
+  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+  const install = () =>
+    spawnSync("apt-get", ["install", "-y", "--no-install-recommends", "postgresql"], { env, encoding: "utf8" });
+  if (install().status !== 0) {
+    spawnSync("apt-get", ["update"], { env, encoding: "utf8" });
+    const again = install();
+    if (again.status !== 0) {
+      const tail = `${again.stdout ?? ""}${again.stderr ?? ""}`.trim().split("\n").slice(-5).join("\n");
+      throw new MissingBinaryError(`initdb not found and apt-get install postgresql failed:\n${tail}`);
+    }
+  }
+  return postgresBinDir();
+}
+
 /** PostgreSQL refuses to run as root: as root, every program of the cluster runs as the `postgres` OS user. */
 export function asClusterOwner(command: string, args: readonly string[]): { command: string; args: string[] } {
   return process.getuid?.() === 0
