@@ -7,12 +7,15 @@
  *                      instance dies mid-request (another takes it over): two make a single kill invisible
  *   submitter-<id>     per chain of chainConfig: 1 + SUBMITTER_STANDBYS (default 0); the chain's queue admits
  *                      one active job at a time, so a standby is a hot spare, never a second nonce sequence
+ *   ledger (1)         only when the config has a `ledger` section: books every transaction named on the ledger
+ *                      queue into PostgreSQL (docs/accounting.md); one instance (an advisory lock guards its
+ *                      migrations, and its rows are written once whatever runs them)
  *   poller-<id>        per chain of chainConfig: 1 + POLLER_STANDBYS (default 0); one poller lease per chain in
  *                      Redis, so only its holder polls and writes the chain's cursor and records; a standby takes
  *                      over when the holder dies (within POLLER_LEASE_TTL_MS, default 3 s)
  * A chain that is in no swap pool (chain 1 when it is only there for gas pricing) gets no submitter and no
  * poller unless ROUTER_ROLES names it (`submitter:1`, `poller:1`); with no swap pool at all, every chain gets both.
- * ROUTER_ROLES picks what this host runs (docs/scaling.md): a comma-separated list of `admin`, `auction`,
+ * ROUTER_ROLES picks what this host runs (docs/scaling.md): a comma-separated list of `admin`, `auction`, `ledger`,
  * `submitter`, `poller` (every pool chain) and `submitter:<chainId>`, `poller:<chainId>` (that chain only), e.g.
  * `auction,submitter,poller:1337`. Unset or empty: everything. Pollers and submitters may run on several hosts
  * (one poller lease and one send lease per chain: the others are standbys), auctions anywhere.
@@ -52,10 +55,11 @@ function readConfigFile() {
   }
   // No pool at all (a router winding down, or not set up yet): nothing tells the chains apart, run them all.
   const withPools = poolChains.size === 0 ? ids : ids.filter((id) => poolChains.has(id));
-  return { ids, withPools };
+  const ledger = raw.ledger !== undefined && raw.ledger !== null;
+  return { ids, withPools, ledger };
 }
 
-const ROLES = ["admin", "auction", "submitter", "poller"];
+const ROLES = ["admin", "auction", "submitter", "poller", "ledger"];
 
 /** ROUTER_ROLES → { admin, auction, submitter: [chainIds], poller: [chainIds] }; a bad value throws, naming it. */
 function selectRoles(chains) {
@@ -64,20 +68,20 @@ function selectRoles(chains) {
     .split(",")
     .map((t) => t.trim())
     .filter((t) => t !== "");
-  const selected = { admin: false, auction: false, submitter: new Set(), poller: new Set() };
+  const selected = { admin: false, auction: false, ledger: false, submitter: new Set(), poller: new Set() };
   for (const token of tokens.length > 0 ? tokens : ROLES) {
-    const match = /^(admin|auction|submitter|poller)(?::([0-9]+))?$/.exec(token);
+    const match = /^(admin|auction|ledger|submitter|poller)(?::([0-9]+))?$/.exec(token);
     if (!match) {
       throw new Error(
         `ecosystem.config.js: ROUTER_ROLES: ${JSON.stringify(token)} is not a role; use a comma-separated list of ` +
-          "admin, auction, submitter, poller, submitter:<chainId>, poller:<chainId>",
+          "admin, auction, ledger, submitter, poller, submitter:<chainId>, poller:<chainId>",
       );
     }
     const [, role, chainId] = match;
     if (chainId === undefined) {
-      if (role === "admin" || role === "auction") selected[role] = true;
+      if (role === "admin" || role === "auction" || role === "ledger") selected[role] = true;
       else chains.withPools.forEach((id) => selected[role].add(id));
-    } else if (role === "admin" || role === "auction") {
+    } else if (role === "admin" || role === "auction" || role === "ledger") {
       throw new Error(`ecosystem.config.js: ROUTER_ROLES: ${JSON.stringify(token)}: ${role} takes no chain id`);
     } else if (!chains.ids.includes(chainId)) {
       throw new Error(
@@ -90,7 +94,13 @@ function selectRoles(chains) {
   }
   // chainConfig order, whatever order ROUTER_ROLES named them in.
   const ordered = (set) => chains.ids.filter((id) => set.has(id));
-  return { ...selected, submitter: ordered(selected.submitter), poller: ordered(selected.poller) };
+  // The ledger runs only where the config turns the books on.
+  return {
+    ...selected,
+    ledger: selected.ledger && chains.ledger,
+    submitter: ordered(selected.submitter),
+    poller: ordered(selected.poller),
+  };
 }
 
 function count(name, { min, max, fallback }) {
@@ -166,6 +176,8 @@ const V8_LIMITS = {
   auction: { semiSpaceMb: 2, oldSpaceMb: 192, restartAt: "320M" },
   submitter: { restartAt: "384M" },
   poller: { semiSpaceMb: 2, oldSpaceMb: 192, restartAt: "320M" },
+  // Like the admin: one job at a time per slot of `ledger.concurrency`, little that lives past a job.
+  ledger: { semiSpaceMb: 1, oldSpaceMb: 128, restartAt: "256M" },
 };
 
 /** The role's node_args and max_memory_restart, and its allocator env (to merge into the app's env). */
@@ -213,6 +225,7 @@ module.exports = {
           ),
         ]
       : []),
+    ...(roles.ledger ? [app("ledger", "dist/services/ledger/main.js", withMemory("ledger", { instances: 1 }))] : []),
     ...roles.submitter.map((chainId) =>
       app(
         `submitter-${chainId}`,

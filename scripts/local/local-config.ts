@@ -24,6 +24,8 @@ export interface LocalConfigParams {
   readonly redisUrl: string;
   readonly messagingUrl: string;
   readonly authUrl: string;
+  /** The ledger's database (the local PostgreSQL); absent: no ledger section, the books are off. */
+  readonly ledgerDatabaseUrl?: string;
   readonly mainnet: LocalChain;
   readonly swapChains: readonly LocalChain[];
 }
@@ -37,6 +39,7 @@ export const LOCAL_REDIS_PREFIX = "local";
 export const LOCAL_ROUTER_APPS: readonly string[] = [
   "admin",
   "auction",
+  "ledger",
   ...[SENDING_CHAIN_ID, RECEIVING_CHAIN_ID].flatMap((id) => [`submitter-${id}`, `poller-${id}`]),
 ];
 
@@ -79,6 +82,7 @@ export function localConfigJson(p: LocalConfigParams): Record<string, unknown> {
     redisPrefix: LOCAL_REDIS_PREFIX,
     messagingUrl: p.messagingUrl,
     authUrl: p.authUrl,
+    ...(p.ledgerDatabaseUrl === undefined ? {} : { ledger: { databaseUrl: p.ledgerDatabaseUrl } }),
     swapPools: [
       {
         name: "TEST",

@@ -1,3 +1,6 @@
+import { createHash } from "node:crypto";
+import { mkdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { anvilBinary, ensureDebianBinary } from "./binaries";
 import { spawnDetached, stopPid, tailFile, waitReady } from "./detached";
@@ -6,6 +9,14 @@ import { getFreePort } from "./free-port";
 import type { LocalPaths } from "./paths";
 import { anvilAnswers, anvilArgs, httpAnswers, natsAnswers, natsArgs, redisAnswers, redisArgs } from "./probes";
 import type { LocalProcess } from "./state";
+import {
+  asClusterOwner,
+  ensurePostgresBinDir,
+  giveToClusterOwner,
+  initPostgresCluster,
+  postgresAnswers,
+  postgresArgs,
+} from "./postgres";
 
 /**
  * The servers of the local stack, each a detached process on a free loopback port with its output in
@@ -90,6 +101,24 @@ export function redisSpec(log: (line: string) => void): ServerSpec {
 
 export function natsSpec(log: (line: string) => void): ServerSpec {
   return { name: "nats-server", command: ensureDebianBinary("nats-server", log), args: natsArgs, probe: natsAnswers };
+}
+
+/**
+ * A PostgreSQL cluster for the ledger, made afresh on every start (initdb takes about half a second): in the
+ * system's temp directory, not .local/, because as root it runs as the `postgres` OS user, which must reach its
+ * data directory; one directory per project checkout, replaced by the next `npm run local`.
+ */
+export function postgresSpec(paths: LocalPaths, log: (line: string) => void): ServerSpec {
+  const binDir = ensurePostgresBinDir(log);
+  const checkout = createHash("sha256").update(paths.root).digest("hex").slice(0, 8);
+  const dir = join(tmpdir(), `router-local-pg-${checkout}`);
+  const dataDir = join(dir, "data");
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  giveToClusterOwner(dir);
+  initPostgresCluster(binDir, dataDir);
+  const launch = (port: number) => asClusterOwner(join(binDir, "postgres"), postgresArgs(dataDir, port));
+  return { name: "postgres", command: launch(0).command, args: (port) => launch(port).args, probe: postgresAnswers };
 }
 
 /** services/messaging-auth from dist (docs/protocol.md#login: nonce → signature → token), run by this node. */

@@ -25,7 +25,8 @@ import {
 } from "./local-config";
 import { localPaths, type LocalPaths } from "./paths";
 import { pm2DaemonPid, runPm2Streaming, waitForApps } from "./pm2";
-import { anvilSpec, authSpec, natsSpec, redisSpec, startServer } from "./servers";
+import { anvilSpec, authSpec, natsSpec, postgresSpec, redisSpec, startServer } from "./servers";
+import { createPostgresDatabase } from "./postgres";
 import { createSteps, type Steps } from "./steps";
 import { emptyState, readState, writeState, type LocalProcess, type LocalState } from "./state";
 import { stopLocalStack } from "./stop-stack";
@@ -133,32 +134,39 @@ async function run(r: LocalRun): Promise<void> {
   printNextSteps(r, servers, chains, { router, user, adminPort, appCount: expectedApps.length });
 }
 
-/** Anvil ×3, redis-server, nats-server (unless reused) and the messaging auth service. */
+/** Anvil ×3, redis-server, nats-server (unless reused), PostgreSQL for the ledger and the messaging auth service. */
 async function startServers({ paths, options, steps, keeper }: LocalRun) {
-  return steps.run("Starting anvil ×3, redis-server, nats-server and the messaging auth service", async (progress) => {
-    const start = async (spec: Parameters<typeof startServer>[1]): Promise<LocalProcess> => {
-      const proc = await startServer(paths, spec, keeper.add, keeper.forget);
-      progress(`${proc.name} ready on 127.0.0.1:${proc.port} (pid ${proc.pid})`);
-      return proc;
-    };
-    // Programs first: a missing package fails the step before anything runs.
-    const redisToStart = options.redisUrl ? undefined : redisSpec(progress);
-    const natsToStart = options.natsUrl ? undefined : natsSpec(progress);
-    const [anvils, redis, nats, auth] = await Promise.all([
-      Promise.all(LOCAL_CHAIN_IDS.map((id) => start(anvilSpec(id)))),
-      redisToStart ? start(redisToStart) : Promise.resolve(undefined),
-      natsToStart ? start(natsToStart) : Promise.resolve(undefined),
-      start(authSpec(paths)),
-    ]);
-    if (options.redisUrl) progress(`reusing redis at ${options.redisUrl}`);
-    if (options.natsUrl) progress(`reusing nats at ${options.natsUrl}`);
-    return {
-      rpcUrls: new Map(LOCAL_CHAIN_IDS.map((id, i) => [id as number, `http://127.0.0.1:${anvils[i].port}`])),
-      redisUrl: options.redisUrl ?? `redis://127.0.0.1:${redis?.port}`,
-      natsUrl: options.natsUrl ?? `nats://127.0.0.1:${nats?.port}`,
-      authUrl: `http://127.0.0.1:${auth.port}`,
-    };
-  });
+  return steps.run(
+    "Starting anvil ×3, redis-server, nats-server, postgres and the messaging auth service",
+    async (progress) => {
+      const start = async (spec: Parameters<typeof startServer>[1]): Promise<LocalProcess> => {
+        const proc = await startServer(paths, spec, keeper.add, keeper.forget);
+        progress(`${proc.name} ready on 127.0.0.1:${proc.port} (pid ${proc.pid})`);
+        return proc;
+      };
+      // Programs first: a missing package fails the step before anything runs.
+      const redisToStart = options.redisUrl ? undefined : redisSpec(progress);
+      const natsToStart = options.natsUrl ? undefined : natsSpec(progress);
+      const postgresToStart = postgresSpec(paths, progress);
+      const [anvils, redis, nats, auth, postgres] = await Promise.all([
+        Promise.all(LOCAL_CHAIN_IDS.map((id) => start(anvilSpec(id)))),
+        redisToStart ? start(redisToStart) : Promise.resolve(undefined),
+        natsToStart ? start(natsToStart) : Promise.resolve(undefined),
+        start(authSpec(paths)),
+        start(postgresToStart),
+      ]);
+      const ledgerDatabaseUrl = await createPostgresDatabase(postgres.port ?? 0, "router_ledger");
+      if (options.redisUrl) progress(`reusing redis at ${options.redisUrl}`);
+      if (options.natsUrl) progress(`reusing nats at ${options.natsUrl}`);
+      return {
+        rpcUrls: new Map(LOCAL_CHAIN_IDS.map((id, i) => [id as number, `http://127.0.0.1:${anvils[i].port}`])),
+        redisUrl: options.redisUrl ?? `redis://127.0.0.1:${redis?.port}`,
+        natsUrl: options.natsUrl ?? `nats://127.0.0.1:${nats?.port}`,
+        authUrl: `http://127.0.0.1:${auth.port}`,
+        ledgerDatabaseUrl,
+      };
+    },
+  );
 }
 
 /** The NXTP contracts on the three chains, prices on chain 1, the router's gas and liquidity, the demo user. */
@@ -203,6 +211,7 @@ async function startRouter(
       redisUrl: servers.redisUrl,
       messagingUrl: servers.natsUrl,
       authUrl: servers.authUrl,
+      ledgerDatabaseUrl: servers.ledgerDatabaseUrl,
       mainnet: localChainOf(chain(MAINNET_CHAIN_ID)),
       swapChains: [localChainOf(chain(SENDING_CHAIN_ID)), localChainOf(chain(RECEIVING_CHAIN_ID))],
     });
@@ -299,6 +308,7 @@ function printNextSteps(
       redis: servers.redisUrl,
       nats: servers.natsUrl,
       auth: servers.authUrl,
+      ledger: servers.ledgerDatabaseUrl,
       ...Object.fromEntries([...servers.rpcUrls].map(([id, url]) => [`chain-${id}`, url])),
     },
   });
@@ -308,6 +318,7 @@ function printNextSteps(
     `The local stack is up (${(steps.elapsedMs() / 1000).toFixed(1)} s) and keeps running until \`npm run local:stop\`.`,
     `  chains     ${[...servers.rpcUrls].map(([id, url]) => `${id}: ${url}`).join("   ")}`,
     `  redis      ${servers.redisUrl}     nats ${servers.natsUrl}     auth ${servers.authUrl}`,
+    `  ledger     ${servers.ledgerDatabaseUrl} (PostgreSQL; GET /ledger/<transactionId> after the demo swap)`,
     `  router     signer ${router}; config ${rel(paths.configFile)}; ${state.processes.length} servers + ${p.appCount} PM2 apps`,
     "",
     "Admin API (the admin token is in the config file):",

@@ -14,6 +14,7 @@ import { bodyOf, jsonBody } from "./middleware/json-body";
 import { requestContext, requestIdOf } from "./middleware/request-context";
 import { decodeAddLiquidityFor, decodeCancelSender, decodeRemoveLiquidity } from "./request-schemas";
 import { dashboardGuard } from "./routes/dashboard-guard";
+import { ledgerRoutes, type LedgerSwapReader } from "./routes/ledger";
 import { liquidityRoutes } from "./routes/liquidity";
 import { DASHBOARD_PATH, queueDashboard } from "./routes/queue-dashboard";
 import type { RouterStatus } from "./status";
@@ -34,6 +35,8 @@ export interface AdminAppDeps {
    * reads what a retry must check first (send records, transfers).
    */
   readonly dashboard?: { readonly queues: readonly Queue[]; readonly redis: Redis };
+  /** GET /ledger/<transactionId> (admin token); absent: the books are off and the route says so (`ledger_off`). */
+  readonly ledger?: LedgerSwapReader;
 }
 
 /**
@@ -112,6 +115,7 @@ export function createApp(deps: AdminAppDeps): express.Express {
     });
     app.all("/status", methodNotAllowed(["GET", "HEAD"]));
   }
+  ledgerRoutes(app, { adminPage, readSwap: deps.ledger });
   if (deps.dashboard) {
     const { queues, redis } = deps.dashboard;
     app.use(

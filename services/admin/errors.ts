@@ -18,6 +18,8 @@ export const HTTP_STATUS = {
   DASHBOARD_ACTION_REFUSED: { status: 403 },
   NOT_FOUND: { status: 404 },
   TRANSACTION_NOT_FOUND: { status: 404 },
+  // GET /ledger/<transactionId>: no event of the swap is booked (yet).
+  SWAP_NOT_BOOKED: { status: 404 },
   METHOD_NOT_ALLOWED: { status: 405 },
   INSUFFICIENT_LIQUIDITY: { status: 409 },
   RETRY_REFUSED: { status: 409 },
@@ -45,11 +47,14 @@ export const HTTP_STATUS = {
   UNSUPPORTED_MEDIA_TYPE: { status: 415 },
   TOO_MANY_AUTH_FAILURES: { status: 429 },
   INTERNAL_ERROR: { status: 500 },
+  // The config has no `ledger` section: the books are off, not down; retrying will not help.
+  LEDGER_OFF: { status: 501 },
   TRANSACTION_FAILED: { status: 502, expose: ["jobId"] },
   QUEUE_UNAVAILABLE: { status: 503 },
   BALANCE_UNAVAILABLE: { status: 503 },
   CHAIN_UNAVAILABLE: { status: 503 },
   STATUS_UNAVAILABLE: { status: 503 },
+  LEDGER_UNAVAILABLE: { status: 503 },
   REDIS_NOT_REPLICATED: { status: 503 },
   BROADCAST_TIMEOUT: { status: 504, expose: ["jobId"] },
 } as const satisfies Record<string, { status: number; expose?: readonly string[]; as?: string }>;

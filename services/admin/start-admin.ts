@@ -16,6 +16,9 @@ import { createProcessActiveTransactionsOperation } from "./operations/process-a
 import { replicationGuard } from "../../shared/queues/replication";
 import { createRemoveLiquidityOperation, DEFAULT_BROADCAST_TIMEOUT_MS } from "./operations/remove-liquidity";
 import type { AdminOperations } from "./types";
+import { createLedgerPool } from "../../shared/ledger/database";
+import { readSwapRows } from "../../shared/ledger/swap-reads";
+import { swapViewOf } from "../../shared/protocol/ledger";
 
 /**
  * Everything the admin process runs (main.ts wires it to runService): signer address, producer queues and one
@@ -93,6 +96,11 @@ export async function startAdmin({ config, logger, observe, env }: ServiceContex
   if (observe) {
     observeHeartbeats(observe, config);
   }
+  // The books, read-only (every session of this pool is read-only): the admin never writes them.
+  const ledgerPool = config.ledger
+    ? createLedgerPool({ ledger: config.ledger, logger, mode: "reader", service: "admin" })
+    : undefined;
+  if (ledgerPool) resources.adopt("ledger database", () => ledgerPool.end());
   const app = createApp({
     config,
     logger,
@@ -100,6 +108,10 @@ export async function startAdmin({ config, logger, observe, env }: ServiceContex
     operations,
     status: createStatusReader({ config, redis, queueFor: queues.queueFor }),
     dashboard: { queues: Object.values(config.chainConfig).map((chain) => queues.queueFor(chain.chainId)), redis },
+    ledger: ledgerPool
+      ? async (transactionId) =>
+          swapViewOf({ transactionId, signer: signerAddress, ...(await readSwapRows(ledgerPool, transactionId)) })
+      : undefined,
   });
   const server = await listen(app, config.host, config.port).catch(async (err: unknown) => {
     await resources.close();

@@ -21,6 +21,14 @@ export const DEFAULT_REDIS_PREFIX = "router";
 export const DEFAULT_MIN_REPLICAS = 0;
 /** `redis.replicaAckTimeoutMs`: well above a replica's round trip on a LAN, below the sender lease TTL + a bid's budget. */
 export const DEFAULT_REPLICA_ACK_TIMEOUT_MS = 1_000;
+/** `ledger.*` defaults (docs/config.md). A receipt is looked for every 15 s for an hour before the job fails. */
+export const LEDGER_DEFAULTS = {
+  concurrency: 4,
+  receiptRetryDelayMs: 15_000,
+  receiptAttempts: 240,
+  repriceIntervalMs: 600_000,
+  poolSize: 5,
+} as const;
 export const DEFAULT_MIN_GAS_WEI = "100000000000000000";
 export const DEFAULT_RELAYER_FEE_THRESHOLD_PERCENT = 10;
 export const MIN_SUBGRAPH_SYNC_BUFFER_BLOCKS = 25;

@@ -10,6 +10,7 @@ import {
   DEFAULT_REDIS_URL,
   DEFAULT_REPLICA_ACK_TIMEOUT_MS,
   DEFAULT_RELAYER_FEE_THRESHOLD_PERCENT,
+  LEDGER_DEFAULTS,
   MESSAGING_DEFAULTS,
   ZERO_ADDRESS,
   defaultSubgraphSyncBuffer,
@@ -23,6 +24,7 @@ import { configSchema } from "./schema";
 import type {
   ChainConfig,
   ConfigEnv,
+  LedgerConfig,
   LoadedConfig,
   Network,
   RedisConnectionConfig,
@@ -127,6 +129,7 @@ export function loadConfig(raw: unknown, env: ConfigEnv, options: LoadConfigOpti
     metricsPort: parsed.metricsPort,
     metricsHost: parsed.metricsHost,
     dashboardActions: parsed.dashboardActions,
+    ledger: buildLedger(parsed.ledger),
   };
   return { config: deepFreeze(withoutUndefined(config)), warnings };
 }
@@ -177,6 +180,20 @@ interface ParsedConfig {
   metricsPort: number;
   metricsHost: string;
   dashboardActions: boolean;
+  ledger?: Partial<LedgerConfig> & { databaseUrl: string };
+}
+
+/** `ledger` with its defaults; absent stays absent (the books are off). */
+function buildLedger(ledger: ParsedConfig["ledger"]): LedgerConfig | undefined {
+  if (ledger === undefined) return undefined;
+  return {
+    databaseUrl: ledger.databaseUrl,
+    concurrency: ledger.concurrency ?? LEDGER_DEFAULTS.concurrency,
+    receiptRetryDelayMs: ledger.receiptRetryDelayMs ?? LEDGER_DEFAULTS.receiptRetryDelayMs,
+    receiptAttempts: ledger.receiptAttempts ?? LEDGER_DEFAULTS.receiptAttempts,
+    repriceIntervalMs: ledger.repriceIntervalMs ?? LEDGER_DEFAULTS.repriceIntervalMs,
+    poolSize: ledger.poolSize ?? LEDGER_DEFAULTS.poolSize,
+  };
 }
 
 /**

@@ -11,7 +11,19 @@ export function configSecrets(config: RouterConfig): Array<string | undefined> {
     redis?.sentinelPassword,
     tlsKey(redis?.tls),
     tlsKey(redis?.sentinelTls),
+    ...databasePasswords(config.ledger?.databaseUrl),
   ];
+}
+
+/** The password inside a postgres:// URL, as written and percent-decoded (as the client sends it); none: []. */
+export function databasePasswords(url: string | undefined): string[] {
+  if (url === undefined) return [];
+  try {
+    const password = new URL(url).password;
+    return password === "" ? [] : [password, decodeURIComponent(password)];
+  } catch {
+    return [];
+  }
 }
 
 /** A new object safe to print: secrets masked, credentials stripped from every URL. Never mutates `config`. */

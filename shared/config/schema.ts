@@ -122,6 +122,22 @@ const redisConnection = (): Joi.ObjectSchema =>
         "with url, put credentials, db and TLS (rediss://) in the URL; the other keys are for sentinels",
     });
 
+/** `ledger`: the books' PostgreSQL and the ledger process's pace (docs/config.md). No message echoes the URL. */
+const ledgerSchema = Joi.object({
+  databaseUrl: Joi.string()
+    .uri({ scheme: ["postgres", "postgresql"] })
+    .required()
+    .messages({
+      "string.uri": "must be a postgres:// or postgresql:// URL",
+      "string.uriCustomScheme": "must be a postgres:// or postgresql:// URL",
+    }),
+  concurrency: Joi.number().integer().min(1).max(64),
+  receiptRetryDelayMs: Joi.number().integer().min(100).max(3_600_000),
+  receiptAttempts: Joi.number().integer().min(1).max(100_000),
+  repriceIntervalMs: Joi.number().integer().min(1_000).max(86_400_000),
+  poolSize: Joi.number().integer().min(1).max(100),
+}).unknown(false);
+
 const mnemonic = (): Joi.StringSchema =>
   Joi.string()
     .custom((value: string, helpers) =>
@@ -200,4 +216,5 @@ export const configSchema = Joi.object({
   metricsPort: Joi.number().integer().min(1).max(60000).default(9460),
   metricsHost: Joi.string().hostname().default("127.0.0.1"),
   dashboardActions: Joi.boolean().default(false),
+  ledger: ledgerSchema,
 }).unknown(false);

@@ -105,6 +105,25 @@ export interface SwapPool {
   readonly assets: readonly SwapPoolAsset[];
 }
 
+/**
+ * `ledger` (docs/config.md, docs/accounting.md): where the books are kept and how the ledger process works.
+ * Absent: no process books anything (each warns once at start that the books are off); routing is unaffected.
+ */
+export interface LedgerConfig {
+  /** postgres:// URL of the ledger database; its password is a secret (redacted everywhere). */
+  readonly databaseUrl: string;
+  /** Books booked at once by one ledger process (BullMQ worker concurrency). */
+  readonly concurrency: number;
+  /** How long a transaction the RPC does not know yet waits before the next look (lagging RPC, not yet mined). */
+  readonly receiptRetryDelayMs: number;
+  /** Looks for a receipt before the job fails for an operator to see (with the delay: about 1 h by default). */
+  readonly receiptAttempts: number;
+  /** How often the ledger prices the events it could not price when booked (USD NULL until then). */
+  readonly repriceIntervalMs: number;
+  /** Connections of the ledger process's pool; the admin's read-only pool uses 2. */
+  readonly poolSize: number;
+}
+
 export interface RouterConfig {
   readonly adminToken: string;
   readonly routerContractAddress?: string;
@@ -137,6 +156,8 @@ export interface RouterConfig {
   readonly metricsHost: string;
   /** Whether the queue dashboard (/admin/queues) may retry, clean or promote jobs; read-only when false. */
   readonly dashboardActions: boolean;
+  /** The books (docs/accounting.md); absent = the books are off. */
+  readonly ledger?: LedgerConfig;
 }
 
 /**

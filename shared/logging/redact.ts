@@ -42,7 +42,7 @@ export function redactUrl(raw: string): string {
   return hadCredentials ? text.replace("//", "//***@") : text;
 }
 
-const URL_IN_TEXT = /\b(?:https?|wss?|nats|redis|rediss):\/\/[^\s"'<>]+/g;
+const URL_IN_TEXT = /\b(?:https?|wss?|nats|redis|rediss|postgres|postgresql):\/\/[^\s"'<>]+/g;
 
 export interface Redactor {
   /** Masks secrets in a string: known secret values and credentials inside URLs. */

@@ -4,7 +4,10 @@ import type { RouterConfig } from "../config/types";
 export const PORTS_PER_SLOT = 32;
 
 /** The roles with a metrics port; per-chain roles take one slot per configured chain. */
-export type ProcessRole = "admin" | "auction" | "submitter" | "poller";
+export type ProcessRole = "admin" | "auction" | "submitter" | "poller" | "ledger";
+
+/** The ledger's slot: past the last chain slot (chain slots are 0-63, roles 2-129), so adding a chain never moves it. */
+export const LEDGER_METRICS_SLOT = 130;
 
 /**
  * The port of a process's /metrics, /healthz and /readyz:
@@ -12,6 +15,7 @@ export type ProcessRole = "admin" | "auction" | "submitter" | "poller";
  * slot 0 = admin, 1 = auction, then per chain with chain slot c: submitter 2 + 2c, poller 3 + 2c. A chain's slot
  * is its `metricsSlot` when the config pins one, else the lowest slot no chain pins, in chainConfig order (key
  * order: ascending chain ids). Unpinned, a chain added below others moves their ports; pinned, nothing moves.
+ * The ledger (one process, no chain) takes slot 130, after every chain's.
  * `instance` is PM2's NODE_APP_INSTANCE (0 without PM2). So two processes of one router never collide, and
  * Prometheus can be given the whole list statically (scripts/ops-prometheus.ts prints it).
  */
@@ -30,6 +34,9 @@ export function metricsSlot(config: RouterConfig, role: ProcessRole, chainId: nu
   }
   if (role === "auction") {
     return 1;
+  }
+  if (role === "ledger") {
+    return LEDGER_METRICS_SLOT;
   }
   const chainSlot = chainMetricsSlots(config).get(chainId ?? Number.NaN);
   if (chainSlot === undefined) {
@@ -65,5 +72,11 @@ export function processInstance(env: NodeJS.ProcessEnv): number {
 }
 
 export function isProcessRole(service: string): service is ProcessRole {
-  return service === "admin" || service === "auction" || service === "submitter" || service === "poller";
+  return (
+    service === "admin" ||
+    service === "auction" ||
+    service === "submitter" ||
+    service === "poller" ||
+    service === "ledger"
+  );
 }

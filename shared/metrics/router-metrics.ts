@@ -22,6 +22,7 @@ export function defineRouterMetrics(registry: Registry) {
     ...swapMetrics(registers),
     ...heartbeatMetrics(registers),
     ...adminMetrics(registers),
+    ...ledgerMetrics(registers),
   };
 }
 
@@ -261,6 +262,49 @@ function adminMetrics(registers: Registry[]) {
       name: "router_admin_auth_failures_total",
       help: "Admin requests refused at authentication, by surface (api, page) and reason (no_token, wrong_token, throttled)",
       labelNames: ["surface", "reason"] as const,
+      registers,
+    }),
+  };
+}
+
+/**
+ * The ledger process (services/ledger, docs/accounting.md). Incremented only when a row was inserted, so each
+ * equals the sum of the booked rows; floats: the exact figures are in PostgreSQL.
+ */
+function ledgerMetrics(registers: Registry[]) {
+  return {
+    gasSpentWei: new Counter({
+      name: "router_gas_spent_wei_total",
+      help: "Gas the router's signer paid (gasUsed × effectiveGasPrice + L1 data fee, reverted included), as booked",
+      labelNames: ["chain", "kind"] as const,
+      registers,
+    }),
+    gasSpentUsd: new Counter({
+      name: "router_gas_spent_usd_total",
+      help: "The booked gas in USD, counted when priced (at booking or by the repricing pass)",
+      labelNames: ["chain", "kind"] as const,
+      registers,
+    }),
+    feesEarnedUsd: new Counter({
+      name: "router_fees_earned_usd_total",
+      help: "Router fees earned in USD by claimed swaps (sending amount claimed minus receiving amount), when priced",
+      registers,
+    }),
+    swapNetUsd: new Histogram({
+      name: "router_swap_net_usd",
+      help: "Net USD of a swap when it completes (fee earned + relayer fees earned - gas), priced swaps only",
+      buckets: [-10, -1, -0.1, 0, 0.1, 1, 10, 100, 1000],
+      registers,
+    }),
+    ledgerBooked: new Counter({
+      name: "router_ledger_booked_total",
+      help: "book-transaction jobs done, by result (booked: rows inserted; known: nothing new; not_ours: no gas nor event of this router)",
+      labelNames: ["result"] as const,
+      registers,
+    }),
+    ledgerUnpriced: new Gauge({
+      name: "router_ledger_unpriced_rows",
+      help: "Booked rows whose USD price is still unknown (NULL), as of the last repricing pass",
       registers,
     }),
   };

@@ -54,6 +54,14 @@ export async function runService(params: RunServiceParams): Promise<void> {
   for (const warning of warnings) {
     logger.warn(`config: ${warning}`, { at: "service.config" });
   }
+  if (config.ledger === undefined) {
+    logger.warn(
+      "ledger: the config has no `ledger` section: the books are off, nothing is booked (docs/accounting.md)",
+      {
+        at: "service.config",
+      },
+    );
+  }
   logger.debug("effective config", { at: "service.config", config: redactConfig(config) });
 
   const lifecycle = createLifecycle(logger, params.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS);

@@ -78,6 +78,23 @@ describe("ecosystem.config.js: ROUTER_ROLES", () => {
     });
   });
 
+  it("runs the ledger only when the config has a ledger section (and ROUTER_ROLES selects it)", async () => {
+    const withLedger = join(dir, "with-ledger.json");
+    writeFileSync(
+      withLedger,
+      JSON.stringify({
+        chainConfig: { "1": {}, "1337": {} },
+        swapPools: [],
+        ledger: { databaseUrl: "postgres://router@127.0.0.1/ledger" },
+      }),
+    );
+    expect((await load({}, withLedger)).names).toContain("ledger");
+    expect(await load({ ROUTER_ROLES: "ledger" }, withLedger)).toEqual({ names: ["ledger"] });
+    expect(await load({ ROUTER_ROLES: "admin" }, withLedger)).toEqual({ names: ["admin"] });
+    expect(await load({ ROUTER_ROLES: "ledger,admin" })).toEqual({ names: ["admin"] });
+    expect((await load({ ROUTER_ROLES: "ledger:1" }, withLedger)).error).toMatch(/ledger takes no chain id/);
+  });
+
   it("runs every chain when there is no swap pool at all (a router winding down still claims)", async () => {
     const noPools = join(dir, "no-pools.json");
     writeFileSync(noPools, JSON.stringify({ chainConfig: { "1": {}, "1337": {} }, swapPools: [] }));
