@@ -17,6 +17,7 @@ import { dashboardGuard } from "./routes/dashboard-guard";
 import { liquidityRoutes } from "./routes/liquidity";
 import { DASHBOARD_PATH, queueDashboard } from "./routes/queue-dashboard";
 import type { RouterStatus } from "./status";
+import type { InventoryReader } from "./inventory";
 import type { AdminOperations, OperationContext, TransactionResponse } from "./types";
 
 export type { AdminOperations, CancelSenderRequest, RemoveLiquidityRequest } from "./types";
@@ -29,6 +30,8 @@ export interface AdminAppDeps {
   readonly operations: AdminOperations;
   /** GET /status (admin token): the whole router's state; the route is absent without it. */
   readonly status?: () => Promise<RouterStatus>;
+  /** GET /inventory and GET /rebalance/plan (admin token); absent without it. */
+  readonly inventory?: InventoryReader;
   /**
    * The dashboard at /admin/queues (admin token) over these queues; absent without them. Its Redis client
    * reads what a retry must check first (send records, transfers).
@@ -111,6 +114,16 @@ export function createApp(deps: AdminAppDeps): express.Express {
       res.json(status);
     });
     app.all("/status", methodNotAllowed(["GET", "HEAD"]));
+  }
+  if (deps.inventory) {
+    const reader = deps.inventory;
+    app.get("/inventory", adminPage, async (_req, res) => {
+      res.json({ pools: await reader.inventory() });
+    });
+    app.get("/rebalance/plan", adminPage, async (_req, res) => {
+      res.json(await reader.plan());
+    });
+    app.all(["/inventory", "/rebalance/plan"], methodNotAllowed(["GET", "HEAD"]));
   }
   if (deps.dashboard) {
     const { queues, redis } = deps.dashboard;

@@ -50,6 +50,7 @@ export const HTTP_STATUS = {
   BALANCE_UNAVAILABLE: { status: 503 },
   CHAIN_UNAVAILABLE: { status: 503 },
   STATUS_UNAVAILABLE: { status: 503 },
+  INVENTORY_UNAVAILABLE: { status: 503 },
   REDIS_NOT_REPLICATED: { status: 503 },
   BROADCAST_TIMEOUT: { status: 504, expose: ["jobId"] },
 } as const satisfies Record<string, { status: number; expose?: readonly string[]; as?: string }>;

@@ -86,7 +86,7 @@ function sharePercentOf(part: bigint, whole: bigint): number | undefined {
 }
 
 /** One pool's chains against their targets. */
-export function assessPool(chains: ReadonlyArray<ChainFigures & ChainTarget>): ChainInventory[] {
+export function assessPool<T extends ChainFigures & ChainTarget>(chains: readonly T[]): Array<T & ChainInventory> {
   const totals = chains.map((c) => {
     const total = c.unlocked + c.owed > c.promised ? c.unlocked + c.owed - c.promised : 0n;
     return { total, totalCommon: toCommon(total, c.decimals) };

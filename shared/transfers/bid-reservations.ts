@@ -533,7 +533,8 @@ export interface BidReservations {
   ): Promise<boolean>;
   /** The promised total (what lapsed since the last script still counts here). */
   reservedTotal(chainId: number, assetId: string): Promise<bigint>;
-  promises(chainId: number, assetId: string): Promise<Promises>;
+  /** With `nowMs`, bids lapsed by then are left out of `byTransfer` even if no script has pruned them yet. */
+  promises(chainId: number, assetId: string, nowMs?: number): Promise<Promises>;
 }
 
 export function createBidReservations(redis: Redis, prefix: string): BidReservations {
@@ -595,9 +596,9 @@ export function createBidReservations(redis: Redis, prefix: string): BidReservat
       ])) === 1,
     reservedTotal: async (chainId, assetId) =>
       BigInt((await redis.hget(bidReservationsKey(prefix, chainId, assetId), "total")) ?? "0"),
-    promises: async (chainId, assetId) => {
+    promises: async (chainId, assetId, nowMs) => {
       const fields = await redis.hgetall(bidReservationsKey(prefix, chainId, assetId));
-      const wm = Number(fields.wm ?? "0");
+      const wm = Math.max(Number(fields.wm ?? "0"), nowMs ?? 0);
       const byTransfer = new Map<string, bigint>();
       for (const [field, value] of Object.entries(fields)) {
         if (!field.startsWith("p:")) continue;
