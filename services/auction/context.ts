@@ -28,6 +28,11 @@ export interface GasFeeParams {
  */
 export interface FeeEstimator {
   gasFeeInAsset(params: GasFeeParams): bigint | undefined;
+  /**
+   * `amount` of the asset in USD at the oracle price the gas fee uses (chain 1's at the asset's mainnetEquivalent,
+   * else its own chain's; 18-decimal USD); undefined without an oracle or a fresh price.
+   */
+  usdValue(chainId: number, assetId: string, amount: bigint, decimals: number): number | undefined;
   /** Decimals of a pool asset (18 for native); undefined while not yet read. */
   decimals(chainId: number, assetId: string): number | undefined;
 }

@@ -77,6 +77,7 @@ describe("decideRelayFee: the relay's fee from the auction's caches", () => {
     const fees: FeeEstimator = {
       gasFeeInAsset: (p) => (asked.push(p), fee),
       decimals: () => (decimals === "cold" ? undefined : decimals),
+      usdValue: () => undefined,
     };
     return { ctx: { fees } as unknown as AuctionContext, asked };
   };
