@@ -8,6 +8,7 @@
  * /proc/<pid>/stat) and the ratio to the original router's figures. Then the reservation scripts' own time in
  * Redis with 100 000 open promises (bench/reservation-scripts.ts; BENCH_RESERVATION_SCRIPTS=0 skips it). The
  * phases' figures are also printed as one JSON line (support.ts printFigures) for bench/compare.ts.
+ * BENCH_INVENTORY=1 gives the pool inventory targets (the decline's cache lookup and script check on every bid).
  * Self-contained on purpose: bench/ is compiled with the app and must not import test/.
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -221,6 +222,16 @@ async function runBench(p: BenchParams): Promise<void> {
           { chainId: 1, assetId: mainnetToken },
           { chainId: SENDING, assetId: sendingToken, mainnetEquivalent: mainnetToken },
         ],
+        // BENCH_INVENTORY=1: inventory targets on the pool, so every bid takes the inventory decline's path
+        // (docs/auction.md, "Inventory decline"); the balances are far above any minimum, so none is declined.
+        ...(process.env.BENCH_INVENTORY === "1"
+          ? {
+              inventory: {
+                "1": { targetPercent: 50, minimumPercent: 10, floor: "1" },
+                [String(SENDING)]: { targetPercent: 50, minimumPercent: 10, floor: "1" },
+              },
+            }
+          : {}),
       },
     ],
     chainConfig: {

@@ -18,6 +18,7 @@ import { ledgerRoutes, type LedgerSwapReader } from "./routes/ledger";
 import { liquidityRoutes } from "./routes/liquidity";
 import { DASHBOARD_PATH, queueDashboard } from "./routes/queue-dashboard";
 import type { RouterStatus } from "./status";
+import type { InventoryReader } from "./inventory";
 import type { AdminOperations, OperationContext, TransactionResponse } from "./types";
 
 export type { AdminOperations, CancelSenderRequest, RemoveLiquidityRequest } from "./types";
@@ -30,6 +31,8 @@ export interface AdminAppDeps {
   readonly operations: AdminOperations;
   /** GET /status (admin token): the whole router's state; the route is absent without it. */
   readonly status?: () => Promise<RouterStatus>;
+  /** GET /inventory and GET /rebalance/plan (admin token); absent without it. */
+  readonly inventory?: InventoryReader;
   /**
    * The dashboard at /admin/queues (admin token) over these queues; absent without them. Its Redis client
    * reads what a retry must check first (send records, transfers).
@@ -116,6 +119,16 @@ export function createApp(deps: AdminAppDeps): express.Express {
     app.all("/status", methodNotAllowed(["GET", "HEAD"]));
   }
   ledgerRoutes(app, { adminPage, readSwap: deps.ledger });
+  if (deps.inventory) {
+    const reader = deps.inventory;
+    app.get("/inventory", adminPage, async (_req, res) => {
+      res.json({ pools: await reader.inventory() });
+    });
+    app.get("/rebalance/plan", adminPage, async (_req, res) => {
+      res.json(await reader.plan());
+    });
+    app.all(["/inventory", "/rebalance/plan"], methodNotAllowed(["GET", "HEAD"]));
+  }
   if (deps.dashboard) {
     const { queues, redis } = deps.dashboard;
     app.use(

@@ -55,6 +55,7 @@ export const HTTP_STATUS = {
   CHAIN_UNAVAILABLE: { status: 503 },
   STATUS_UNAVAILABLE: { status: 503 },
   LEDGER_UNAVAILABLE: { status: 503 },
+  INVENTORY_UNAVAILABLE: { status: 503 },
   REDIS_NOT_REPLICATED: { status: 503 },
   BROADCAST_TIMEOUT: { status: 504, expose: ["jobId"] },
 } as const satisfies Record<string, { status: number; expose?: readonly string[]; as?: string }>;

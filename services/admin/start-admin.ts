@@ -5,6 +5,9 @@ import { createRouterBalanceReader } from "../../shared/chain/router-balances";
 import { createProcessResources } from "../../shared/process/process-resources";
 import { createSigner } from "../../shared/signer/create-signer";
 import { createTransferStore } from "../../shared/transfers/transfer-store";
+import { createBalanceStore } from "../../shared/transfers/balance-store";
+import { createBidReservations } from "../../shared/transfers/bid-reservations";
+import { createInventoryReader, observeInventory } from "./inventory";
 import { createApp } from "./app";
 import { createChainQueues } from "./chain-queues";
 import { createStatusReader } from "./status";
@@ -93,8 +96,17 @@ export async function startAdmin({ config, logger, observe, env }: ServiceContex
     }),
     processActiveTransactions: createProcessActiveTransactionsOperation({ config, redis, listOpen, logger }),
   };
+  const inventory = createInventoryReader({
+    config,
+    balances: createBalanceStore(redis, config.redisPrefix),
+    reservations: createBidReservations(redis, config.redisPrefix),
+    transfers,
+    providerOf: resources.requireProvider,
+    logger,
+  });
   if (observe) {
     observeHeartbeats(observe, config);
+    observeInventory(observe, inventory);
   }
   // The books, read-only (every session of this pool is read-only): the admin never writes them.
   const ledgerPool = config.ledger
@@ -107,6 +119,7 @@ export async function startAdmin({ config, logger, observe, env }: ServiceContex
     signerAddress,
     operations,
     status: createStatusReader({ config, redis, queueFor: queues.queueFor }),
+    inventory,
     dashboard: { queues: Object.values(config.chainConfig).map((chain) => queues.queueFor(chain.chainId)), redis },
     ledger: ledgerPool
       ? async (transactionId) =>

@@ -33,6 +33,11 @@ export interface FeeEstimator {
    * price source, and the two are not the same source. Such a fee is 0, so it pays for nothing.
    */
   unpriced(chainId: number, assetId: string): boolean;
+  /**
+   * `amount` of the asset in USD at the oracle price the gas fee uses (chain 1's at the asset's mainnetEquivalent,
+   * else its own chain's; 18-decimal USD); undefined without an oracle or a fresh price.
+   */
+  usdValue(chainId: number, assetId: string, amount: bigint, decimals: number): number | undefined;
   /** Decimals of a pool asset (18 for native); undefined while not yet read. */
   decimals(chainId: number, assetId: string): number | undefined;
 }

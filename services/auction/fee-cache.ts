@@ -142,9 +142,19 @@ export function createFeeEstimator(p: FeeEstimatorParams): FeeEstimator {
     return fee;
   };
 
+  const usdValue = (chainId: number, assetId: string, amount: bigint, decimals: number): number | undefined => {
+    const source = sources.asset(chainId, assetId);
+    if (sources.oracle(source.chainId) === undefined) return undefined;
+    const price = cache.prices.get(assetKey(source.chainId, source.address));
+    if (!fresh(price, p.nowMs()) || price.value === 0n) return undefined;
+    // The oracle's price is USD with 18 decimals per whole token.
+    return Number((amount * price.value) / 10n ** BigInt(decimals)) / 1e18;
+  };
+
   return {
     gasFeeInAsset,
     unpriced: (chainId, assetId) => targetOf(chainId, assetId).unpriced,
+    usdValue,
     decimals: (chainId, assetId) =>
       assetId.toLowerCase() === ZeroAddress ? 18 : cache.decimals.get(assetKey(chainId, assetId)),
   };

@@ -16,6 +16,8 @@ import { createBidReadiness } from "./bid-readiness";
 import { serveClaimed, type ClaimedDelivery } from "./claimed-delivery";
 import type { AuctionContext } from "./context";
 import { createFeeCache, createFeeEstimator, type FeeCache } from "./fee-cache";
+import { createInventoryCache, runInventoryRefresher, type InventoryCache } from "./inventory-cache";
+import { inventoryPools } from "../../shared/transfers/inventory-reads";
 import { createAuctionHandler, DEFAULT_BALANCE_MAX_AGE_MS, type AuctionHandlerOptions } from "./handlers/auction";
 import { boundedHandler } from "./bounded-handler";
 import { createMetaTxHandler, createMetaTxShed } from "./handlers/metatx";
@@ -45,6 +47,8 @@ const REFRESHERS_STOP_TIMEOUT_MS = 1_000;
 
 export interface AuctionOptions extends AuctionHandlerOptions {
   readonly refreshIntervalMs?: number;
+  /** How often the inventory figures are re-read (inventory-cache.ts INVENTORY_REFRESH_MS by default). */
+  readonly inventoryRefreshMs?: number;
   readonly priceMaxAgeMs?: number;
   readonly warmupTimeoutMs?: number;
   readonly nowMs?: () => number;
@@ -142,9 +146,24 @@ export async function startAuction(params: StartAuctionParams): Promise<RunningA
     chainProvider: resources.provider,
     nowMs,
   };
+  // The pools' inventory targets: the other chains' totals, re-read off the bid path (inventory-cache.ts).
+  const inventory = createInventoryCache({
+    config,
+    reads: {
+      config,
+      balances: createBalanceStore(redis, config.redisPrefix),
+      reservations: createBidReservations(redis, config.redisPrefix),
+      transfers: ctx.transfers,
+    },
+    decimals: (chainId, assetId) => ctx.fees.decimals(chainId, assetId),
+    nowMs,
+  });
+  if (inventoryPools(config).length > 0) {
+    refreshers.push(runInventoryRefresher(inventory, logger, refreshAbort.signal, options.inventoryRefreshMs));
+  }
   // Relays retried in-process give up (and answer) once stop() begins, so the drain does not wait on them.
   const relayAbort = new AbortController();
-  const auctions = await serveRequests(ctx, resources, queueGroup, relayAbort.signal, options);
+  const auctions = await serveRequests(ctx, resources, queueGroup, relayAbort.signal, options, inventory);
   logger.info("auction started", {
     at: "auction.start",
     signerAddress,
@@ -269,6 +288,7 @@ async function serveRequests(
   queueGroup: string,
   relaySignal: AbortSignal,
   options: AuctionOptions,
+  inventory: InventoryCache,
 ): Promise<ClaimedDelivery> {
   const { config, messaging } = ctx;
   // The bid path's claims and reservations on a connection of their own, auto-pipelined: the reservations of
@@ -288,6 +308,7 @@ async function serveRequests(
     handler: createAuctionHandler(ctx, {
       reservations: createBidReservations(reservationsRedis, config.redisPrefix),
       replication: replicationGuard(reservationsRedis, config.redisPrefix, config.redisReplication),
+      inventory,
       options,
     }),
   });

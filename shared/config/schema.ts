@@ -177,9 +177,22 @@ const assetSchema = Joi.object({
   mainnetEquivalent: address(),
 }).unknown(false);
 
+const percent = (): Joi.NumberSchema => Joi.number().min(0).max(100);
+
+/** One chain's inventory target (docs/config.md, "Inventory targets"); the rules across chains are in load-config. */
+const inventoryTargetSchema = Joi.object({
+  targetPercent: percent().required(),
+  minimumPercent: percent().required(),
+  floor: decimalIntegerString().default("0"),
+}).unknown(false);
+
 const swapPoolSchema = Joi.object({
   name: Joi.string().min(1),
   assets: Joi.array().items(assetSchema).min(2).required(),
+  inventory: Joi.object()
+    .pattern(/^[0-9]+$/, inventoryTargetSchema)
+    .min(2)
+    .messages({ "object.unknown": 'is not a decimal chain id (inventory keys are chain ids such as "1")' }),
 }).unknown(false);
 
 export const configSchema = Joi.object({

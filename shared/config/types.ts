@@ -100,9 +100,24 @@ export interface SwapPoolAsset {
   readonly mainnetEquivalent?: string;
 }
 
+/**
+ * The share of a pool's liquidity the operator wants on one chain (docs/config.md, "Inventory targets"). Percents
+ * of the pool's total, valued at the constant 1:1 swap rate after decimals.
+ */
+export interface InventoryTarget {
+  /** 0..100; the targets of a pool's chains add up to 100. */
+  readonly targetPercent: number;
+  /** 0..targetPercent: below it the chain is `low`, and the auction declines swaps that would take it there. */
+  readonly minimumPercent: number;
+  /** Base units of the chain's pool asset, decimal string: below it the chain is `critical`. */
+  readonly floor: string;
+}
+
 export interface SwapPool {
   readonly name?: string;
   readonly assets: readonly SwapPoolAsset[];
+  /** Per chain id (decimal string) of the pool: its target; every chain of the pool has one when set. */
+  readonly inventory?: Readonly<Record<string, InventoryTarget>>;
 }
 
 /**

@@ -64,6 +64,18 @@ function auctionMetrics(registers: Registry[]) {
       labelNames: ["outcome", "reason"] as const,
       registers,
     }),
+    refusedVolumeUsd: new Counter({
+      name: "router_refused_volume_usd_total",
+      help: "Sending amount of auction requests refused for liquidity (NotEnoughLiquidity, LiquidityUnavailable, InventoryBelowMinimum), in USD at chain 1's oracle prices, by route (sending-receiving chain)",
+      labelNames: ["route"] as const,
+      registers,
+    }),
+    refusedUnpriced: new Counter({
+      name: "router_refused_unpriced_total",
+      help: "Auction requests refused for liquidity whose amount had no fresh oracle price (not in router_refused_volume_usd_total), by route",
+      labelNames: ["route"] as const,
+      registers,
+    }),
     requestsShed: new Counter({
       name: "router_requests_shed_total",
       help: "metatx and status requests not handled because the topic's in-flight bound was reached",
@@ -86,6 +98,30 @@ function balanceMetrics(registers: Registry[]) {
       name: "router_liquidity_reserved",
       help: "Liquidity promised by open bids, in asset base units",
       labelNames: ["chain", "asset"] as const,
+      registers,
+    }),
+    inventorySharePercent: new Gauge({
+      name: "router_inventory_share_percent",
+      help: "Chain's share of its pool's liquidity (unlocked + owed - promised, 1:1 after decimals), percent; admin process",
+      labelNames: ["pool", "chain"] as const,
+      registers,
+    }),
+    inventoryMinimumPercent: new Gauge({
+      name: "router_inventory_minimum_percent",
+      help: "Configured minimumPercent of the chain in the pool (swapPools[i].inventory)",
+      labelNames: ["pool", "chain"] as const,
+      registers,
+    }),
+    inventoryTargetPercent: new Gauge({
+      name: "router_inventory_target_percent",
+      help: "Configured targetPercent of the chain in the pool (swapPools[i].inventory)",
+      labelNames: ["pool", "chain"] as const,
+      registers,
+    }),
+    inventoryState: new Gauge({
+      name: "router_inventory_state",
+      help: "Inventory state of the chain in the pool: 0 ok, 1 low (share below minimum), 2 critical (below floor or nothing unlocked)",
+      labelNames: ["pool", "chain"] as const,
       registers,
     }),
     gasBalance: new Gauge({

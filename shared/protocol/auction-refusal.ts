@@ -20,6 +20,7 @@ export type AuctionRefusalCode =
   | "ExpiryOutOfWindow"
   | "RouterInCleanUpMode"
   | "RouterInDiagnosticMode"
+  | "InventoryBelowMinimum"
   | "ValueCold"
   | "StaleBalance"
   | "StoreUnavailable"
@@ -32,6 +33,14 @@ export interface AuctionRefusal {
   readonly code: AuctionRefusalCode;
   /** Human-readable, for the log line; never holds a secret. */
   readonly detail: string;
+}
+
+/**
+ * Refusals for want of liquidity on the receiving chain: counted in router_refused_volume_usd_total (the swaps the
+ * router could have carried with more liquidity there).
+ */
+export function isLiquidityRefusal(code: AuctionRefusalCode): boolean {
+  return code === "NotEnoughLiquidity" || code === "LiquidityUnavailable" || code === "InventoryBelowMinimum";
 }
 
 export function refusal(code: AuctionRefusalCode, detail: string): AuctionRefusal {

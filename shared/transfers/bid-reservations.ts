@@ -305,7 +305,8 @@ end
  * KEYS: rate, balance, sending gas, receiving gas, promises hash, transfers zset, lapse-times zset, clean-up switch
  * (cleanUpModeKey)[, request claim].
  * ARGV: nowMs, maxAgeMs, amount, member, untilMs, rateLimitMs, minGasSending, minGasReceiving, commit (1/0),
- * shareDivisor, maxBids (per transfer)[, claim token, bidExpiry, gasFee, leaseMs, keepMs].
+ * shareDivisor, maxBids (per transfer), keep ('' = no inventory rule)[, claim token, bidExpiry, gasFee, leaseMs,
+ * keepMs].
  * Returns {code, a, b, c, why}: for liquidity codes and ok, a = balance, b = hard holds, c = the unprepared
  * promises of other transfers; why names the rule ('' for the liquidity rule itself). While the clean-up switch
  * exists (`npm run drain`) every request is RouterInCleanUpMode: checked in this step, so no bid is reserved (and
@@ -331,7 +332,7 @@ end
 local claimKey, claimed = KEYS[9], nil
 if claimKey then
   claimed = redis.call('GET', claimKey)
-  if claimed and string.match(claimed, '^c|([^|]*)|') ~= ARGV[12] then
+  if claimed and string.match(claimed, '^c|([^|]*)|') ~= ARGV[13] then
     return {'ClaimLost', '', '', '', ''}
   end
 end
@@ -371,6 +372,14 @@ local share = ddiv(free, shareDivisor)
 if dcmp(dadd(dmin(others, share), amount), free) > 0 then
   return {'LiquidityUnavailable', balance, hard, others, ''}
 end
+-- The inventory rule (docs/auction.md, "Inventory decline"): what the receiving chain keeps after this bid
+-- (balance − hard holds − amount) must stay at or above ARGV[12], its floor or the least that keeps its minimum
+-- share. In the same step as the liquidity rule, so concurrent bids are each checked against the hard holds of
+-- the others; unprepared promises of other transfers do not count here (a requester who never prepares cannot
+-- use them to make the router decline others).
+if ARGV[12] ~= '' and dcmp(dadd(dadd(hard, amount), ARGV[12]), balance) > 0 then
+  return {'InventoryBelowMinimum', balance, hard, ARGV[12], ''}
+end
 if dcmp(gasSending, ARGV[7]) < 0 or dcmp(gasReceiving, ARGV[8]) < 0 then
   return {'NotEnoughGas', gasSending, gasReceiving, '', ''}
 end
@@ -390,12 +399,12 @@ if commit then
 end
 if claimKey then
   local t = redis.call('TIME')
-  local leaseUntil = string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[15]))
-  local value = 'r|' .. ARGV[12] .. '|' .. leaseUntil .. '|' .. amount .. '|' .. ARGV[13] .. '|' .. ARGV[14]
+  local leaseUntil = string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[16]))
+  local value = 'r|' .. ARGV[13] .. '|' .. leaseUntil .. '|' .. amount .. '|' .. ARGV[14] .. '|' .. ARGV[15]
   if claimed then
     redis.call('SET', claimKey, value, 'KEEPTTL')
   else
-    redis.call('SET', claimKey, value, 'PX', ARGV[16])
+    redis.call('SET', claimKey, value, 'PX', ARGV[17])
   end
 end
 return {'ok', balance, hard, others, ''}
@@ -459,6 +468,7 @@ export type ReserveCode =
   | "StaleBalance"
   | "NotEnoughLiquidity"
   | "LiquidityUnavailable"
+  | "InventoryBelowMinimum"
   | "NotEnoughGas"
   | "ClaimLost"
   | "RouterInCleanUpMode";
@@ -495,6 +505,11 @@ export interface ReserveParams {
   readonly minGasReceiving: bigint;
   /** false (dry run): every check, but neither reservation nor rate-limit stamp. */
   readonly commit: boolean;
+  /**
+   * The inventory rule: what the receiving (chain, asset) must still hold after this bid, net of hard holds
+   * (shared/protocol/inventory.ts receivingKeep); undefined when its pool has no inventory targets.
+   */
+  readonly keep?: bigint;
   /** Fences the step on the request's claim (several auction instances receive every request). */
   readonly claim?: ReserveClaim;
 }
@@ -533,7 +548,8 @@ export interface BidReservations {
   ): Promise<boolean>;
   /** The promised total (what lapsed since the last script still counts here). */
   reservedTotal(chainId: number, assetId: string): Promise<bigint>;
-  promises(chainId: number, assetId: string): Promise<Promises>;
+  /** With `nowMs`, bids lapsed by then are left out of `byTransfer` even if no script has pruned them yet. */
+  promises(chainId: number, assetId: string, nowMs?: number): Promise<Promises>;
 }
 
 export function createBidReservations(redis: Redis, prefix: string): BidReservations {
@@ -569,6 +585,7 @@ export function createBidReservations(redis: Redis, prefix: string): BidReservat
         p.commit ? "1" : "0",
         String(UNPREPARED_SHARE_DIVISOR),
         String(MAX_BIDS_PER_TRANSFER),
+        p.keep === undefined ? "" : p.keep.toString(),
         ...(p.claim
           ? [p.claim.token, String(p.claim.bidExpiry), p.claim.gasFee, String(p.claim.leaseMs), String(p.claim.keepMs)]
           : []),
@@ -595,9 +612,9 @@ export function createBidReservations(redis: Redis, prefix: string): BidReservat
       ])) === 1,
     reservedTotal: async (chainId, assetId) =>
       BigInt((await redis.hget(bidReservationsKey(prefix, chainId, assetId), "total")) ?? "0"),
-    promises: async (chainId, assetId) => {
+    promises: async (chainId, assetId, nowMs) => {
       const fields = await redis.hgetall(bidReservationsKey(prefix, chainId, assetId));
-      const wm = Number(fields.wm ?? "0");
+      const wm = Math.max(Number(fields.wm ?? "0"), nowMs ?? 0);
       const byTransfer = new Map<string, bigint>();
       for (const [field, value] of Object.entries(fields)) {
         if (!field.startsWith("p:")) continue;
@@ -623,6 +640,8 @@ function describe(code: ReserveCode, [a, b, c]: readonly string[], why: string):
         why === "transfer-prepared" ? "; the transfer's sending side is already prepared with another bid" : "";
       return `balance ${a}, hard holds ${b}, unprepared bids of other transfers ${c}${rule}`;
     }
+    case "InventoryBelowMinimum":
+      return `balance ${a}, hard holds ${b}: the bid would leave less than ${c}, the receiving chain's floor or minimum share`;
     case "AuctionRateExceeded":
       return why === "transfer-bids"
         ? `the transfer already holds ${MAX_BIDS_PER_TRANSFER} open bids`

@@ -81,6 +81,8 @@ export interface AuctionConfigParams {
   readonly requestLimit?: number;
   /** Chain 1's oracle address; the stack's oracle by default. */
   readonly oracle?: string;
+  /** The pool's `inventory` targets (docs/config.md, "Inventory targets"); none by default. */
+  readonly inventory?: Record<string, { targetPercent: number; minimumPercent: number; floor?: string }>;
 }
 
 export function auctionConfig(s: AuctionStack, p: AuctionConfigParams): RouterConfig {
@@ -109,6 +111,7 @@ export function auctionConfig(s: AuctionStack, p: AuctionConfigParams): RouterCo
           { chainId: SENDING, assetId: s.sendingToken, mainnetEquivalent: s.mainnetToken },
           { chainId: RECEIVING, assetId: s.receivingToken, mainnetEquivalent: s.mainnetToken },
         ],
+        ...(p.inventory ? { inventory: p.inventory } : {}),
       },
     ],
     chainConfig: {

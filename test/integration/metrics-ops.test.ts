@@ -68,7 +68,8 @@ describe("ops/: alert rules and the Grafana dashboard", () => {
       "RouterJobsFailed",
       "RouterProviderLagging",
       "RouterSubgraphLagging",
-      "RouterLiquidityLow",
+      "RouterInventoryLow",
+      "RouterInventoryCritical",
       "RouterProcessHeartbeatMissing",
     ]) {
       expect(names).toContain(required);

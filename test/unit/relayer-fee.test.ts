@@ -80,6 +80,7 @@ describe("decideRelayFee: the relay's fee from the auction's caches", () => {
       gasFeeInAsset: (p) => (asked.push(p), fee),
       unpriced: () => unpriced,
       decimals: () => (decimals === "cold" ? undefined : decimals),
+      usdValue: () => undefined,
     };
     return { ctx: { fees } as unknown as AuctionContext, asked };
   };

@@ -6,7 +6,13 @@ import type { MessagingRequest } from "../../../shared/messaging/types";
 import { acceptedExpiryRange, checkAuctionExpiry } from "../../../shared/protocol/auction-expiry";
 import { auctionLogFields, parseAuctionPayload } from "../../../shared/protocol/auction-payload";
 import { quoteAuction, type AuctionQuote } from "../../../shared/protocol/auction-quote";
-import { isColdRefusal, refusal, refusalLogLevel, type AuctionRefusal } from "../../../shared/protocol/auction-refusal";
+import {
+  isColdRefusal,
+  isLiquidityRefusal,
+  refusal,
+  refusalLogLevel,
+  type AuctionRefusal,
+} from "../../../shared/protocol/auction-refusal";
 import { sleep } from "../../../shared/timing";
 import { encodeBidFast } from "../../../shared/protocol/bid-encoder";
 import { BID_EXPIRY_SEC } from "../../../shared/protocol/expiry";
@@ -19,6 +25,7 @@ import { sanitizeSignatureV } from "../../../shared/signer/router-signer";
 import type { BidReservations } from "../../../shared/transfers/bid-reservations";
 import type { RequestClaim } from "../claimed-delivery";
 import type { ReservedBid } from "../request-claims";
+import type { InventoryCache } from "../inventory-cache";
 import type { AuctionContext } from "../context";
 
 /**
@@ -65,6 +72,8 @@ export interface AuctionHandlerDeps {
    * a bid is sent only once its reservation is on that many replicas. Undefined (no cost) when minReplicas is 0.
    */
   readonly replication?: ReplicationGuard;
+  /** The pools' inventory targets (docs/auction.md, "Inventory decline"); no rule without it. */
+  readonly inventory?: InventoryCache;
   readonly options?: AuctionHandlerOptions;
 }
 
@@ -75,6 +84,8 @@ interface Outcome {
   readonly fields: Record<string, unknown>;
   /** Reserved under the request's claim but not sent (StoreNotReplicated): a retry re-sends this very bid. */
   readonly reserved?: ReservedBid;
+  /** A refusal for liquidity: its route and the request's amount in USD (undefined: no fresh price). */
+  readonly refusedVolume?: { readonly route: string; readonly usd: number | undefined };
 }
 
 interface ChainFacts {
@@ -89,6 +100,10 @@ interface Priced {
   readonly receiving: ChainFacts;
   readonly quote: AuctionQuote;
   readonly nowSec: number;
+  /** Sending-asset units. */
+  readonly amount: bigint;
+  readonly inputDecimals: number;
+  readonly outputDecimals: number;
 }
 
 /**
@@ -168,7 +183,7 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
     if ("code" in quote) {
       return { result: "refused", refusal: quote, fields: {} };
     }
-    return { payload, sending, receiving, quote, nowSec };
+    return { payload, sending, receiving, quote, nowSec, amount, inputDecimals, outputDecimals };
   };
 
   const respond: Reply = (request, data) => ctx.messaging.respond(request, data);
@@ -183,6 +198,7 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
       return priced;
     }
     const { payload, sending, receiving, quote, nowSec } = priced;
+    const inventory = deps.inventory;
     const bidExpiry = nowSec + BID_EXPIRY_SEC;
     const key = transferKey(payload.transactionId, payload.user);
     const commit = !payload.dryRun;
@@ -205,6 +221,19 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
         minGasSending: sending.minGasWei,
         minGasReceiving: receiving.minGasWei,
         commit,
+        // The inventory rule's keep, from the cache (no I/O); undefined without targets for the pool.
+        keep:
+          inventory === undefined
+            ? undefined
+            : inventory.keepFor({
+                sendingChainId: payload.sendingChainId,
+                sendingAssetId: payload.sendingAssetId,
+                receivingChainId: payload.receivingChainId,
+                receivingAssetId: payload.receivingAssetId,
+                amount: priced.amount,
+                inputDecimals: priced.inputDecimals,
+                outputDecimals: priced.outputDecimals,
+              }),
         // Fenced on the request's claim: an instance that lost it (another took the request over) reserves nothing.
         // Always the key, undefined without a claim: one object shape whether the warm-up or a request built it.
         claim:
@@ -223,7 +252,14 @@ export function createAuctionHandler(ctx: AuctionContext, deps: AuctionHandlerDe
       return refused("StoreUnavailable", `redis: ${errorMessage(err)}`);
     }
     if (reserved.code !== "ok") {
-      return refused(reserved.code, reserved.detail);
+      if (!isLiquidityRefusal(reserved.code)) return refused(reserved.code, reserved.detail);
+      return {
+        ...refused(reserved.code, reserved.detail),
+        refusedVolume: {
+          route: `${payload.sendingChainId}-${payload.receivingChainId}`,
+          usd: ctx.fees.usdValue(payload.sendingChainId, payload.sendingAssetId, priced.amount, priced.inputDecimals),
+        },
+      };
     }
 
     const bid = buildBid(payload, {
@@ -454,6 +490,11 @@ function recordAuction(
   metrics.bidDuration.observe({ result: outcome.result }, durationMs / 1000);
   if (outcome.refusal) {
     metrics.auctionRefusals.inc({ reason: outcome.refusal.code });
+    const volume = outcome.refusedVolume;
+    if (volume !== undefined) {
+      if (volume.usd === undefined) metrics.refusedUnpriced.inc({ route: volume.route });
+      else metrics.refusedVolumeUsd.inc({ route: volume.route }, volume.usd);
+    }
   } else if (outcome.result === "bid") {
     metrics.bidsSent.inc({ chain: String(receivingChainId) });
     metrics.lastBidTime.set(Date.now() / 1000);
