@@ -15,6 +15,8 @@ import { requestContext, requestIdOf } from "./middleware/request-context";
 import { decodeAddLiquidityFor, decodeCancelSender, decodeRemoveLiquidity } from "./request-schemas";
 import { dashboardGuard } from "./routes/dashboard-guard";
 import { ledgerRoutes, type LedgerSwapReader } from "./routes/ledger";
+import { ledgerReportRoutes } from "./routes/ledger-reports";
+import type { LedgerReports } from "../../shared/ledger/ledger-reports";
 import { liquidityRoutes } from "./routes/liquidity";
 import { DASHBOARD_PATH, queueDashboard } from "./routes/queue-dashboard";
 import type { RouterStatus } from "./status";
@@ -40,6 +42,8 @@ export interface AdminAppDeps {
   readonly dashboard?: { readonly queues: readonly Queue[]; readonly redis: Redis };
   /** GET /ledger/<transactionId> (admin token); absent: the books are off and the route says so (`ledger_off`). */
   readonly ledger?: LedgerSwapReader;
+  /** GET /pnl and GET /ledger (admin token); absent: the books are off (`ledger_off`). */
+  readonly ledgerReports?: LedgerReports;
 }
 
 /**
@@ -119,6 +123,7 @@ export function createApp(deps: AdminAppDeps): express.Express {
     app.all("/status", methodNotAllowed(["GET", "HEAD"]));
   }
   ledgerRoutes(app, { adminPage, readSwap: deps.ledger });
+  ledgerReportRoutes(app, { adminPage, reports: deps.ledgerReports });
   if (deps.inventory) {
     const reader = deps.inventory;
     app.get("/inventory", adminPage, async (_req, res) => {
