@@ -13,6 +13,7 @@ import type { PnlReport } from "../../shared/ledger/pnl-reads";
 import type { SwapView } from "../../shared/protocol/ledger";
 import { loadConfig } from "../../shared/config";
 import { validConfig } from "../unit/config-fixtures";
+import { runReport } from "../../scripts/report";
 
 const TOKEN = "lifecycle-test-admin-token-0123456789";
 
@@ -246,5 +247,33 @@ describe("GET /pnl and GET /ledger (real swaps on anvil, booked by the ledger pr
         error: "invalid_page",
       });
     }
+  });
+
+  it("npm run report: the /pnl figures as tables or CSV through the real admin API; the token never printed; a refusal exits non-zero", async () => {
+    const printed: string[] = [];
+    const report = (args: string[]) =>
+      runReport(args, { baseUrl: admin.baseUrl, adminToken: TOKEN, out: (t) => printed.push(t), nowSec: seed.end });
+    // --since 1d from the chains' clock: the whole seed (a few hours of chain time).
+    const shown = await report(["--since", "1d"]);
+    expect(shown).toEqual(await pnl(`from=${seed.end - 86_400}&to=${seed.end}`));
+    const text = printed.join("");
+    expect(text).toMatch(/\n\s+1\s+1\s+10\.0000\s+0\.0050\s+0\.5000\s/);
+    expect(text).toContain(`${SENDING}:`);
+    expect(text).toMatch(new RegExp(`\\n\\s*${RECEIVING}\\s+3\\s+\\d+`));
+    expect(text).toContain("! Unpriced: 1 figure(s)");
+
+    printed.length = 0;
+    await report(["--since", String(seed.claimTime), "--until", String(seed.end), "--csv"]);
+    const rows = printed.join("").trimEnd().split("\n");
+    expect(rows[0]).toMatch(/^scope,from,to,/);
+    expect(rows.slice(1).map((r) => r.split(",")[0])).toEqual(["total", "route", "chain", "chain"]);
+    expect(rows[1].split(",")[1]).toBe(String(seed.claimTime));
+
+    await expect(report(["--since", "1d", "--until", "2d"])).rejects.toThrow(/GET \/pnl answered 400 invalid_range/);
+    await expect(report(["--until", "1d"])).rejects.toThrow(/--since is required/);
+    await expect(
+      runReport(["--since", "1d"], { baseUrl: admin.baseUrl, adminToken: "wrong-token-wrong", out: () => undefined }),
+    ).rejects.toThrow(/answered 401/);
+    expect(printed.join("")).not.toContain(TOKEN);
   });
 });
