@@ -16,6 +16,7 @@ import { decodeAddLiquidityFor, decodeCancelSender, decodeRemoveLiquidity } from
 import { dashboardGuard } from "./routes/dashboard-guard";
 import { ledgerRoutes, type LedgerSwapReader } from "./routes/ledger";
 import { ledgerReportRoutes } from "./routes/ledger-reports";
+import { operatorPage } from "./routes/operator-page";
 import type { LedgerReports } from "../../shared/ledger/ledger-reports";
 import { liquidityRoutes } from "./routes/liquidity";
 import { DASHBOARD_PATH, queueDashboard } from "./routes/queue-dashboard";
@@ -124,6 +125,7 @@ export function createApp(deps: AdminAppDeps): express.Express {
   }
   ledgerRoutes(app, { adminPage, readSwap: deps.ledger });
   ledgerReportRoutes(app, { adminPage, reports: deps.ledgerReports });
+  operatorPage(app, { adminPage });
   if (deps.inventory) {
     const reader = deps.inventory;
     app.get("/inventory", adminPage, async (_req, res) => {

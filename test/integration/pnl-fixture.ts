@@ -107,11 +107,17 @@ async function setPrices(chain: StackChain): Promise<void> {
 /**
  * Real swaps on two anvil chains, booked by the real ledger process from what the chains hold: a swap claimed
  * through the submitter's jobs (its receiving fulfill relayed by the router's signer for RELAYER_FEE, its claim
- * CLAIM_DELAY_SEC later), a swap refused (forged bid) and refunded by cancel-sender, an add-liquidity of the
+ * CLAIM_DELAY_SEC of chain time later unless `claimDelaySec` says otherwise), a swap refused (forged bid) and refunded by cancel-sender, an add-liquidity of the
  * router, and an approval booked while RECEIVING had no oracle (unpriced). Every transaction is named to the
  * ledger queue as the producers will name them (the router's with their kind, the user's without).
  */
-export async function seedBookedSwaps(s: LifecycleStack, pg: PostgresSuite, name: string): Promise<BookedSwaps> {
+export async function seedBookedSwaps(
+  s: LifecycleStack,
+  pg: PostgresSuite,
+  name: string,
+  opts: { readonly claimDelaySec?: number } = {},
+): Promise<BookedSwaps> {
+  const claimDelaySec = opts.claimDelaySec ?? CLAIM_DELAY_SEC;
   for (const chain of [s.sending, s.receiving]) await setPrices(chain);
   const run = await startRun(s, "direct");
   const databaseUrl = await pg.server.createDatabase(name);
@@ -154,8 +160,8 @@ export async function seedBookedSwaps(s: LifecycleStack, pg: PostgresSuite, name
       }),
     ]);
     txs.push({ chainId: RECEIVING, hash: relay.hash, kind: "relay" });
-    // ...and claims the sending side two hours later (a submitter job).
-    await increaseTime(s, CLAIM_DELAY_SEC);
+    // ...and claims the sending side two hours later (a submitter job; at once with claimDelaySec 0).
+    if (claimDelaySec > 0) await increaseTime(s, claimDelaySec);
     const claimed = await run.finish(
       await run.add(
         SENDING,
