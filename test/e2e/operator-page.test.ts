@@ -128,7 +128,8 @@ describe("the operator page in a headless browser, after real swaps booked by th
           chain.deployment.token,
         ]);
         await balances.setRouterBalance(chain.chainId, chain.deployment.token, amount);
-        await balances.setGasBalance(chain.chainId, parseEther("10"));
+        // The receiving chain's signer under minGas: GET /status says gasLow, the page alerts.
+        await balances.setGasBalance(chain.chainId, chain === s.receiving ? 1n : parseEther("10"));
       }
     } finally {
       redis.disconnect();
@@ -233,7 +234,7 @@ describe("the operator page in a headless browser, after real swaps booked by th
       .evaluateAll((trs) => trs.map((tr) => [tr.getAttribute("data-id"), tr.querySelector("td.net")?.textContent]));
     expect(rows).toEqual(latest.swaps.map((v) => [v.transactionId, usd(v.usd.net)]));
 
-    // The alerts: the critical chain first, then the unpriced figure.
+    // The alerts: the critical ones first (the inventory, the gas GET /status shows low), then the unpriced figure.
     const alerts = await page
       .locator("#alerts li")
       .evaluateAll((lis) => lis.map((li) => [li.getAttribute("data-kind"), li.className, li.textContent]));
@@ -243,6 +244,7 @@ describe("the operator page in a headless browser, after real swaps booked by th
         "critical",
         expect.stringMatching(new RegExp(`^Liquidity critical on chain ${SENDING} \\(TEST\\)`)),
       ],
+      ["gas", "critical", `Gas low on chain ${RECEIVING}: below minGas`],
       ["unpriced", "warning", "1 figure(s) without a USD price yet: the profit and loss sums are partial"],
     ]);
 
