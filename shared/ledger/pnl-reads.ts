@@ -3,9 +3,9 @@ import type { LedgerPool } from "./database";
 
 /**
  * Profit and loss over a period, summed by PostgreSQL from the booked rows (docs/accounting.md "Profit and
- * loss"). Every sum is NUMERIC, and `net` too: a figure becomes a float only when the JSON is written. All the
- * reads run in one REPEATABLE READ snapshot, so the totals, the routes, the chains and the series are of the
- * same books even while the ledger keeps booking.
+ * loss"). Every sum is NUMERIC, and `net` too: a figure becomes a float only when the JSON is parsed. It is one
+ * statement, hence one snapshot: the totals, the routes, the chains and the series are of the same books even
+ * while the ledger keeps booking.
  */
 
 export interface PnlUsd {
@@ -149,7 +149,7 @@ routes_of AS (
    ORDER BY e.transaction_id, e.block_time
 )`;
 
-const TOTALS = `${PERIOD_ROWS},
+const TOTALS = `WITH
 s AS (SELECT count(*) FILTER (WHERE outcome = 'claimed') AS claimed,
              count(*) FILTER (WHERE outcome = 'cancelled') AS cancelled,
              COALESCE(sum(volume_usd), 0) AS volume, COALESCE(sum(fee_usd), 0) AS fee,
@@ -163,7 +163,8 @@ SELECT s.claimed, s.cancelled, s.volume, s.fee, g.gas, r.relay, s.fee + r.relay 
   FROM s, g, r`;
 
 const ROUTE = "sending_chain_id, sending_asset_id, receiving_chain_id, receiving_asset_id";
-const ROUTES = `${PERIOD_ROWS},
+const ROUTE_ORDER = "x.sending_chain_id, x.sending_asset_id, x.receiving_chain_id, x.receiving_asset_id";
+const ROUTES = `WITH
 s AS (SELECT ${ROUTE},
              count(*) FILTER (WHERE outcome = 'claimed') AS claimed,
              count(*) FILTER (WHERE outcome = 'cancelled') AS cancelled,
@@ -186,22 +187,21 @@ SELECT ${ROUTE},
  ORDER BY ${ROUTE}`;
 
 /** Fee earned goes to the sending chain (where the claim pays the router), a relayer fee to the relay's chain. */
-const CHAINS = `${PERIOD_ROWS},
+const CHAINS = `WITH
 g AS (SELECT chain_id, sum(cost_wei) AS wei, count(*) AS transactions, COALESCE(sum(cost_usd), 0) AS gas
         FROM gas GROUP BY chain_id),
 f AS (SELECT sending_chain_id AS chain_id, COALESCE(sum(fee_usd), 0) AS fee FROM counted GROUP BY sending_chain_id),
 r AS (SELECT chain_id, COALESCE(sum(relayer_fee_usd), 0) AS relay FROM relays GROUP BY chain_id)
-SELECT chain_id, COALESCE(g.wei, 0) AS wei, COALESCE(g.transactions, 0) AS transactions,
+SELECT chain_id, COALESCE(g.wei, 0)::text AS wei, COALESCE(g.transactions, 0) AS transactions,
        COALESCE(g.gas, 0) AS gas, COALESCE(f.fee, 0) AS fee, COALESCE(r.relay, 0) AS relay
   FROM g FULL JOIN f USING (chain_id) FULL JOIN r USING (chain_id)
  ORDER BY chain_id`;
 
-const OPERATIONS = `${PERIOD_ROWS}
-SELECT kind, chain_id, count(*) AS transactions, sum(cost_wei) AS wei, COALESCE(sum(cost_usd), 0) AS gas
+const OPERATIONS = `SELECT kind, chain_id, count(*) AS transactions, sum(cost_wei)::text AS wei, COALESCE(sum(cost_usd), 0) AS gas
   FROM gas GROUP BY kind, chain_id ORDER BY chain_id, kind`;
 
 /** $4 the step, $5 the number of buckets: each row's bucket is floor((t - from) / step), every bucket listed, empty ones at 0. */
-const SERIES = `${PERIOD_ROWS},
+const SERIES = `WITH
 b AS (SELECT generate_series(0, $5::int - 1) AS bucket),
 f AS (SELECT floor((extract(epoch FROM at) - $1) / $4)::int AS bucket, COALESCE(sum(fee_usd), 0) AS fee
         FROM counted GROUP BY 1),
@@ -214,70 +214,80 @@ SELECT b.bucket, COALESCE(f.fee, 0) AS fee, COALESCE(g.gas, 0) AS gas, COALESCE(
   FROM b LEFT JOIN f USING (bucket) LEFT JOIN g USING (bucket) LEFT JOIN r USING (bucket)
  ORDER BY b.bucket`;
 
+/**
+ * Every part in one statement, so the period's rows (PERIOD_ROWS, referenced by several parts) are read and
+ * computed once: each part a JSON value, its NUMERICs written as JSON numbers by PostgreSQL, wei as text.
+ */
+function pnlStatement(withSeries: boolean): string {
+  const part = (sql: string, order?: string): string =>
+    order === undefined
+      ? `(SELECT row_to_json(x) FROM (${sql}) x)`
+      : `(SELECT COALESCE(json_agg(x ORDER BY ${order}), '[]'::json) FROM (${sql}) x)`;
+  return `${PERIOD_ROWS}
+SELECT ${part(TOTALS)} AS totals,
+       ${part(ROUTES, ROUTE_ORDER)} AS routes,
+       ${part(CHAINS, "x.chain_id")} AS chains,
+       ${part(OPERATIONS, "x.chain_id, x.kind")} AS operations${
+         withSeries
+           ? `,
+       ${part(SERIES, "x.bucket")} AS series`
+           : ""
+       }`;
+}
+const PNL = pnlStatement(false);
+const PNL_WITH_SERIES = pnlStatement(true);
+
 type Row = Record<string, string | number | null>;
 
-/** NUMERIC and BIGINT arrive as strings (database.ts); the JSON carries USD as numbers and wei as strings. */
+/** The parts' JSON: USD and counts as numbers, wei as strings (cast to text in SQL, never a float). */
 const num = (value: string | number | null): number => Number(value ?? 0);
 const str = (value: string | number | null): string => String(value ?? "0");
 
 /** The period's profit and loss; `signer` is the router's signer address (relayer fees are its own). */
 export async function readPnl(pool: LedgerPool, range: PnlRange, signer: string): Promise<PnlReport> {
   const params = [range.from, range.to, signer.toLowerCase()];
-  const client = await pool.connect();
-  try {
-    await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-    const totals = (await client.query<Row>(TOTALS, params)).rows[0];
-    const routes = (await client.query<Row>(ROUTES, params)).rows;
-    const chains = (await client.query<Row>(CHAINS, params)).rows;
-    const operations = (await client.query<Row>(OPERATIONS, params)).rows;
-    const step = range.step;
-    const series =
-      step === undefined
-        ? undefined
-        : (await client.query<Row>(SERIES, [...params, step, bucketCount({ ...range, step })])).rows;
-    await client.query("COMMIT");
-    return {
-      from: range.from,
-      to: range.to,
-      swaps: { claimed: num(totals.claimed), cancelled: num(totals.cancelled) },
-      usd: usdOf(totals),
-      routes: routes.map((r) => ({
-        sendingChainId: num(r.sending_chain_id),
-        sendingAssetId: str(r.sending_asset_id),
-        receivingChainId: num(r.receiving_chain_id),
-        receivingAssetId: str(r.receiving_asset_id),
-        swaps: { claimed: num(r.claimed), cancelled: num(r.cancelled) },
-        usd: usdOf(r),
-      })),
-      chains: chains.map((c) => ({
-        chainId: num(c.chain_id),
-        gasSpentWei: str(c.wei),
-        transactions: num(c.transactions),
-        usd: { gasCost: num(c.gas), feeEarned: num(c.fee), relayerFeeEarned: num(c.relay) },
-      })),
-      operations: operations.map((o) => ({
-        kind: str(o.kind),
-        chainId: num(o.chain_id),
-        transactions: num(o.transactions),
-        gasSpentWei: str(o.wei),
-        usd: { gasCost: num(o.gas) },
-      })),
-      unpriced: num(totals.unpriced),
-      ...(series === undefined || step === undefined
-        ? {}
-        : {
-            series: series.map((b) => ({
-              start: range.from + num(b.bucket) * step,
-              usd: { feeEarned: num(b.fee), gasCost: num(b.gas), relayerFeeEarned: num(b.relay), net: num(b.net) },
-            })),
-          }),
-    };
-  } catch (err) {
-    await client.query("ROLLBACK").catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  const step = range.step;
+  const { rows } = await pool.query<{ totals: Row; routes: Row[]; chains: Row[]; operations: Row[]; series?: Row[] }>(
+    step === undefined ? PNL : PNL_WITH_SERIES,
+    step === undefined ? params : [...params, step, bucketCount({ ...range, step })],
+  );
+  const { totals, routes, chains, operations, series } = rows[0];
+  return {
+    from: range.from,
+    to: range.to,
+    swaps: { claimed: num(totals.claimed), cancelled: num(totals.cancelled) },
+    usd: usdOf(totals),
+    routes: routes.map((r) => ({
+      sendingChainId: num(r.sending_chain_id),
+      sendingAssetId: str(r.sending_asset_id),
+      receivingChainId: num(r.receiving_chain_id),
+      receivingAssetId: str(r.receiving_asset_id),
+      swaps: { claimed: num(r.claimed), cancelled: num(r.cancelled) },
+      usd: usdOf(r),
+    })),
+    chains: chains.map((c) => ({
+      chainId: num(c.chain_id),
+      gasSpentWei: str(c.wei),
+      transactions: num(c.transactions),
+      usd: { gasCost: num(c.gas), feeEarned: num(c.fee), relayerFeeEarned: num(c.relay) },
+    })),
+    operations: operations.map((o) => ({
+      kind: str(o.kind),
+      chainId: num(o.chain_id),
+      transactions: num(o.transactions),
+      gasSpentWei: str(o.wei),
+      usd: { gasCost: num(o.gas) },
+    })),
+    unpriced: num(totals.unpriced),
+    ...(series === undefined || step === undefined
+      ? {}
+      : {
+          series: series.map((b) => ({
+            start: range.from + num(b.bucket) * step,
+            usd: { feeEarned: num(b.fee), gasCost: num(b.gas), relayerFeeEarned: num(b.relay), net: num(b.net) },
+          })),
+        }),
+  };
 }
 
 function usdOf(row: Row): PnlUsd {

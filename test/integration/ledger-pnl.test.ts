@@ -219,22 +219,32 @@ describe("GET /pnl and GET /ledger (real swaps on anvil, booked by the ledger pr
   });
 
   it("GET /ledger: the latest swaps first, each the GET /ledger/<id> object, paged by the `next` cursor", async () => {
+    // The expected order, from the rows: latest booked event first; in the same second, the larger id first.
+    const last = await seed.pool.query<{ id: string; t: string }>(
+      `SELECT transaction_id AS id, extract(epoch FROM max(block_time))::bigint AS t
+         FROM ledger_events WHERE side IS NOT NULL GROUP BY transaction_id`,
+    );
+    const expected = last.rows
+      .sort((a, b) => Number(b.t) - Number(a.t) || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
+      .map((r) => r.id);
+    expect([...expected].sort()).toEqual([seed.cancelledId, seed.claimedId].sort());
+
     const first = await get("/ledger?limit=1");
     expect(first.status).toBe(200);
     const page1 = first.body as unknown as { swaps: SwapView[]; next: string | null };
-    // The refunded swap is the latest (booked after the claim).
-    expect(page1.swaps.map((v) => v.transactionId)).toEqual([seed.cancelledId]);
-    expect(page1.swaps[0]).toEqual((await get(`/ledger/${seed.cancelledId}`)).body);
-    expect(page1.next).toMatch(/^\d+_0x[0-9a-f]{64}$/);
+    expect(page1.swaps.map((v) => v.transactionId)).toEqual([expected[0]]);
+    expect(page1.swaps[0]).toEqual((await get(`/ledger/${expected[0]}`)).body);
+    const firstTime = last.rows.find((r) => r.id === expected[0])?.t;
+    expect(page1.next).toBe(`${firstTime}_${expected[0]}`);
     const page2 = (await get(`/ledger?limit=1&before=${page1.next}`)).body as unknown as {
       swaps: SwapView[];
       next: string | null;
     };
-    expect(page2.swaps.map((v) => v.transactionId)).toEqual([seed.claimedId]);
-    expect(page2.swaps[0]).toEqual((await get(`/ledger/${seed.claimedId}`)).body);
+    expect(page2.swaps.map((v) => v.transactionId)).toEqual([expected[1]]);
+    expect(page2.swaps[0]).toEqual((await get(`/ledger/${expected[1]}`)).body);
     expect(page2.next).toBeNull();
     const all = (await get("/ledger")).body as unknown as { swaps: SwapView[]; next: string | null };
-    expect(all.swaps.map((v) => v.transactionId)).toEqual([seed.cancelledId, seed.claimedId]);
+    expect(all.swaps.map((v) => v.transactionId)).toEqual(expected);
     expect(all.next).toBeNull();
     // A plain block time as the cursor: nothing at or after it.
     const none = (await get(`/ledger?before=${seed.claimTime - CLAIM_DELAY_SEC - 600}`)).body as { swaps: unknown[] };
