@@ -15,6 +15,9 @@ import { requestContext, requestIdOf } from "./middleware/request-context";
 import { decodeAddLiquidityFor, decodeCancelSender, decodeRemoveLiquidity } from "./request-schemas";
 import { dashboardGuard } from "./routes/dashboard-guard";
 import { ledgerRoutes, type LedgerSwapReader } from "./routes/ledger";
+import { ledgerReportRoutes } from "./routes/ledger-reports";
+import { operatorPage } from "./routes/operator-page";
+import type { LedgerReports } from "../../shared/ledger/ledger-reports";
 import { liquidityRoutes } from "./routes/liquidity";
 import { DASHBOARD_PATH, queueDashboard } from "./routes/queue-dashboard";
 import type { RouterStatus } from "./status";
@@ -40,6 +43,8 @@ export interface AdminAppDeps {
   readonly dashboard?: { readonly queues: readonly Queue[]; readonly redis: Redis };
   /** GET /ledger/<transactionId> (admin token); absent: the books are off and the route says so (`ledger_off`). */
   readonly ledger?: LedgerSwapReader;
+  /** GET /pnl and GET /ledger (admin token); absent: the books are off (`ledger_off`). */
+  readonly ledgerReports?: LedgerReports;
 }
 
 /**
@@ -119,6 +124,8 @@ export function createApp(deps: AdminAppDeps): express.Express {
     app.all("/status", methodNotAllowed(["GET", "HEAD"]));
   }
   ledgerRoutes(app, { adminPage, readSwap: deps.ledger });
+  ledgerReportRoutes(app, { adminPage, reports: deps.ledgerReports });
+  operatorPage(app, { adminPage });
   if (deps.inventory) {
     const reader = deps.inventory;
     app.get("/inventory", adminPage, async (_req, res) => {

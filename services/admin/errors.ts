@@ -13,6 +13,9 @@ export const HTTP_STATUS = {
   INVALID_AMOUNT: { status: 400 },
   UNKNOWN_CHAIN: { status: 400 },
   ASSET_NOT_IN_POOL: { status: 400 },
+  // GET /pnl's from/to/step and GET /ledger's limit/before: the field is named.
+  INVALID_RANGE: { status: 400, expose: ["field"] },
+  INVALID_PAGE: { status: 400, expose: ["field"] },
   UNAUTHORIZED: { status: 401 },
   FORBIDDEN: { status: 403 },
   DASHBOARD_ACTION_REFUSED: { status: 403 },

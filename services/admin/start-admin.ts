@@ -21,6 +21,7 @@ import { createRemoveLiquidityOperation, DEFAULT_BROADCAST_TIMEOUT_MS } from "./
 import type { AdminOperations } from "./types";
 import { createLedgerPool } from "../../shared/ledger/database";
 import { readSwapRows } from "../../shared/ledger/swap-reads";
+import { createLedgerReports } from "../../shared/ledger/ledger-reports";
 import { swapViewOf } from "../../shared/protocol/ledger";
 
 /**
@@ -125,6 +126,7 @@ export async function startAdmin({ config, logger, observe, env }: ServiceContex
       ? async (transactionId) =>
           swapViewOf({ transactionId, signer: signerAddress, ...(await readSwapRows(ledgerPool, transactionId)) })
       : undefined,
+    ledgerReports: ledgerPool ? createLedgerReports(ledgerPool, signerAddress) : undefined,
   });
   const server = await listen(app, config.host, config.port).catch(async (err: unknown) => {
     await resources.close();
