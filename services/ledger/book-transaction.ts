@@ -191,7 +191,9 @@ async function eventRow(deps: BookTransactionDeps, point: PricePoint, event: TmE
       assetDecimals: decimals,
       amount: event.amount,
       relayerFee: null,
-      caller: null,
+      // LiquidityAdded's caller paid it in; LiquidityRemoved's recipient was paid (reconciliation reads both).
+      caller: event.kind === "liquidityAdded" ? event.counterparty.toLowerCase() : null,
+      recipient: event.kind === "liquidityRemoved" ? event.counterparty.toLowerCase() : null,
       transactionId: null,
       user: null,
       sendingChainId: null,
@@ -229,6 +231,7 @@ async function eventRow(deps: BookTransactionDeps, point: PricePoint, event: TmE
     receivingChainId: tx.receivingChainId,
     receivingAssetId: tx.receivingAssetId.toLowerCase(),
     receivingAddress: tx.receivingAddress.toLowerCase(),
+    recipient: null,
     expiry: tx.expiry,
     preparedBlockNumber: tx.preparedBlockNumber,
     assetPriceUsd: price === undefined ? null : usdPerToken(price),
