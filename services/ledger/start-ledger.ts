@@ -8,8 +8,8 @@ import { producerConnection, workerConnection } from "../../shared/queues/connec
 import { LEDGER_QUEUE_NAME, type BookTransactionJobData } from "../../shared/queues/ledger-jobs";
 import { createSigner } from "../../shared/signer/create-signer";
 import { RouterError } from "../../shared/errors";
-import { createDecimalsLookup } from "./chain-reads";
-import { createLedgerPricer } from "./prices";
+import { createDecimalsLookup } from "../../shared/ledger/chain-reads";
+import { createLedgerPricer } from "../../shared/ledger/prices";
 import { createLedgerProcessor, type LedgerJobResult } from "./processor";
 import { startReconciler } from "./reconciler";
 import { startRepricer } from "./repricer";

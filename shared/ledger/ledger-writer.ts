@@ -1,4 +1,4 @@
-import type { LedgerPool } from "../../shared/ledger/database";
+import type { LedgerPool } from "./database";
 
 /** A ledger_transactions row: a transaction the router's signer paid for. Wei as bigint. */
 export interface TransactionRow {
