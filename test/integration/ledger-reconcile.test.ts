@@ -6,6 +6,7 @@ import { redisOptions } from "../../shared/queues/connection";
 import { readLatestReconciliation } from "../../shared/ledger/reconcile-reads";
 import { createLogger } from "../../shared/logging/create-logger";
 import { routerMetrics } from "../../shared/metrics/router-metrics";
+import { pollUntil } from "../../shared/timing";
 import { reconcileChain, type ChainReconcileOutcome, type ReconcilerDeps } from "../../services/ledger/reconciler";
 import { startLedger } from "../../services/ledger/start-ledger";
 import { nxtpContractAt, sendTx } from "../harness/deploy";
@@ -157,6 +158,37 @@ describe("reconciliation: the books against routerBalances and the signer's bala
       expect(healed.fromBlock).toBe(receiving.toBlock);
       expect(healed.lines.every((l) => !l.flagged && l.drift === 0n)).toBe(true);
       expect((await reconcileChain(deps(), RECEIVING)).kind).toBe("nothing-new");
+    } finally {
+      await ledger.stop();
+    }
+  });
+
+  it("the ledger process reconciles by itself every reconcileIntervalMs, from where the last clean range ended", async () => {
+    const config = { ...suite.config, ledger: { ...suite.config.ledger!, reconcileIntervalMs: 1_000 } };
+    const ledger = await startLedger({ config, logger, env: {} });
+    try {
+      // Its own baseline, or the cursor the test above left.
+      const start = await pollUntil("a cursor of the receiving chain", async () => {
+        const rows = await suite.pool.query<{ block: string }>(
+          "SELECT block_number AS block FROM ledger_reconcile_cursors WHERE chain_id = $1",
+          [RECEIVING],
+        );
+        return rows.rows[0]?.block;
+      });
+      const ops = await suite.liquidityOps();
+      for (const tx of ops) await suite.name(tx);
+      for (const tx of ops) await suite.waitDone(tx);
+      // A run between the two bookings sees one in flight (drift, cursor kept); the next one from the same start agrees.
+      const row = await pollUntil("a clean reconciliation run of the process over the new liquidity", async () => {
+        const rows = await suite.pool.query<{ from_block: string; expected: string; drift: string; flagged: boolean }>(
+          `SELECT from_block, expected, drift, flagged FROM ledger_reconciliations
+            WHERE chain_id = $1 AND subject = 'router-balance' AND asset_id = $2 AND from_block >= $3 AND expected = $4 AND NOT flagged
+            ORDER BY id DESC LIMIT 1`,
+          [RECEIVING, ZeroAddress, start, parseEther("1.5").toString()],
+        );
+        return rows.rows[0];
+      });
+      expect(row).toMatchObject({ expected: parseEther("1.5").toString(), drift: "0", flagged: false });
     } finally {
       await ledger.stop();
     }
