@@ -20,6 +20,7 @@ import { replicationGuard } from "../../shared/queues/replication";
 import { createRemoveLiquidityOperation, DEFAULT_BROADCAST_TIMEOUT_MS } from "./operations/remove-liquidity";
 import type { AdminOperations } from "./types";
 import { createLedgerPool } from "../../shared/ledger/database";
+import { readLatestReconciliation } from "../../shared/ledger/reconcile-reads";
 import { readSwapRows } from "../../shared/ledger/swap-reads";
 import { createLedgerReports } from "../../shared/ledger/ledger-reports";
 import { swapViewOf } from "../../shared/protocol/ledger";
@@ -119,7 +120,12 @@ export async function startAdmin({ config, logger, observe, env }: ServiceContex
     logger,
     signerAddress,
     operations,
-    status: createStatusReader({ config, redis, queueFor: queues.queueFor }),
+    status: createStatusReader({
+      config,
+      redis,
+      queueFor: queues.queueFor,
+      readReconciliation: ledgerPool ? () => readLatestReconciliation(ledgerPool) : undefined,
+    }),
     inventory,
     dashboard: { queues: Object.values(config.chainConfig).map((chain) => queues.queueFor(chain.chainId)), redis },
     ledger: ledgerPool

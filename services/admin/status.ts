@@ -1,6 +1,7 @@
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { RouterConfig } from "../../shared/config/types";
+import type { ReconciliationRow } from "../../shared/ledger/reconcile-reads";
 import { readHeartbeats, type HeartbeatStatus } from "../../shared/metrics/heartbeat";
 import { cleanUpModeKey, openTransfersKey } from "../../shared/queues";
 import {
@@ -44,7 +45,13 @@ export interface RouterStatus {
   readonly drained: boolean;
   readonly processes: readonly HeartbeatStatus[];
   readonly chains: readonly ChainStatus[];
+  /** The books against the chain (docs/accounting.md#reconciliation); absent when the books are off. */
+  readonly ledger?: LedgerStatus;
 }
+
+/** Each chain's latest reconciliation; `drift` when any line of it is flagged; the error when unreadable. */
+export type LedgerStatus =
+  { readonly drift: boolean; readonly reconciliation: readonly ReconciliationRow[] } | { readonly unavailable: string };
 
 /** The drain verdict of one chain (exported for `npm run drain`'s progress line and its tests). */
 export function chainDrained(chain: Pick<ChainStatus, "openTransfers" | "queue" | "pendingTransactions">): boolean {
@@ -64,6 +71,8 @@ export function createStatusReader(deps: {
   config: RouterConfig;
   redis: Redis;
   queueFor(chainId: number): Queue;
+  /** The latest reconciliation rows (shared/ledger/reconcile-reads.ts), when the config has a ledger. */
+  readReconciliation?: () => Promise<readonly ReconciliationRow[]>;
 }): () => Promise<RouterStatus> {
   const { config, redis } = deps;
   return async () => {
@@ -102,8 +111,20 @@ export function createStatusReader(deps: {
       drained: chains.every(chainDrained),
       processes: await readHeartbeats(redis, config.redisPrefix, nowMs),
       chains,
+      ...(deps.readReconciliation ? { ledger: await ledgerStatus(deps.readReconciliation) } : {}),
     };
   };
+}
+
+/** A database the admin cannot read does not take /status down: the section says why instead. */
+async function ledgerStatus(read: () => Promise<readonly ReconciliationRow[]>): Promise<LedgerStatus> {
+  try {
+    const reconciliation = await read();
+    return { drift: reconciliation.some((r) => r.flagged), reconciliation };
+  } catch {
+    // Not the driver's message: the books' database is named by the operator's config, not by /status.
+    return { unavailable: "the ledger database did not answer" };
+  }
 }
 
 /** The switch's `sinceMs`; undefined when its value is not the JSON `npm run drain` writes (set by hand). */

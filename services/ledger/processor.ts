@@ -10,7 +10,7 @@ import {
   ReceiptNotReadyError,
   type BookTransactionDeps,
   type BookTransactionResult,
-} from "./book-transaction";
+} from "../../shared/ledger/book-transaction";
 
 export interface LedgerProcessorDeps extends BookTransactionDeps {
   readonly receiptRetryDelayMs: number;

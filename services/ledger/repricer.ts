@@ -3,7 +3,7 @@ import { errorMessage } from "../../shared/errors";
 import type { Logger } from "../../shared/logging/create-logger";
 import { routerMetrics } from "../../shared/metrics/router-metrics";
 import { usdOf, usdPerToken } from "../../shared/protocol/ledger";
-import type { LedgerPricer } from "./prices";
+import type { LedgerPricer } from "../../shared/ledger/prices";
 
 /** Rows priced per table per pass: bounded, so one pass never holds the oracle or the database for long. */
 const BATCH = 200;

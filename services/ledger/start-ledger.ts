@@ -1,16 +1,17 @@
-import { Worker } from "bullmq";
+import { Queue, Worker } from "bullmq";
 import { createLedgerPool } from "../../shared/ledger/database";
 import { migrateLedger } from "../../shared/ledger/migrations";
 import { throttledErrorLog } from "../../shared/logging/throttled-error-log";
 import { createProcessResources } from "../../shared/process/process-resources";
 import type { ServiceContext } from "../../shared/process/run-service";
-import { workerConnection } from "../../shared/queues/connection";
+import { producerConnection, workerConnection } from "../../shared/queues/connection";
 import { LEDGER_QUEUE_NAME, type BookTransactionJobData } from "../../shared/queues/ledger-jobs";
 import { createSigner } from "../../shared/signer/create-signer";
 import { RouterError } from "../../shared/errors";
-import { createDecimalsLookup } from "./chain-reads";
-import { createLedgerPricer } from "./prices";
+import { createDecimalsLookup } from "../../shared/ledger/chain-reads";
+import { createLedgerPricer } from "../../shared/ledger/prices";
 import { createLedgerProcessor, type LedgerJobResult } from "./processor";
+import { startReconciler } from "./reconciler";
 import { startRepricer } from "./repricer";
 
 /** The ledger app runs only with a `ledger` section (ecosystem.config.js); started without one, it says so. */
@@ -73,11 +74,28 @@ export async function startLedger({ config, logger, observe }: ServiceContext): 
     logger.error("ledger: job failed", { at: "ledger.job", jobId: job?.id, data: job?.data, error: err.message });
   });
   const repricer = startRepricer({ pool, pricer, intervalMs: ledger.repriceIntervalMs, logger });
+  // The reconciliation's self-heal names what it finds unbooked on the ledger's own queue, as any producer does.
+  const selfHealQueue = new Queue<BookTransactionJobData>(LEDGER_QUEUE_NAME, {
+    connection: producerConnection(config.redis),
+    prefix: config.redisPrefix,
+  });
+  resources.adopt("ledger self-heal queue", () => selfHealQueue.close());
+  const reconciler = startReconciler({
+    config,
+    pool,
+    providerFor,
+    signer,
+    routerAddress,
+    logger,
+    ledgerQueue: selfHealQueue,
+    intervalMs: ledger.reconcileIntervalMs,
+  });
   logger.info("ledger: booking", { at: "ledger.start", signer, routerAddress, concurrency: ledger.concurrency });
   return {
     stop: async () => {
       await worker.close();
       await repricer.stop();
+      await reconciler.stop();
       await resources.close();
     },
   };

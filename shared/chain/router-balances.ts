@@ -45,6 +45,21 @@ export function createRouterBalanceReader(params: RouterBalanceReaderParams): Ro
   };
 }
 
+/** `routerBalances(router, asset)` at one block: reconciliation reads both ends of a range at confirmed blocks. */
+export async function readRouterBalanceAt(
+  provider: Pick<ChainProvider, "call">,
+  transactionManagerAddress: string,
+  routerAddress: string,
+  assetId: string,
+  blockTag: BlockTag,
+): Promise<bigint> {
+  const data = await provider.call(
+    { to: transactionManagerAddress, data: encodeRouterBalances(routerAddress, assetId) },
+    blockTag,
+  );
+  return decodeRouterBalances(data);
+}
+
 /** `variantTransactionData(digest)`: zero before prepare; the hash of (amount, expiry, 0) after fulfill/cancel. */
 export async function readVariantTransactionData(
   provider: Pick<ChainProvider, "call">,

@@ -82,6 +82,8 @@ export interface LiquidityChangeEvent extends TmLogPosition {
   readonly assetId: string;
   /** Decimal string, the asset's smallest unit. */
   readonly amount: string;
+  /** LiquidityAdded's `caller` (who paid it in) or LiquidityRemoved's `recipient` (who was paid), checksummed. */
+  readonly counterparty: string;
 }
 
 export type TmEvent = TransferEvent | LiquidityChangeEvent;
@@ -197,6 +199,7 @@ function decodeArgs(kind: TmEventKind, args: Result, position: TmLogPosition): T
         router: getAddress(String(args.getValue("router"))),
         assetId: getAddress(String(args.getValue("assetId"))),
         amount: (args.getValue("amount") as bigint).toString(),
+        counterparty: getAddress(String(args.getValue(kind === "liquidityAdded" ? "caller" : "recipient"))),
       };
   }
 }

@@ -27,6 +27,7 @@ export const LEDGER_DEFAULTS = {
   receiptRetryDelayMs: 15_000,
   receiptAttempts: 240,
   repriceIntervalMs: 600_000,
+  reconcileIntervalMs: 600_000,
   poolSize: 5,
 } as const;
 export const DEFAULT_MIN_GAS_WEI = "100000000000000000";

@@ -192,6 +192,7 @@ function buildLedger(ledger: ParsedConfig["ledger"]): LedgerConfig | undefined {
     receiptRetryDelayMs: ledger.receiptRetryDelayMs ?? LEDGER_DEFAULTS.receiptRetryDelayMs,
     receiptAttempts: ledger.receiptAttempts ?? LEDGER_DEFAULTS.receiptAttempts,
     repriceIntervalMs: ledger.repriceIntervalMs ?? LEDGER_DEFAULTS.repriceIntervalMs,
+    reconcileIntervalMs: ledger.reconcileIntervalMs ?? LEDGER_DEFAULTS.reconcileIntervalMs,
     poolSize: ledger.poolSize ?? LEDGER_DEFAULTS.poolSize,
   };
 }

@@ -135,6 +135,7 @@ const ledgerSchema = Joi.object({
   receiptRetryDelayMs: Joi.number().integer().min(100).max(3_600_000),
   receiptAttempts: Joi.number().integer().min(1).max(100_000),
   repriceIntervalMs: Joi.number().integer().min(1_000).max(86_400_000),
+  reconcileIntervalMs: Joi.number().integer().min(1_000).max(86_400_000),
   poolSize: Joi.number().integer().min(1).max(100),
 }).unknown(false);
 

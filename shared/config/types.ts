@@ -135,6 +135,8 @@ export interface LedgerConfig {
   readonly receiptAttempts: number;
   /** How often the ledger prices the events it could not price when booked (USD NULL until then). */
   readonly repriceIntervalMs: number;
+  /** How often the ledger reconciles the books against the chain up to the confirmed head (docs/accounting.md#reconciliation). */
+  readonly reconcileIntervalMs: number;
   /** Connections of the ledger process's pool; the admin's read-only pool uses 2. */
   readonly poolSize: number;
 }

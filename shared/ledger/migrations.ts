@@ -90,6 +90,43 @@ CREATE INDEX ledger_events_block_time ON ledger_events (block_time);
 CREATE INDEX ledger_events_unpriced ON ledger_events (chain_id) WHERE amount_usd IS NULL;
 `,
   },
+  {
+    version: 2,
+    name: "reconciliation: liquidity counterparties, cursors and results",
+    sql: `
+-- LiquidityRemoved's recipient (LiquidityAdded's caller goes in caller): whose native balance the event moved.
+ALTER TABLE ledger_events ADD COLUMN recipient TEXT;
+
+-- Where each chain's reconciliation stands: the chain's state after block_number, the start of the next range.
+CREATE TABLE ledger_reconcile_cursors (
+  chain_id        INTEGER PRIMARY KEY,
+  block_number    BIGINT NOT NULL,
+  -- asset (lower case) -> routerBalances(router, asset) at block_number, decimal strings.
+  router_balances JSONB NOT NULL,
+  signer_balance  ${WEI} NOT NULL,
+  updated_at      TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+
+-- One row per (run, chain, subject, asset): the change the books explain, the chain's, and the difference.
+CREATE TABLE ledger_reconciliations (
+  id          BIGSERIAL PRIMARY KEY,
+  chain_id    INTEGER NOT NULL,
+  -- The range (from_block, to_block]: the state after from_block against the state after to_block.
+  from_block  BIGINT NOT NULL,
+  to_block    BIGINT NOT NULL CHECK (to_block >= from_block),
+  subject     TEXT NOT NULL CHECK (subject IN ('router-balance', 'signer-native')),
+  asset_id    TEXT NOT NULL,
+  expected    NUMERIC(78,0) NOT NULL,
+  actual      NUMERIC(78,0) NOT NULL,
+  drift       NUMERIC(78,0) NOT NULL CHECK (drift = actual - expected),
+  -- The signer's booked gas in the range (signer-native rows only), for the reader.
+  gas_wei     ${WEI},
+  flagged     BOOLEAN NOT NULL,
+  checked_at  TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+CREATE INDEX ledger_reconciliations_latest ON ledger_reconciliations (chain_id, checked_at DESC);
+`,
+  },
 ];
 
 /** One key for the whole ledger database: two ledger processes never migrate at once (pg_advisory_lock). */

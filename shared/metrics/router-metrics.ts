@@ -343,6 +343,12 @@ function ledgerMetrics(registers: Registry[]) {
       help: "Booked rows whose USD price is still unknown (NULL), as of the last repricing pass",
       registers,
     }),
+    ledgerDrift: new Gauge({
+      name: "router_ledger_drift",
+      help: "The chain's change minus the books' over the last reconciled range, base units (0 when the books agree); subject router-balance or signer-native",
+      labelNames: ["chain", "asset", "subject"] as const,
+      registers,
+    }),
   };
 }
 

@@ -1,3 +1,4 @@
+import type { Queue } from "bullmq";
 import Joi from "joi";
 import { BYTES32_SCHEMA, CHAIN_ID_SCHEMA } from "../protocol/transaction-data-schema";
 
@@ -68,4 +69,22 @@ export const BOOK_TRANSACTION_SCHEMA = Joi.object<BookTransactionJobData>({
  */
 export function bookTransactionJobId(chainId: number, hash: string): string {
   return `book-${chainId}-${hash.toLowerCase()}`;
+}
+
+/**
+ * Names one transaction to the ledger: the one way to add a book-transaction job. Its id joins a repeat while
+ * kept; a failed booking (database down) is retried with backoff; the rows' keys make any later naming harmless.
+ */
+export async function nameTransaction(
+  queue: Pick<Queue<BookTransactionJobData>, "add">,
+  data: BookTransactionJobData,
+): Promise<void> {
+  const job = { ...data, hash: data.hash.toLowerCase() };
+  await queue.add(LEDGER_JOB.bookTransaction, job, {
+    jobId: bookTransactionJobId(job.chainId, job.hash),
+    attempts: 8,
+    backoff: { type: "exponential", delay: 2_000 },
+    removeOnComplete: { age: 7 * 86_400, count: 100_000 },
+    removeOnFail: { age: 31 * 86_400 },
+  });
 }

@@ -9,7 +9,7 @@ import { swapViewOf } from "../../shared/protocol/ledger";
 import { createApp } from "../../services/admin/app";
 import { closeServer, listen } from "../../services/admin/listen";
 import type { AdminOperations } from "../../services/admin/types";
-import { bookRows, type EventRow } from "../../services/ledger/ledger-writer";
+import { bookRows, type EventRow } from "../../shared/ledger/ledger-writer";
 import { usePostgres } from "../harness/postgres";
 import { validConfig } from "../unit/config-fixtures";
 

@@ -4,7 +4,7 @@ import { routerMetrics } from "../../shared/metrics/router-metrics";
 import { bookTransactionJobId } from "../../shared/queues/ledger-jobs";
 import { pollUntil } from "../../shared/timing";
 import { startLedger } from "../../services/ledger/start-ledger";
-import { createLedgerPricer } from "../../services/ledger/prices";
+import { createLedgerPricer } from "../../shared/ledger/prices";
 import { repriceOnce } from "../../services/ledger/repricer";
 import { createChainProvider } from "../../shared/chain/chain-provider";
 import type { RouterConfig } from "../../shared/config/types";

@@ -70,6 +70,7 @@ describe("ops/: alert rules and the Grafana dashboard", () => {
       "RouterSubgraphLagging",
       "RouterInventoryLow",
       "RouterInventoryCritical",
+      "RouterLedgerDrift",
       "RouterProcessHeartbeatMissing",
     ]) {
       expect(names).toContain(required);

@@ -25,6 +25,11 @@ describe("config: ledger", () => {
   it("takes the defaults for every key but databaseUrl", () => {
     const { config } = loadConfig({ ...validConfig(), ledger: { databaseUrl: URL_WITH_PASSWORD } }, {});
     expect(config.ledger).toEqual({ databaseUrl: URL_WITH_PASSWORD, ...LEDGER_DEFAULTS });
+    // The books are checked against the chain every 10 minutes unless told otherwise.
+    expect(config.ledger?.reconcileIntervalMs).toBe(600_000);
+    expect(
+      problemsOf({ ...validConfig(), ledger: { databaseUrl: URL_WITH_PASSWORD, reconcileIntervalMs: 10 } }),
+    ).toEqual([expect.stringMatching(/^ledger\.reconcileIntervalMs: /)]);
   });
 
   it("names the bad key, and never echoes the URL", () => {

@@ -7,12 +7,8 @@ import {
   type LiquidityChangeEvent,
   type PreparedEvent,
 } from "../../shared/chain/tm-log-decoder";
-import {
-  completedRecord,
-  liquidityEventOf,
-  preparedRecord,
-  routerLogFilters,
-} from "../../services/poller/sources/log-mapping";
+import { completedRecord, liquidityEventOf, preparedRecord } from "../../services/poller/sources/log-mapping";
+import { routerLogFilters } from "../../shared/chain/router-logs";
 import { HASH, ROUTER, TOKEN, TX_DATA, TX_ID, USER, preparedLog, rawLog } from "./tm-log-fixtures";
 
 describe("poller log mapping", () => {

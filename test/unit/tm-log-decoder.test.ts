@@ -21,6 +21,7 @@ describe("TransactionManager log decoder", () => {
       router: getAddress(ROUTER),
       assetId: getAddress(TOKEN),
       amount: "5",
+      counterparty: getAddress(USER),
     });
   });
 

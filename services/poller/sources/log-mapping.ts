@@ -1,6 +1,4 @@
-import { getAddress, zeroPadValue } from "ethers";
 import {
-  TM_TOPICS,
   type CancelledEvent,
   type FulfilledEvent,
   type LiquidityChangeEvent,
@@ -15,21 +13,8 @@ import type { LiquidityEvent } from "./transfer-source";
 
 /**
  * TransactionManager events, decoded by shared/chain/tm-log-decoder.ts, mapped to the poller's TransferRecord
- * and liquidity-event shapes. Topic layout for the filters: the three Transaction* events index (user, router,
- * transactionId), so the router is topic 2; the two Liquidity* events index (router, assetId), so topic 1.
+ * and liquidity-event shapes. The log filters are shared/chain/router-logs.ts's.
  */
-
-/** eth_getLogs topic filters for one router: its transfers, and its liquidity changes. */
-export function routerLogFilters(router: string): {
-  transfers: Array<string | string[] | null>;
-  liquidity: Array<string | string[] | null>;
-} {
-  const routerTopic = zeroPadValue(getAddress(router), 32).toLowerCase();
-  return {
-    transfers: [[TM_TOPICS.prepared, TM_TOPICS.fulfilled, TM_TOPICS.cancelled], null, routerTopic],
-    liquidity: [[TM_TOPICS.liquidityAdded, TM_TOPICS.liquidityRemoved], routerTopic],
-  };
-}
 
 /** A LiquidityAdded / LiquidityRemoved event as the poller hands it to its sink. */
 export function liquidityEventOf(event: LiquidityChangeEvent): LiquidityEvent {

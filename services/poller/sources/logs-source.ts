@@ -20,9 +20,9 @@ import {
   liquidityEventOf,
   prepareFieldsOf,
   preparedRecord,
-  routerLogFilters,
   type PrepareFields,
 } from "./log-mapping";
+import { routerLogFilters } from "../../../shared/chain/router-logs";
 import { agreedBlock } from "./agreed-block";
 import { probeCursor } from "./cursor-probe";
 import { createLogCursorStore, type BlockCheckpoint, type StoredCursor } from "./log-cursor";

@@ -1,11 +1,11 @@
-import type { ChainProvider } from "../../shared/chain/chain-provider";
-import { decodeTmLogs, isTransferEvent, undecodableLogFields, type TmEvent } from "../../shared/chain/tm-log-decoder";
-import type { RouterConfig } from "../../shared/config/types";
-import { RouterError } from "../../shared/errors";
-import type { LedgerPool } from "../../shared/ledger/database";
-import type { Logger } from "../../shared/logging/create-logger";
-import { gasFiguresOf, usdOf, usdPerToken } from "../../shared/protocol/ledger";
-import type { BookTransactionJobData, LedgerTxKind } from "../../shared/queues/ledger-jobs";
+import type { ChainProvider } from "../chain/chain-provider";
+import { decodeTmLogs, isTransferEvent, undecodableLogFields, type TmEvent } from "../chain/tm-log-decoder";
+import type { RouterConfig } from "../config/types";
+import { RouterError } from "../errors";
+import type { LedgerPool } from "./database";
+import type { Logger } from "../logging/create-logger";
+import { gasFiguresOf, usdOf, usdPerToken } from "../protocol/ledger";
+import type { BookTransactionJobData, LedgerTxKind } from "../queues/ledger-jobs";
 import { readRawReceipt, type RawReceipt } from "./chain-reads";
 import { bookRows, type BookResult, type EventRow, type TransactionRow } from "./ledger-writer";
 import type { LedgerPricer, PricePoint } from "./prices";
@@ -191,7 +191,9 @@ async function eventRow(deps: BookTransactionDeps, point: PricePoint, event: TmE
       assetDecimals: decimals,
       amount: event.amount,
       relayerFee: null,
-      caller: null,
+      // LiquidityAdded's caller paid it in; LiquidityRemoved's recipient was paid (reconciliation reads both).
+      caller: event.kind === "liquidityAdded" ? event.counterparty.toLowerCase() : null,
+      recipient: event.kind === "liquidityRemoved" ? event.counterparty.toLowerCase() : null,
       transactionId: null,
       user: null,
       sendingChainId: null,
@@ -229,6 +231,7 @@ async function eventRow(deps: BookTransactionDeps, point: PricePoint, event: TmE
     receivingChainId: tx.receivingChainId,
     receivingAssetId: tx.receivingAssetId.toLowerCase(),
     receivingAddress: tx.receivingAddress.toLowerCase(),
+    recipient: null,
     expiry: tx.expiry,
     preparedBlockNumber: tx.preparedBlockNumber,
     assetPriceUsd: price === undefined ? null : usdPerToken(price),

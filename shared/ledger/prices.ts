@@ -1,9 +1,9 @@
-import type { ChainProvider } from "../../shared/chain/chain-provider";
-import { readOraclePrice } from "../../shared/chain/oracle-price";
-import type { RouterConfig } from "../../shared/config/types";
-import { errorMessage } from "../../shared/errors";
-import type { Logger } from "../../shared/logging/create-logger";
-import { createPriceSources, type PriceSource } from "../../shared/protocol/price-sources";
+import type { ChainProvider } from "../chain/chain-provider";
+import { readOraclePrice } from "../chain/oracle-price";
+import type { RouterConfig } from "../config/types";
+import { errorMessage } from "../errors";
+import type { Logger } from "../logging/create-logger";
+import { createPriceSources, type PriceSource } from "../protocol/price-sources";
 
 /** Where and when a booked figure happened: its chain, block and block time (unix seconds). */
 export interface PricePoint {

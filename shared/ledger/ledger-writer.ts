@@ -1,4 +1,4 @@
-import type { LedgerPool } from "../../shared/ledger/database";
+import type { LedgerPool } from "./database";
 
 /** A ledger_transactions row: a transaction the router's signer paid for. Wei as bigint. */
 export interface TransactionRow {
@@ -44,6 +44,8 @@ export interface EventRow {
   readonly receivingChainId: number | null;
   readonly receivingAssetId: string | null;
   readonly receivingAddress: string | null;
+  /** LiquidityRemoved's recipient (absent: NULL). */
+  readonly recipient?: string | null;
   readonly expiry: number | null;
   readonly preparedBlockNumber: number | null;
   readonly assetPriceUsd: string | null;
@@ -100,6 +102,7 @@ const EVENT_COLUMNS = [
   "receiving_chain_id",
   "receiving_asset_id",
   "receiving_address",
+  "recipient",
   "expiry",
   "prepared_block_number",
   "asset_price_usd",
@@ -177,6 +180,7 @@ export async function bookRows(
         e.receivingChainId,
         e.receivingAssetId,
         e.receivingAddress,
+        e.recipient ?? null,
         e.expiry,
         e.preparedBlockNumber,
         e.assetPriceUsd,

@@ -1,7 +1,7 @@
 import { ZeroAddress } from "ethers";
-import type { ChainProvider } from "../../shared/chain/chain-provider";
-import { createDecimalsReader, type DecimalsReader } from "../../shared/chain/router-balances";
-import type { RawReceiptGas } from "../../shared/protocol/ledger";
+import type { ChainProvider } from "../chain/chain-provider";
+import { createDecimalsReader, type DecimalsReader } from "../chain/router-balances";
+import type { RawReceiptGas } from "../protocol/ledger";
 
 /** The raw receipt as the node sent it: ethers' parsed receipt drops fields it does not know (OP-stack `l1Fee`). */
 export interface RawReceipt extends RawReceiptGas {
