@@ -227,12 +227,6 @@ function swapMetrics(registers: Registry[]) {
       labelNames: ["chain", "asset"] as const,
       registers,
     }),
-    feesEarned: new Counter({
-      name: "router_fees_earned_total",
-      help: "Sending amount minus receiving amount of completed swaps, in sending asset base units",
-      labelNames: ["chain", "asset"] as const,
-      registers,
-    }),
   };
 }
 
