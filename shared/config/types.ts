@@ -135,6 +135,11 @@ export interface RouterConfig {
   readonly metricsHost: string;
   /** Whether the queue dashboard (/admin/queues) may retry, clean or promote jobs; read-only when false. */
   readonly dashboardActions: boolean;
+  /**
+   * The ledger (docs/operating.md, "The ledger"): present, submitters and pollers name every transaction they see
+   * mined to the `ledger` queue; absent, they name nothing (no process would drain the queue).
+   */
+  readonly ledger?: { readonly databaseUrl: string };
 }
 
 /**

@@ -20,6 +20,7 @@ export function defineRouterMetrics(registry: Registry) {
     ...jobMetrics(registers),
     ...chainMetrics(registers),
     ...swapMetrics(registers),
+    ...ledgerMetrics(registers),
     ...heartbeatMetrics(registers),
     ...adminMetrics(registers),
   };
@@ -225,6 +226,24 @@ function swapMetrics(registers: Registry[]) {
       name: "router_swaps_completed_total",
       help: "Swaps whose sending side the router fulfilled",
       labelNames: ["chain", "asset"] as const,
+      registers,
+    }),
+  };
+}
+
+/** Naming transactions to the ledger queue (shared/process/ledger-producer.ts). */
+function ledgerMetrics(registers: Registry[]) {
+  return {
+    ledgerNamed: new Counter({
+      name: "router_ledger_named_total",
+      help: "Transactions named to the ledger queue (book-transaction jobs added or joined), by producer",
+      labelNames: ["chain", "source"] as const,
+      registers,
+    }),
+    ledgerNamingFailures: new Counter({
+      name: "router_ledger_naming_failures_total",
+      help: "Namings Redis refused (retried: the caller holds its job or cursor) or invalid ones (dropped, a bug)",
+      labelNames: ["chain", "source", "reason"] as const,
       registers,
     }),
   };

@@ -86,6 +86,8 @@ export interface TxRecord {
   readonly bumpsHaltedBy?: string;
   readonly status: "sending" | "reverted" | "confirmed";
   readonly result?: TxJobResult;
+  /** The attempt mined with status 0 (set with `reverted`): the ledger is told of it, it cost gas. */
+  readonly revertedHash?: string;
   readonly lastError?: { readonly code: string; readonly message: string; readonly atMs: number };
   readonly createdAtMs: number;
   readonly updatedAtMs: number;
