@@ -1,21 +1,16 @@
 import { Queue } from "bullmq";
 import { ZeroAddress, parseEther } from "ethers";
-import type { RouterConfig } from "../../shared/config/types";
 import type { LedgerProducer } from "../../shared/process/ledger-producer";
 import { createLedgerProducer, openLedgerQueue } from "../../shared/process/ledger-producer";
-import {
-  LEDGER_QUEUE_NAME,
-  TX_JOB,
-  bookTransactionJobId,
-  pollerCursorKey,
-  type BookTransactionJobData,
-} from "../../shared/queues";
+import { LEDGER_QUEUE_NAME, TX_JOB, pollerCursorKey, type BookTransactionJobData } from "../../shared/queues";
 import { anvilWallet } from "../harness/anvil";
 import { nxtpContractAt, sendTx } from "../harness/deploy";
 import { waitFor } from "../harness/wait";
 import {
   RECEIVING,
   SENDING,
+  ledgerConfig,
+  ledgerJobsOf,
   nextTick,
   pollerConfig,
   routerPrepareReceiver,
@@ -25,7 +20,6 @@ import {
   usePollerSuite,
   userFulfill,
   userPrepare,
-  type PollerStack,
 } from "./poller-fixture";
 
 /**
@@ -34,22 +28,6 @@ import {
  * before its cursor moves; in-process pollers (startPoller) on two anvil chains with the NXTP contracts and redis.
  */
 const USER = 6;
-
-/** The config as loaded, plus a `ledger` section (its schema key belongs to the ledger process's own change). */
-export function ledgerConfig(s: PollerStack, prefix: string): RouterConfig {
-  return { ...pollerConfig(s, prefix), ledger: { databaseUrl: "postgres://ledger.invalid/ledger" } };
-}
-
-/** The ledger queue's jobs under `prefix` (no ledger process runs: they wait), each under its deterministic id. */
-export async function ledgerJobsOf(queue: Queue<BookTransactionJobData>): Promise<BookTransactionJobData[]> {
-  const jobs = await queue.getJobs(["waiting", "prioritized", "delayed", "active", "completed", "failed"]);
-  for (const job of jobs) {
-    if (job.id !== bookTransactionJobId(job.data.chainId, job.data.hash)) {
-      throw new Error(`ledger job ${job.id} is not under its deterministic id`);
-    }
-  }
-  return jobs.map((j) => j.data).sort((a, b) => `${a.chainId}${a.hash}`.localeCompare(`${b.chainId}${b.hash}`));
-}
 
 describe("poller names this router's TransactionManager events to the ledger queue", () => {
   const s = usePollerSuite("poller-ledger");
