@@ -328,5 +328,24 @@ describe("operating the router after a real swap", () => {
       expect(existsSync(SCREENSHOT)).toBe(true);
       if (SCREENSHOT !== DOCS_SCREENSHOT) rmSync(SCREENSHOT, { force: true });
     }, 60_000);
+
+    it("loads nothing from outside the admin's host: every request the page makes goes to the admin", async () => {
+      if (browserNote) return console.warn(browserNote);
+      context = await open({ username: "sre", password: adminToken });
+      const requested: string[] = [];
+      context.on("request", (request) => requested.push(request.url()));
+      const page = await context.newPage();
+      const res = await page.goto(`${adminUrl}/admin/queues`, { waitUntil: "networkidle" });
+      expect(res?.headers()["content-security-policy"]).toMatch(/^default-src 'self'/);
+      expect(await res?.text()).not.toContain("fonts.googleapis.com");
+      await page.getByText(`tx-${RECEIVING}`, { exact: true }).first().waitFor({ timeout: 15_000 });
+      await page.goto(`${adminUrl}/admin/queues/queue/tx-${RECEIVING}?status=completed`, { waitUntil: "networkidle" });
+      await page.getByText("prepare-receiver").first().waitFor({ timeout: 15_000 });
+      await page.waitForLoadState("networkidle");
+      const host = new URL(adminUrl).host;
+      // The page, its scripts, styles, icons and API calls: more than the document alone, all on the admin's host.
+      expect(requested.length).toBeGreaterThan(5);
+      expect(requested.filter((url) => !url.startsWith("data:") && new URL(url).host !== host)).toEqual([]);
+    }, 60_000);
   });
 });
