@@ -494,8 +494,8 @@ export async function syncedPast(queues: Queues, prefix: string, chainId: number
 }
 
 /** The config as loaded, plus a `ledger` section (its schema key belongs to the ledger process's own change). */
-export function ledgerConfig(s: PollerStack, prefix: string): RouterConfig {
-  return { ...pollerConfig(s, prefix), ledger: { databaseUrl: "postgres://ledger.invalid/ledger" } };
+export function ledgerConfig(s: PollerStack, prefix: string, p: PollerConfigParams = {}): RouterConfig {
+  return { ...pollerConfig(s, prefix, p), ledger: { databaseUrl: "postgres://ledger.invalid/ledger" } };
 }
 
 /** The ledger queue's jobs under `prefix` (no ledger process runs: they wait), each under its deterministic id. */

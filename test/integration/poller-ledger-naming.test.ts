@@ -5,6 +5,7 @@ import { createLedgerProducer, openLedgerQueue } from "../../shared/process/ledg
 import { LEDGER_QUEUE_NAME, TX_JOB, pollerCursorKey, type BookTransactionJobData } from "../../shared/queues";
 import { anvilWallet } from "../harness/anvil";
 import { nxtpContractAt, sendTx } from "../harness/deploy";
+import { startSubgraphServer, type SubgraphServer } from "../harness/subgraph-server";
 import { waitFor } from "../harness/wait";
 import {
   RECEIVING,
@@ -139,5 +140,69 @@ describe("poller names this router's TransactionManager events to the ledger que
       s.queues.job(RECEIVING, TX_JOB.prepareReceiver, prepared.transferKey),
     );
     expect(await s.queues.redis.keys(`${s.prefix}:${LEDGER_QUEUE_NAME}:*`)).toEqual([]);
+  });
+});
+
+describe("poller names this router's events to the ledger queue through the subgraph source", () => {
+  const s = usePollerSuite("poller-ledger-subgraph");
+  let servers: SubgraphServer[] = [];
+
+  beforeAll(async () => {
+    for (const chain of [s.sending, s.receiving]) {
+      servers.push(
+        await startSubgraphServer({
+          rpcUrl: chain.anvil.url,
+          chainId: chain.chainId,
+          transactionManager: chain.deployment.transactionManager,
+        }),
+      );
+    }
+  });
+  afterAll(async () => {
+    await Promise.all(servers.map((server) => server.stop()));
+    servers = [];
+  });
+
+  it("the subgraph's prepare and fulfill hashes are named, the same as the chain's", async () => {
+    const config = ledgerConfig(s, s.prefix, {
+      subgraph: { [SENDING]: servers[0].url, [RECEIVING]: servers[1].url },
+      subgraphSyncBuffer: 5,
+    });
+    await startTestPollers(s, config);
+    const ledgerQueue = new Queue<BookTransactionJobData>(LEDGER_QUEUE_NAME, {
+      connection: s.queues.redis,
+      prefix: s.prefix,
+    });
+    try {
+      const prepared = await userPrepare(s, { user: USER });
+      const receiverPrepare = await routerPrepareReceiver(s, prepared);
+      const fulfilled = await userFulfill(s, prepared, receiverPrepare);
+      const id = prepared.transactionId.toLowerCase();
+      const expected = [
+        { chainId: SENDING, hash: prepared.receipt.hash, source: "poller" as const, transactionId: id },
+        { chainId: RECEIVING, hash: receiverPrepare.hash, source: "poller" as const, transactionId: id },
+        { chainId: RECEIVING, hash: fulfilled.receipt.hash, source: "poller" as const, transactionId: id },
+      ].sort((a, b) => `${a.chainId}${a.hash}`.localeCompare(`${b.chainId}${b.hash}`));
+      await waitFor(
+        "the three transactions named",
+        async () => {
+          await s.receiving.anvil.mine(1);
+          return (await ledgerJobsOf(ledgerQueue)).length >= 3;
+        },
+        15_000,
+        100,
+      );
+      expect(await ledgerJobsOf(ledgerQueue)).toEqual(expected);
+      // Read through the subgraph, not the logs: every tick of both pollers used it.
+      const sources = new Set(
+        s.logs
+          .lines()
+          .filter((l) => l.at === "poller.tick")
+          .map((l) => l.source),
+      );
+      expect([...sources]).toEqual(["subgraph"]);
+    } finally {
+      await ledgerQueue.close();
+    }
   });
 });
