@@ -336,16 +336,10 @@ async function toBullMqError(p: FailureParams): Promise<Error> {
   }
   const notYetUntilMs = notYetRetryAtMs(err);
   if (notYetUntilMs !== undefined && p.token) {
-    try {
-      // "Not yet" (a time rule): park the job until then without using an attempt; nothing was sent.
-      await job.moveToDelayed(notYetUntilMs, p.token);
-      logOutcome(logger, "delayed", { ...p, code, error: errorMessage(err), retryAtMs: notYetUntilMs });
-      return new DelayedError();
-    } catch (moveErr) {
-      logger.warn("could not park the job; it is retried with backoff", {
-        at: "submitter.job",
-        error: errorMessage(moveErr),
-      });
+    // "Not yet" (a time rule): park the job until then without using an attempt; nothing was sent.
+    const parked = await parkNotYet(p, p.token, code, notYetUntilMs);
+    if (parked) {
+      return parked;
     }
   }
   if (isRetriable(err)) {
