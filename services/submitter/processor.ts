@@ -177,7 +177,7 @@ export function ledgerEntryOf(name: string, data: TxJobData): LedgerEntry | unde
   const requestId = (data as { requestId?: unknown }).requestId;
   return {
     kind,
-    ...(transactionId !== undefined ? { transactionId } : {}),
+    ...(transactionId !== undefined ? { transactionId: transactionId.toLowerCase() } : {}),
     ...(typeof requestId === "string" ? { requestId } : {}),
   };
 }
