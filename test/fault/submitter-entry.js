@@ -25,10 +25,16 @@ const hooks = {
   },
 };
 
+// FAULT_LEDGER=on: a `ledger` section, set after loading (its schema key comes with the ledger process's change).
+const withLedger = (config) =>
+  process.env.FAULT_LEDGER === "on"
+    ? { ...config, ledger: { databaseUrl: "postgres://fault.invalid/ledger" } }
+    : config;
+
 void runService({
   service: "submitter",
   start: async ({ config, logger, env }) => {
     const { chainId, options } = readSubmitterEnv(env);
-    return startSubmitter({ config, logger, chainId, options: { ...options, hooks } });
+    return startSubmitter({ config: withLedger(config), logger, chainId, options: { ...options, hooks } });
   },
 });
