@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { Queue } from "bullmq";
 import { Wallet, parseEther } from "ethers";
+import { hashJobData } from "../../services/submitter/processor";
+import type { TxRecord } from "../../services/submitter/send/tx-record";
 import { createLedgerProducer, openLedgerQueue, type LedgerProducer } from "../../shared/process/ledger-producer";
 import {
   LEDGER_QUEUE_NAME,
@@ -10,6 +12,7 @@ import {
   txJobId,
   txRecordKey,
   type BookTransactionJobData,
+  type FulfillSenderJobData,
 } from "../../shared/queues";
 import { liveChildPids } from "../harness/child-process";
 import { mintToken } from "../harness/deploy";
@@ -244,6 +247,61 @@ describe("submitters name mined transactions to the ledger queue", () => {
     expect((await ledgerJobs()).map((j) => j.hash)).toEqual([prepared.transactionHash]);
     await producerQueue.close();
   });
+
+  it("a claim mined and reverted is named (it cost gas), before its record is moved aside; so is the claim sent again", async () => {
+    // A real reverted transaction of the signer (no function of the TransactionManager has this selector), as a
+    // claim's first transaction that lost a race; sent before the submitters start, which then read its nonce as used.
+    const signer = Wallet.fromPhrase(s.mnemonic, s.sending.provider);
+    const sent = await signer.sendTransaction({
+      to: s.sending.deployment.transactionManager,
+      data: "0xdeadbeef",
+      gasLimit: 100_000n,
+    });
+    const revertedReceipt = await s.sending.provider.waitForTransaction(sent.hash);
+    expect(revertedReceipt?.status).toBe(0);
+    const r = (run = await startRun(s, "direct", { ledger: true }));
+    openLedger(r);
+    const t = await makeTransfer(s, { mode: "direct" });
+    const prepared = await r.finish(
+      await r.add(RECEIVING, TX_JOB.prepareReceiver, { chainId: RECEIVING, sender: t.sender }, keyOf(t)),
+    );
+    const fulfilled = await userFulfill(s, await receiverTxData(s, prepared));
+    const data: FulfillSenderJobData = {
+      chainId: SENDING,
+      txData: t.txData,
+      signature: fulfilled.signature,
+      relayerFee: "0",
+      callData: "0x",
+      receiverFulfillTransactionHash: fulfilled.transactionHash,
+    };
+    // The process saved the record reverted, then died before naming it.
+    const jobId = txJobId(TX_JOB.fulfillSender, keyOf(t));
+    const reverted: TxRecord = {
+      version: 3,
+      jobId,
+      jobName: TX_JOB.fulfillSender,
+      chainId: SENDING,
+      from: s.signerAddress,
+      dataHash: hashJobData(TX_JOB.fulfillSender, data),
+      call: { to: s.sending.deployment.transactionManager, data: "0xdeadbeef", value: "0", gasLimit: "100000" },
+      nonce: sent.nonce,
+      attempts: [],
+      bumps: 0,
+      status: "reverted",
+      revertedHash: sent.hash,
+      createdAtMs: Date.now(),
+      updatedAtMs: Date.now(),
+    };
+    await r.redis.hset(txRecordKey(r.prefix, SENDING, jobId), "version", "3", "record", JSON.stringify(reverted));
+    const claimed = await r.finish(await r.add(SENDING, TX_JOB.fulfillSender, data, keyOf(t)), 30_000);
+
+    const fulfills = (await ledgerJobs()).filter((j) => j.kind === "fulfill").map((j) => j.hash);
+    expect(fulfills.sort()).toEqual([sent.hash, claimed.transactionHash].sort());
+    expect(r.logs.lines().find((l) => l.at === "submitter.claim" && l.jobId === jobId)).toMatchObject({
+      code: "TRANSACTION_REVERTED",
+      archivedRecord: `${jobId}-reverted-3`,
+    });
+  }, 60_000);
 
   it("without a ledger section nothing is named: the ledger queue has no key in Redis", async () => {
     const r = (run = await startRun(s, "direct"));
