@@ -8,7 +8,9 @@
  * (log lines naming a used nonce), and the ratio to one-at-a-time. A swap is one transaction per chain, so
  * "swaps/s carried" is the two chains' sum halved. Self-contained on purpose: bench/ must not import test/.
  * The last line is the same figures as JSON (support.ts printFigures): bench/compare.ts and the CI guard read it.
- * Env: BENCH_JOBS (500), BENCH_BASELINE_JOBS (6), BENCH_CONFIRMATIONS ("1,12").
+ * Env: BENCH_JOBS (500), BENCH_BASELINE_JOBS (6), BENCH_CONFIRMATIONS ("1,12"), BENCH_LEDGER (off; "on": the config
+ * has a `ledger` section, so every confirmed transaction is named to the ledger queue before its job completes, and
+ * the run checks the queue holds one book-transaction job per transaction).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -30,9 +32,17 @@ import { anvilBinary, redisServerBinary } from "../scripts/local/binaries";
 import { getFreePort } from "../scripts/local/free-port";
 import { anvilAnswers, anvilArgs, redisAnswers, redisArgs, whileStarting } from "../scripts/local/probes";
 import { packageArtifact, type NxtpContractName } from "../scripts/nxtp-package";
-import { loadConfig } from "../shared/config";
+import { ledgerWithDefaults, loadConfig } from "../shared/config";
 import { createLogger } from "../shared/logging/create-logger";
-import { TX_JOB, txJobId, txJobOptions, txQueueName, type TxJobData, type TxJobResult } from "../shared/queues";
+import {
+  LEDGER_QUEUE_NAME,
+  TX_JOB,
+  txJobId,
+  txJobOptions,
+  txQueueName,
+  type TxJobData,
+  type TxJobResult,
+} from "../shared/queues";
 import { pollUntil } from "../shared/timing";
 import { percentile, printFigures } from "./support";
 
@@ -107,7 +117,8 @@ async function main(): Promise<void> {
       // Not destroyed: ethers may still poll for a receipt it no longer needs; the process exits at the end.
     }
     process.stdout.write(
-      `submitter bench: 2 anvil chains (1 s blocks), ${jobs} jobs in flight per chain; one-at-a-time on ${baselineJobs} jobs\n`,
+      `submitter bench: 2 anvil chains (1 s blocks), ${jobs} jobs in flight per chain; one-at-a-time on ${baselineJobs} jobs; ` +
+        `ledger naming ${process.env.BENCH_LEDGER === "on" ? "on" : "off"}\n`,
     );
     const figures: Record<string, number> = {};
     for (const c of confirmations) {
@@ -162,7 +173,7 @@ async function runScenario(p: {
       confirmationTimeoutMs: 60_000,
     };
   }
-  const { config } = loadConfig(
+  const { config: loaded } = loadConfig(
     {
       adminToken: "bench-admin-token-0123456789",
       mnemonic: p.mnemonic,
@@ -173,6 +184,11 @@ async function runScenario(p: {
     },
     {},
   );
+  // A ledger section turns the naming on; no ledger process drains the queue here.
+  const ledger = process.env.BENCH_LEDGER === "on";
+  const config = ledger
+    ? { ...loaded, ledger: ledgerWithDefaults({ databaseUrl: "postgres://bench.invalid/ledger" }) }
+    : loaded;
   const logStream = new PassThrough();
   let nonceErrors = 0;
   logStream.on("data", (chunk: Buffer) => {
@@ -245,6 +261,13 @@ async function runScenario(p: {
       }),
     );
     loopDelay.disable();
+    if (ledger) {
+      const ledgerQueue = new Queue(LEDGER_QUEUE_NAME, { connection, prefix });
+      const named = (await ledgerQueue.getJobCounts("waiting")).waiting;
+      await ledgerQueue.close();
+      const sent = figures.reduce((sum, f) => sum + f.jobs, 0);
+      if (named !== sent) throw new Error(`ledger: ${named} book-transaction job(s) for ${sent} transactions`);
+    }
     return {
       figures,
       nonceErrors,

@@ -4,6 +4,7 @@ import type { ChainProvider } from "../../shared/chain/chain-provider";
 import type { RouterBalanceReader } from "../../shared/chain/router-balances";
 import type { ChainConfig, RouterConfig } from "../../shared/config/types";
 import type { Logger } from "../../shared/logging/create-logger";
+import type { LedgerProducer } from "../../shared/process/ledger-producer";
 import type { TxJobData, TxJobResult } from "../../shared/queues";
 import type { FenceSource } from "../../shared/queues/lease";
 import type { BalanceStore } from "../../shared/transfers/balance-store";
@@ -54,4 +55,9 @@ export interface PollerContext {
    * decide step checks it before each record, since enqueues are not fenced (poller-lease.ts, docs/poller.md).
    */
   readonly fence: FenceSource;
+  /**
+   * The ledger queue's producer when the config has a `ledger` section: every TransactionManager event of this
+   * router read is named to it before it is stored (ledger-naming.ts). Absent: none is.
+   */
+  readonly ledger?: LedgerProducer;
 }

@@ -7,6 +7,7 @@ import { variantVerdict, type VariantVerdict } from "../../shared/protocol/varia
 import type { PollerContext } from "./context";
 import { transferKeyOf } from "./plan-action";
 import { findTransferLogs } from "./sources/transfer-logs-lookup";
+import { nameToLedger } from "./ledger-naming";
 import { createUndecodableReporter } from "./sources/undecodable-logs";
 
 export interface ReconcileResult {
@@ -139,6 +140,8 @@ async function storeFromLogs(
     maxRangeBlocks: ctx.maxRangeBlocks,
     reportUndecodable: createUndecodableReporter(ctx.logger, ctx.alertOnce, p.chainId),
   });
+  // Named before stored, like a source's batch: a side this finds is then no longer open, and no source asks again.
+  await nameToLedger(ctx, { records });
   for (const found of records) {
     await ctx.store.put(found);
   }

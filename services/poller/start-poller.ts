@@ -18,6 +18,7 @@ import { createBidReservations } from "../../shared/transfers/bid-reservations";
 import { createTransferStore, type TransferStore } from "../../shared/transfers/transfer-store";
 import { createAlertOnce } from "./alert-once";
 import type { PollerContext } from "./context";
+import { ledgerProducerFor, type LedgerProducer } from "../../shared/process/ledger-producer";
 import { chainConfigFor } from "../../shared/process/process-env";
 import { runPollLoop } from "./loop";
 import {
@@ -77,6 +78,11 @@ export interface PollerOptions {
   readonly leaseTtlMs?: number;
   /** Pause points for tests (a write delayed past the lease); never set in production. */
   readonly hooks?: { readonly beforeCursorSave?: (block: number) => Promise<void> };
+  /**
+   * Where this router's TransactionManager events are named: by default a producer on the `ledger` queue when the
+   * config has a `ledger` section, none without one. Tests pass their own (a real queue) or `null` for none.
+   */
+  readonly ledger?: LedgerProducer | null;
 }
 
 export interface StartPollerParams {
@@ -325,6 +331,7 @@ function buildContext(p: BuildContextParams): PollerContext {
     reconcile,
     maxRangeBlocks: options.maxRangeBlocks ?? DEFAULT_MAX_RANGE_BLOCKS,
     reconcileSearchBlocks: options.reconcileSearchBlocks ?? DEFAULT_RECONCILE_SEARCH_BLOCKS,
+    ledger: ledgerProducerFor({ config, chainId, redis, logger, adopt: resources.adopt, override: options.ledger }),
   };
 }
 

@@ -8,6 +8,7 @@ import { planReceiverSide, planSenderSide, transferKeyOf, type Plan, type Receiv
 import { cancelMayUseBatchReads } from "../../shared/protocol/decision-reads";
 import { headsOnce, oncePerChain, prefetchCounterparts, type CounterpartOf } from "./batch-reads";
 import { executePlan, type EnqueueOutcome } from "./plan-executor";
+import { LedgerNamingPendingError, nameToLedger } from "./ledger-naming";
 import { dropHoldUnlessHonoured, dropSenderHold, holdForSender } from "./sender-hold";
 import { tryReconcile, type ReconcileOptions } from "./reconcile";
 import { clearReconcileRequest, readReconcileRequest } from "./reconcile-request";
@@ -149,6 +150,7 @@ async function pullChanges(
   let liquidityEvents = 0;
   const receiverPrepares: TransferRecord[] = [];
   const sink = async (batch: SourceBatch): Promise<void> => {
+    await nameToLedger(ctx, batch); // before anything of the batch is stored: a refusal leaves it to be read again
     for (const record of batch.records) {
       const outcome = await ctx.store.put(record);
       if (outcome === "conflict") {
@@ -184,13 +186,27 @@ async function pullChanges(
     return { source: s.name, syncedBlock, recordsChanged, liquidityEvents, receiverPrepares };
   };
   try {
-    return await run(source);
+    try {
+      return await run(source);
+    } catch (err) {
+      if (source.name !== "subgraph" || err instanceof SyncAbortedError || err instanceof LedgerNamingPendingError) {
+        throw err;
+      }
+      // Whatever the subgraph stored before failing is still correct (confirmed, status only moves forward).
+      return await run(ctx.sources.fallBack(err));
+    }
   } catch (err) {
-    if (source.name !== "subgraph" || err instanceof SyncAbortedError) {
+    if (!(err instanceof LedgerNamingPendingError)) {
       throw err;
     }
-    // Whatever the subgraph stored before failing is still correct (confirmed, status only moves forward).
-    return run(ctx.sources.fallBack(err));
+    // The ledger refused a batch (the producer logged and counted it): what is stored is decided as usual this
+    // tick; the batch and everything after it are read again next tick. The store is complete only as far as
+    // before this tick, so that is the synced block other chains' pollers read.
+    const previous = (await ctx.store.getHead(ctx.chainId))?.syncedBlock;
+    if (previous === undefined) {
+      throw err;
+    }
+    return { source: source.name, syncedBlock: previous, recordsChanged, liquidityEvents, receiverPrepares };
   }
 }
 

@@ -18,7 +18,7 @@ void runService({
     const submitter = await startSubmitter({ config, logger, chainId, options: { ...options, onStuck: crash } });
     if (observe) {
       observeProviders(observe, chainId, submitter.provider);
-      observeTxWorker({ obs: observe, config, chainId, worker: submitter.worker, logger });
+      observeTxWorker({ chainId, worker: submitter.worker, logger });
     }
     return submitter;
   },

@@ -34,8 +34,14 @@ import { prepareRelayFulfill } from "./operations/relay-fulfill";
 import { prepareRemoveLiquidity } from "./operations/remove-liquidity";
 import { ReplicaAckTimeoutError } from "../../shared/queues/replication";
 import { TransactionRevertedError } from "../../shared/chain/errors";
-import { InvalidTxJobError, JobStalledError, SenderLeaseLostError, SubmitterShutdownError } from "./send/errors";
-import type { SendTrace } from "./send/send-context";
+import {
+  InvalidTxJobError,
+  JobStalledError,
+  LedgerNamingError,
+  SenderLeaseLostError,
+  SubmitterShutdownError,
+} from "./send/errors";
+import type { LedgerEntry, SendTrace } from "./send/send-context";
 import { sendJobTransaction } from "./send/send-transaction";
 import type { TxCall, TxNoop } from "./send/tx-record";
 
@@ -132,6 +138,7 @@ async function runJob(ctx: SubmitterContext, job: TxJob, trace: SendTrace): Prom
       },
       trace,
       replayProtected: REPLAY_PROTECTED_JOBS.has(job.name),
+      ledgerEntry: ledgerEntryOf(job.name, job.data),
       onMined: async (receipt) => {
         trace.minedOk = receipt.status === 1;
         // Best effort: an unmarked hold only over-counts until the run settles it from the confirmed record.
@@ -146,6 +153,33 @@ async function runJob(ctx: SubmitterContext, job: TxJob, trace: SendTrace): Prom
     },
     () => prepareCall(ctx, job, jobId),
   );
+}
+
+/** Why each job's signer sends: the `kind` its mined transaction is booked as (shared/queues/ledger-jobs.ts). */
+const LEDGER_KIND_OF: Readonly<Record<TxJobName, LedgerEntry["kind"]>> = {
+  [TX_JOB.prepareReceiver]: "prepare",
+  [TX_JOB.fulfillSender]: "fulfill",
+  [TX_JOB.cancelSender]: "cancel",
+  [TX_JOB.cancelReceiver]: "cancel",
+  [TX_JOB.relayFulfill]: "relay",
+  [TX_JOB.removeLiquidity]: "remove-liquidity",
+  [TX_JOB.addLiquidityFor]: "add-liquidity",
+};
+
+/** The job's ledger entry: its kind, the swap it acts on (a lifecycle job), the admin request (an operation). */
+export function ledgerEntryOf(name: string, data: TxJobData): LedgerEntry | undefined {
+  const kind = LEDGER_KIND_OF[name as TxJobName];
+  if (kind === undefined) {
+    return undefined;
+  }
+  const d = data as { txData?: { transactionId?: string }; sender?: { txData?: { transactionId?: string } } };
+  const transactionId = d.txData?.transactionId ?? d.sender?.txData?.transactionId;
+  const requestId = (data as { requestId?: unknown }).requestId;
+  return {
+    kind,
+    ...(transactionId !== undefined ? { transactionId: transactionId.toLowerCase() } : {}),
+    ...(typeof requestId === "string" ? { requestId } : {}),
+  };
 }
 
 /**
@@ -258,6 +292,13 @@ async function toBullMqError(p: FailureParams): Promise<Error> {
       });
     }
   }
+  if (err instanceof LedgerNamingError && p.token) {
+    // Before the claim's parking below, which archives a reverted record: its revert must be named first.
+    const parked = await parkNotYet(p, p.token, code, Number(err.context.retryAtMs));
+    if (parked) {
+      return parked;
+    }
+  }
   if (err instanceof ReplicaAckTimeoutError && p.token) {
     try {
       // Replicas did not acknowledge the writes in time: nothing was broadcast. Parked briefly without using an
@@ -295,16 +336,10 @@ async function toBullMqError(p: FailureParams): Promise<Error> {
   }
   const notYetUntilMs = notYetRetryAtMs(err);
   if (notYetUntilMs !== undefined && p.token) {
-    try {
-      // "Not yet" (a time rule): park the job until then without using an attempt; nothing was sent.
-      await job.moveToDelayed(notYetUntilMs, p.token);
-      logOutcome(logger, "delayed", { ...p, code, error: errorMessage(err), retryAtMs: notYetUntilMs });
-      return new DelayedError();
-    } catch (moveErr) {
-      logger.warn("could not park the job; it is retried with backoff", {
-        at: "submitter.job",
-        error: errorMessage(moveErr),
-      });
+    // "Not yet" (a time rule): park the job until then without using an attempt; nothing was sent.
+    const parked = await parkNotYet(p, p.token, code, notYetUntilMs);
+    if (parked) {
+      return parked;
     }
   }
   if (isRetriable(err)) {
@@ -317,6 +352,26 @@ async function toBullMqError(p: FailureParams): Promise<Error> {
     await enqueueSenderRefund(p.ctx, job.data as PrepareReceiverJobData, code, logger);
   }
   return new UnrecoverableError(`${code}: ${errorMessage(err)}`);
+}
+
+/** Parks the job until `retryAtMs` without using an attempt; undefined when it cannot be parked (retry rules apply). */
+async function parkNotYet(
+  p: FailureParams,
+  token: string,
+  code: string,
+  retryAtMs: number,
+): Promise<Error | undefined> {
+  try {
+    await p.job.moveToDelayed(retryAtMs, token);
+    logOutcome(p.logger, "delayed", { ...p, code, error: errorMessage(p.err), retryAtMs });
+    return new DelayedError();
+  } catch (moveErr) {
+    p.logger.warn("could not park the job; it is retried with backoff", {
+      at: "submitter.job",
+      error: errorMessage(moveErr),
+    });
+    return undefined;
+  }
 }
 
 /** A job stopped because replicas did not acknowledge its writes (REDIS_NOT_REPLICATED) runs again this soon. */

@@ -8,6 +8,7 @@ import type { ChainConfig, RouterConfig } from "../../shared/config/types";
 import { errorMessage } from "../../shared/errors";
 import type { Logger } from "../../shared/logging/create-logger";
 import { throttledErrorLog } from "../../shared/logging/throttled-error-log";
+import { ledgerProducerFor, type LedgerProducer } from "../../shared/process/ledger-producer";
 import { chainConfigFor } from "../../shared/process/process-env";
 import { createProcessResources, type ProviderTuning } from "../../shared/process/process-resources";
 import { txQueueName, workerConnection, type TxJobData, type TxJobResult } from "../../shared/queues";
@@ -94,6 +95,11 @@ export interface SubmitterOptions {
   /** The config's signer (mnemonic or remote) by default. */
   readonly signer?: RouterSigner;
   readonly providerOptions?: ProviderTuning;
+  /**
+   * Where mined transactions are named: by default a producer on the `ledger` queue when the config has a `ledger`
+   * section, none without one. Tests pass their own (a real queue) or `null` for none.
+   */
+  readonly ledger?: LedgerProducer | null;
 }
 
 export interface StartSubmitterParams {
@@ -167,8 +173,17 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
   }
 
   const stores = sendStores({ config, chain, chainId, from, provider, signer, redis, lease, logger, options });
+  const ledger = ledgerProducerFor({
+    config,
+    chainId,
+    redis,
+    logger,
+    adopt: resources.adopt,
+    override: options.ledger,
+  });
   const ctx: SubmitterContext = {
     ...stores,
+    ...(ledger !== undefined ? { ledger } : {}),
     // The current sender term's signal, read when a job starts (the processor copies the context per job).
     get signal() {
       return keeper.signal();

@@ -1,4 +1,4 @@
-export { ConfigError, loadConfig, formatPath, type ConfigEnv } from "./load-config";
+export { ConfigError, loadConfig, formatPath, ledgerWithDefaults, type ConfigEnv } from "./load-config";
 export { readConfig, readConfigFile, loadConfigFile, configEnvOf, configFilePath } from "./read-config";
 export { configSecrets, redactConfig } from "./redact-config";
 export { knownDeployments, type KnownDeployment } from "./deployments";

@@ -129,7 +129,7 @@ export function loadConfig(raw: unknown, env: ConfigEnv, options: LoadConfigOpti
     metricsPort: parsed.metricsPort,
     metricsHost: parsed.metricsHost,
     dashboardActions: parsed.dashboardActions,
-    ledger: buildLedger(parsed.ledger),
+    ledger: parsed.ledger === undefined ? undefined : ledgerWithDefaults(parsed.ledger),
   };
   return { config: deepFreeze(withoutUndefined(config)), warnings };
 }
@@ -183,9 +183,8 @@ interface ParsedConfig {
   ledger?: Partial<LedgerConfig> & { databaseUrl: string };
 }
 
-/** `ledger` with its defaults; absent stays absent (the books are off). */
-function buildLedger(ledger: ParsedConfig["ledger"]): LedgerConfig | undefined {
-  if (ledger === undefined) return undefined;
+/** A `ledger` section with its defaults (also for tools and tests that add the section to a loaded config). */
+export function ledgerWithDefaults(ledger: Partial<LedgerConfig> & { databaseUrl: string }): LedgerConfig {
   return {
     databaseUrl: ledger.databaseUrl,
     concurrency: ledger.concurrency ?? LEDGER_DEFAULTS.concurrency,

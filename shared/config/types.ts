@@ -173,7 +173,10 @@ export interface RouterConfig {
   readonly metricsHost: string;
   /** Whether the queue dashboard (/admin/queues) may retry, clean or promote jobs; read-only when false. */
   readonly dashboardActions: boolean;
-  /** The books (docs/accounting.md); absent = the books are off. */
+  /**
+   * The books (docs/accounting.md); absent = the books are off: submitters and pollers then name nothing to the
+   * `ledger` queue (no process would drain it).
+   */
   readonly ledger?: LedgerConfig;
 }
 

@@ -20,6 +20,7 @@ export function defineRouterMetrics(registry: Registry) {
     ...jobMetrics(registers),
     ...chainMetrics(registers),
     ...swapMetrics(registers),
+    ...ledgerNamingMetrics(registers),
     ...heartbeatMetrics(registers),
     ...adminMetrics(registers),
     ...ledgerMetrics(registers),
@@ -264,10 +265,22 @@ function swapMetrics(registers: Registry[]) {
       labelNames: ["chain", "asset"] as const,
       registers,
     }),
-    feesEarned: new Counter({
-      name: "router_fees_earned_total",
-      help: "Sending amount minus receiving amount of completed swaps, in sending asset base units",
-      labelNames: ["chain", "asset"] as const,
+  };
+}
+
+/** Naming transactions to the ledger queue (shared/process/ledger-producer.ts). */
+function ledgerNamingMetrics(registers: Registry[]) {
+  return {
+    ledgerNamed: new Counter({
+      name: "router_ledger_named_total",
+      help: "Transactions named to the ledger queue (book-transaction jobs added or joined), by producer",
+      labelNames: ["chain", "source"] as const,
+      registers,
+    }),
+    ledgerNamingFailures: new Counter({
+      name: "router_ledger_naming_failures_total",
+      help: "Namings Redis refused (retried: the caller holds its job or cursor) or invalid ones (dropped, a bug)",
+      labelNames: ["chain", "source", "reason"] as const,
       registers,
     }),
   };

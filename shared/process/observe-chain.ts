@@ -2,7 +2,7 @@ import { Queue, type Job, type Worker } from "bullmq";
 import type { ChainProvider } from "../chain/chain-provider";
 import type { RouterConfig } from "../config/types";
 import type { Logger } from "../logging/create-logger";
-import { TX_JOB, transferKey, transferRecordKey, txQueueName } from "../queues";
+import { TX_JOB, txQueueName } from "../queues";
 import type { Observability } from "../metrics/process-observability";
 import { readHeartbeats } from "../metrics/heartbeat";
 import { JOB_STATES, pendingTransactions, queueCounts, readChainState } from "../metrics/router-state";
@@ -102,18 +102,11 @@ export function observeChainState(
 
 /**
  * Job outcomes of a chain's transaction worker, from its events (no edit of the processor needed): latency and
- * attempts per queue and result, confirmed and failed transactions per operation, and completed swaps with the
- * fee earned (a confirmed fulfill-sender: sending amount minus the receiving side's amount) plus one outcome
- * line per job.
+ * attempts per queue and result, confirmed and failed transactions per operation, and completed swaps (a
+ * confirmed fulfill-sender) plus one outcome line per job.
  */
-export function observeTxWorker(params: {
-  obs: Observability;
-  config: RouterConfig;
-  chainId: number;
-  worker: Worker;
-  logger: Logger;
-}): void {
-  const { obs, config, chainId, worker } = params;
+export function observeTxWorker(params: { chainId: number; worker: Worker; logger: Logger }): void {
+  const { chainId, worker } = params;
   const m = routerMetrics();
   const chain = String(chainId);
   const queue = txQueueName(chainId);
@@ -140,7 +133,7 @@ export function observeTxWorker(params: {
       durationMs: Math.round(seconds * 1000),
     });
     if (job.name === TX_JOB.fulfillSender && !noop) {
-      void recordSwap(obs, config, chain, job.data).catch(() => undefined);
+      recordSwap(chain, job.data);
     }
   });
   worker.on("failed", (job: Job | undefined, err: Error) => {
@@ -171,34 +164,17 @@ export function observeTxWorker(params: {
   });
 }
 
-async function recordSwap(obs: Observability, config: RouterConfig, chain: string, data: unknown): Promise<void> {
-  const txData = (
-    data as {
-      txData?: {
-        transactionId: string;
-        user: string;
-        amount: string;
-        sendingAssetId: string;
-        receivingChainId: number;
-      };
-    }
-  ).txData;
+/**
+ * A confirmed claim counts as a completed swap. What it earned is not counted here: an amount difference in raw
+ * base units, across two assets' decimals and without the gas paid, is not a fee; the ledger process books fees from
+ * the chain's receipts and logs.
+ */
+function recordSwap(chain: string, data: unknown): void {
+  const txData = (data as { txData?: { sendingAssetId: string } }).txData;
   if (!txData) {
     return;
   }
-  const m = routerMetrics();
-  const asset = txData.sendingAssetId.toLowerCase();
-  m.swapsCompleted.inc({ chain, asset });
-  const json = await obs.redis.get(
-    transferRecordKey(config.redisPrefix, txData.receivingChainId, transferKey(txData.transactionId, txData.user)),
-  );
-  const receiving = json ? (JSON.parse(json) as { txData?: { amount?: string } }).txData?.amount : undefined;
-  if (receiving !== undefined && /^[0-9]+$/.test(receiving)) {
-    const fee = BigInt(txData.amount) - BigInt(receiving);
-    if (fee > 0n) {
-      m.feesEarned.inc({ chain, asset }, Number(fee));
-    }
-  }
+  routerMetrics().swapsCompleted.inc({ chain, asset: txData.sendingAssetId.toLowerCase() });
 }
 
 function transactionIdOf(data: unknown): string | undefined {

@@ -1,4 +1,4 @@
-import type { Queue } from "bullmq";
+import type { JobsOptions, Queue } from "bullmq";
 import Joi from "joi";
 import { BYTES32_SCHEMA, CHAIN_ID_SCHEMA } from "../protocol/transaction-data-schema";
 
@@ -72,8 +72,21 @@ export function bookTransactionJobId(chainId: number, hash: string): string {
 }
 
 /**
- * Names one transaction to the ledger: the one way to add a book-transaction job. Its id joins a repeat while
- * kept; a failed booking (database down) is retried with backoff; the rows' keys make any later naming harmless.
+ * A ledger job is a money record: the ledger process retries it through a database outage of hours (12 attempts,
+ * doubling from 5 s: about 5.7 h in all), and a job that still fails is kept (never removed) for an operator to
+ * inspect and retry. A completed one is kept a week, so a repeated naming in that time joins it instead of
+ * making the ledger read the chain again (after that the ledger's primary key makes a repeat harmless).
+ */
+export const BOOK_TRANSACTION_JOB_OPTIONS: Omit<JobsOptions, "jobId"> = {
+  attempts: 12,
+  backoff: { type: "exponential", delay: 5_000 },
+  removeOnComplete: { age: 7 * 24 * 3600, count: 100_000 },
+  removeOnFail: false,
+};
+
+/**
+ * Names one transaction to the ledger (the reconciliation's self-heal; producers batch the same jobs through
+ * shared/process/ledger-producer.ts). Its id joins a repeat while kept; the rows' keys make any later naming harmless.
  */
 export async function nameTransaction(
   queue: Pick<Queue<BookTransactionJobData>, "add">,
@@ -81,10 +94,7 @@ export async function nameTransaction(
 ): Promise<void> {
   const job = { ...data, hash: data.hash.toLowerCase() };
   await queue.add(LEDGER_JOB.bookTransaction, job, {
+    ...BOOK_TRANSACTION_JOB_OPTIONS,
     jobId: bookTransactionJobId(job.chainId, job.hash),
-    attempts: 8,
-    backoff: { type: "exponential", delay: 2_000 },
-    removeOnComplete: { age: 7 * 86_400, count: 100_000 },
-    removeOnFail: { age: 31 * 86_400 },
   });
 }

@@ -1,6 +1,7 @@
 import { Wallet } from "ethers";
 import type { SendHookPoint } from "../../services/submitter/send/send-context";
-import { nonceKey } from "../../shared/queues";
+import { Queue } from "bullmq";
+import { LEDGER_QUEUE_NAME, nonceKey, type BookTransactionJobData } from "../../shared/queues";
 import { CHAIN_ID } from "../integration/submitter-fixture";
 import {
   HOOK_ENTRY,
@@ -98,6 +99,56 @@ describe("submitter crash points (child processes)", () => {
       expect(stored).toBeLessThanOrEqual(latest);
     },
   );
+
+  it("SIGKILL between the confirmed record and the ledger naming: the restart names the transaction, once", async () => {
+    const { prefix, configFile, q } = await submitterCase(s);
+    const env = { FAULT_LEDGER: "on" };
+    const crashing = s.stopAfterTest(
+      spawnSubmitterChild({
+        name: "crash-before-naming",
+        configFile,
+        chainId: CHAIN_ID,
+        instance: 0,
+        entry: HOOK_ENTRY,
+        env: { ...env, FAULT_CRASH_AT: "after-confirmed-saved" },
+      }),
+    );
+    const job = await q.addRemoveLiquidity({
+      assetId: s.chain.deployment.token,
+      amount: "9",
+      recipientAddress: Wallet.createRandom().address,
+    });
+    await crashing.exited;
+    expect(crashing.child.signalCode).toBe("SIGKILL");
+    const ledger = new Queue<BookTransactionJobData>(LEDGER_QUEUE_NAME, { connection: q.redis, prefix });
+    try {
+      // Killed after the record said confirmed, before the naming: nothing named yet.
+      expect(await ledger.getJobCountByTypes("waiting")).toBe(0);
+      s.stopAfterTest(
+        spawnSubmitterChild({
+          name: "restart-names",
+          configFile,
+          chainId: CHAIN_ID,
+          instance: 0,
+          entry: HOOK_ENTRY,
+          env,
+        }),
+      );
+      const result = await job.waitUntilFinished(q.events, 15_000);
+      const named = (await ledger.getJobs(["waiting"])).map((j) => j.data);
+      expect(named).toEqual([
+        {
+          chainId: CHAIN_ID,
+          hash: result.transactionHash,
+          source: "submitter",
+          kind: "remove-liquidity",
+          requestId: (job.data as { requestId?: string }).requestId,
+        },
+      ]);
+    } finally {
+      await ledger.close();
+    }
+  });
 
   it("SIGKILL with 20 jobs in flight: every job completes once, on 20 consecutive nonces, no gap", async () => {
     const { configFile, q } = await submitterCase(s);

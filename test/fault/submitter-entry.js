@@ -8,6 +8,7 @@
 const { runService } = require("../../dist/shared/process/run-service");
 const { readSubmitterEnv } = require("../../dist/services/submitter/env");
 const { startSubmitter } = require("../../dist/services/submitter/start-submitter");
+const { ledgerWithDefaults } = require("../../dist/shared/config");
 
 const crashAt = process.env.FAULT_CRASH_AT;
 // FAULT_CRASH_SKIP: pass the point this many times first (a crash in the middle of many jobs in flight).
@@ -25,10 +26,16 @@ const hooks = {
   },
 };
 
+// FAULT_LEDGER=on: a `ledger` section (the naming on), with no ledger process draining the queue.
+const withLedger = (config) =>
+  process.env.FAULT_LEDGER === "on"
+    ? { ...config, ledger: ledgerWithDefaults({ databaseUrl: "postgres://fault.invalid/ledger" }) }
+    : config;
+
 void runService({
   service: "submitter",
   start: async ({ config, logger, env }) => {
     const { chainId, options } = readSubmitterEnv(env);
-    return startSubmitter({ config, logger, chainId, options: { ...options, hooks } });
+    return startSubmitter({ config: withLedger(config), logger, chainId, options: { ...options, hooks } });
   },
 });

@@ -5,7 +5,7 @@ import { Redis } from "ioredis";
 import { startSubmitter, type RunningSubmitter, type SubmitterOptions } from "../../services/submitter/start-submitter";
 import { readVariantTransactionData } from "../../shared/chain/router-balances";
 import { decodeTmLog, type PreparedEvent } from "../../shared/chain/tm-log-decoder";
-import { loadConfig } from "../../shared/config";
+import { ledgerWithDefaults, loadConfig } from "../../shared/config";
 import type { RouterConfig } from "../../shared/config/types";
 import { encodeBid, signBid } from "../../shared/protocol/bid";
 import { invariantDigest, invariantOf } from "../../shared/protocol/digests";
@@ -331,10 +331,21 @@ export interface LifecycleRun {
 export async function startRun(
   s: LifecycleStack,
   mode: RouterMode,
-  opts: { submitters?: boolean; sendingConfirmations?: number } = {},
+  opts: {
+    submitters?: boolean;
+    sendingConfirmations?: number;
+    /** Adds a `ledger` section to the config: the submitters name their mined transactions to the ledger queue. */
+    ledger?: boolean;
+    /** Added to FAST for both submitters (a ledger producer of the test's own, crash hooks). */
+    submitterOptions?: SubmitterOptions;
+  } = {},
 ): Promise<LifecycleRun> {
   const prefix = uniquePrefix();
-  const config = lifecycleConfig(s, prefix, mode, opts.sendingConfirmations);
+  const loaded = lifecycleConfig(s, prefix, mode, opts.sendingConfirmations);
+  // A ledger section turns the naming on; no ledger process drains the queue here.
+  const config: RouterConfig = opts.ledger
+    ? { ...loaded, ledger: ledgerWithDefaults({ databaseUrl: "postgres://ledger.invalid/ledger" }) }
+    : loaded;
   const logs = captureLogs();
   const url = new URL(s.redisUrl);
   const connection = { host: url.hostname, port: Number(url.port), maxRetriesPerRequest: null };
@@ -351,7 +362,14 @@ export async function startRun(
   const submitters: RunningSubmitter[] = [];
   if (opts.submitters !== false) {
     for (const chainId of [SENDING, RECEIVING]) {
-      submitters.push(await startSubmitter({ config, logger: logs.logger, chainId, options: FAST }));
+      submitters.push(
+        await startSubmitter({
+          config,
+          logger: logs.logger,
+          chainId,
+          options: { ...FAST, ...opts.submitterOptions },
+        }),
+      );
     }
   }
   const redis = new Redis(connection);

@@ -14,18 +14,20 @@ import {
   type ContractTransactionReceipt,
 } from "ethers";
 import { Redis } from "ioredis";
-import { loadConfig } from "../../shared/config";
+import { ledgerWithDefaults, loadConfig } from "../../shared/config";
 import type { RouterConfig } from "../../shared/config/types";
 import { encodeBid, signBid } from "../../shared/protocol/bid";
 import { fulfillPayloadHash } from "../../shared/protocol/user-signatures";
 import type { AuctionBid, InvariantTransactionData } from "../../shared/protocol/types";
 import { packageArtifact } from "../../scripts/nxtp-package";
 import {
+  bookTransactionJobId,
   chainHeadKey,
   pollerCursorKey,
   transferKey,
   txJobId,
   txQueueName,
+  type BookTransactionJobData,
   type TxJobData,
   type TxJobName,
   type TxJobResult,
@@ -489,4 +491,23 @@ export async function syncedPast(queues: Queues, prefix: string, chainId: number
     20_000,
     50,
   );
+}
+
+/** The config as loaded, plus a `ledger` section: the naming on, with no ledger process draining the queue. */
+export function ledgerConfig(s: PollerStack, prefix: string, p: PollerConfigParams = {}): RouterConfig {
+  return {
+    ...pollerConfig(s, prefix, p),
+    ledger: ledgerWithDefaults({ databaseUrl: "postgres://ledger.invalid/ledger" }),
+  };
+}
+
+/** The ledger queue's jobs under `prefix` (no ledger process runs: they wait), each under its deterministic id. */
+export async function ledgerJobsOf(queue: Queue<BookTransactionJobData>): Promise<BookTransactionJobData[]> {
+  const jobs = await queue.getJobs(["waiting", "prioritized", "delayed", "active", "completed", "failed"]);
+  for (const job of jobs) {
+    if (job.id !== bookTransactionJobId(job.data.chainId, job.data.hash)) {
+      throw new Error(`ledger job ${job.id} is not under its deterministic id`);
+    }
+  }
+  return jobs.map((j) => j.data).sort((a, b) => `${a.chainId}${a.hash}`.localeCompare(`${b.chainId}${b.hash}`));
 }

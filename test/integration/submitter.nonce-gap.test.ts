@@ -3,7 +3,10 @@ import { SenderLeaseLostError } from "../../services/submitter/send/errors";
 import { createNonceStore } from "../../services/submitter/send/nonce-store";
 import { createTxRecordStore, newTxRecord } from "../../services/submitter/send/tx-record";
 import { createSenderLease } from "../../services/submitter/lease/sender-lease";
-import { nonceKey } from "../../shared/queues";
+import { Queue } from "bullmq";
+import { fillerJobId } from "../../services/submitter/send/fill-nonce-gap";
+import { LEDGER_QUEUE_NAME, nonceKey, type BookTransactionJobData } from "../../shared/queues";
+import { ledgerWithDefaults } from "../../shared/config";
 import { liveChildPids } from "../harness/child-process";
 import {
   CHAIN_ID,
@@ -77,6 +80,46 @@ describe("nonce gap and sender fencing (in-process)", () => {
       status: 1,
     });
     await expect(nonceOf("latest")).resolves.toBe(gap + 2);
+  });
+
+  it("with a ledger: the filler that was mined is named (nonce-fill) and its record finished, next to the job's own", async () => {
+    const prefix = uniquePrefix();
+    const q = await txQueueClient(s.redisUrl, prefix);
+    client = q;
+    const loaded = submitterConfig(s, prefix, { confirmationTimeoutMs: 1500 }).config;
+    const config = { ...loaded, ledger: ledgerWithDefaults({ databaseUrl: "postgres://ledger.invalid/ledger" }) };
+    const logs = captureLogs();
+    running.push(await startSubmitter({ config, logger: logs.logger, chainId: CHAIN_ID, options: GAP }));
+    const gap = await nonceOf("pending");
+    await q.redis.set(nonceKey(prefix, CHAIN_ID, s.signer), String(gap + 1));
+    const job = await q.addRemoveLiquidity({
+      assetId: s.chain.deployment.token,
+      amount: "5",
+      recipientAddress: s.routerRecipient,
+    });
+    const result = await job.waitUntilFinished(q.events, 30_000);
+    const ledger = new Queue<BookTransactionJobData>(LEDGER_QUEUE_NAME, { connection: q.redis, prefix });
+    try {
+      const named = await waitFor(
+        "the filler named",
+        async () => {
+          const jobs = (await ledger.getJobs(["waiting"])).map((j) => j.data);
+          return jobs.length >= 2 ? jobs : undefined;
+        },
+        10_000,
+      );
+      const filler = await q.record(fillerJobId(gap));
+      expect(filler).toMatchObject({ status: "confirmed", result: { transactionHash: expect.any(String) } });
+      expect(
+        named.sort((a, b) => String(a.kind).localeCompare(String(b.kind))).map(({ kind, hash }) => ({ kind, hash })),
+      ).toEqual([
+        { kind: "nonce-fill", hash: filler?.result?.transactionHash },
+        { kind: "remove-liquidity", hash: result.transactionHash },
+      ]);
+      expect((await s.chain.provider.getTransaction(String(filler?.result?.transactionHash)))?.nonce).toBe(gap);
+    } finally {
+      await ledger.close();
+    }
   });
 
   it("a failed job's stored transaction of the missing nonce is rebroadcast, not replaced", async () => {

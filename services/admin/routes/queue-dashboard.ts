@@ -17,10 +17,39 @@ export function queueDashboard(params: {
 }): RequestHandler {
   let board: Promise<Router> | undefined;
   return (req, res, next) => {
+    res.setHeader("Content-Security-Policy", DASHBOARD_CSP);
     board ??= buildBoard(params);
     board.then((router) => router(req, res, next), next);
   };
 }
+
+/**
+ * Nothing of the dashboard comes from outside the admin's host: bull-board's page links a web font from a third-party
+ * site, which would tell that site (and anyone on the path) who operates a router and when its SRE opens the queues.
+ * The link is removed from the page (selfHostedPage; the UI falls back to the system's sans-serif and monospace),
+ * and the browser is told to load nothing from elsewhere in case a later bull-board adds another. Inline styles are
+ * allowed: the page's loading screen and the UI's components set style attributes.
+ */
+export const DASHBOARD_CSP = [
+  "default-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self' data:",
+  "base-uri 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+/** bull-board's page without any `<link>` to another origin (its web font). */
+export function selfHostedPage(html: string): string {
+  return html.replace(/<link\b[^>]*\bhref=["']https?:\/\/[^"']*["'][^>]*>\s*/gi, "");
+}
+
+type ViewEngine = (
+  path: string,
+  options: object,
+  callback: (err: Error | null | undefined, html?: string) => void,
+) => void;
 
 async function buildBoard(params: {
   queues: readonly Queue[];
@@ -49,5 +78,14 @@ async function buildBoard(params: {
   const board = serverAdapter.getRouter() as Express;
   // bull-board's own Express app would announce itself again (X-Powered-By) on every dashboard response.
   board.disable("x-powered-by");
+  // The page is rendered by bull-board's view engine (ejs); its output passes through selfHostedPage.
+  const engines = (board as unknown as { engines: Record<string, ViewEngine | undefined> }).engines;
+  const render = engines[".ejs"];
+  if (render === undefined) {
+    throw new Error("bull-board's view engine is not registered: the dashboard page cannot be served self-hosted");
+  }
+  board.engine("ejs", (path, options, callback) =>
+    render(path, options, (err, html) => callback(err, html === undefined ? html : selfHostedPage(html))),
+  );
   return board;
 }

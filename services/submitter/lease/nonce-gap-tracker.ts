@@ -1,5 +1,5 @@
 import { errorCode, errorMessage } from "../../../shared/errors";
-import { fillNonceGap } from "../send/fill-nonce-gap";
+import { fillNonceGap, settleMinedFillers } from "../send/fill-nonce-gap";
 import type { SendContext } from "../send/send-context";
 import { createThrottle } from "../send/timing";
 
@@ -25,15 +25,24 @@ export function startNonceGapTracker(
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
   const shouldWarn = createThrottle(WARN_INTERVAL_MS);
+  // Fillers to name to the ledger once mined (settleMinedFillers): looked for at the term's first check (a filler a
+  // previous process sent), after each fill, and before the index that names them is pruned.
+  let fillersToSettle = ctx.ledger !== undefined;
 
   const check = async (): Promise<void> => {
     const [stored, pending] = await Promise.all([ctx.nonces.get(), ctx.nonces.pendingCount()]);
-    if (pending > prunedBelow + 100) {
+    const prune = pending > prunedBelow + 100;
+    if (prune || fillersToSettle) {
       // Only mined nonces: an entry of a transaction still in a mempool is what a withdrawal with no record checks
       // its in-flight transactions against (operations/find-own-withdrawal.ts).
       const mined = await ctx.provider.getTransactionCount(ctx.from, "latest");
-      prunedBelow = pending;
-      await ctx.records.pruneNonceIndex(ctx.from, Math.min(mined, pending - 1));
+      if (ctx.ledger !== undefined) {
+        fillersToSettle = (await settleMinedFillers(ctx, mined)) > 0;
+      }
+      if (prune && !fillersToSettle) {
+        prunedBelow = pending;
+        await ctx.records.pruneNonceIndex(ctx.from, Math.min(mined, pending - 1));
+      }
     }
     if (stored === undefined || pending >= stored) {
       gapAt = undefined;
@@ -56,6 +65,7 @@ export function startNonceGapTracker(
     });
     sinceMs = nowMs;
     await fillNonceGap(ctx, pending);
+    fillersToSettle = ctx.ledger !== undefined;
   };
   const schedule = (): void => {
     if (stopped) {

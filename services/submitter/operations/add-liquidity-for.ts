@@ -61,9 +61,13 @@ export async function prepareAddLiquidityFor(
     throw refusal;
   }
   const native = isNativeAsset(data.assetId);
-  // An approval a crashed run left unfinished is finished (mined, confirmed) even when the allowance now shows it.
-  const unfinished = (await ctx.records.load(approvalRecordId(jobId)))?.status === "sending";
-  if (!native && ((state.allowance ?? 0n) < amount || unfinished)) {
+  // An approval an earlier run of this job sent is resumed even when the allowance now shows it: an unfinished one
+  // is finished (mined, confirmed), a finished one returns its stored result and is named to the ledger again (a
+  // run stopped between the approval and the add may not have named it).
+  // A reverted one failed its job already, named before it did.
+  const earlierStatus = (await ctx.records.load(approvalRecordId(jobId)))?.status;
+  const earlier = earlierStatus !== undefined && earlierStatus !== "reverted";
+  if (!native && ((state.allowance ?? 0n) < amount || earlier)) {
     await approve(ctx, jobId, data, amount);
     const allowance = await readAllowance(ctx.provider, data.assetId, ctx.from, tm);
     if (allowance < amount) {
@@ -98,6 +102,7 @@ async function approve(
       // The job's broadcast is the add: the admin API answers with that hash, not the approval's.
       reportBroadcast: async () => undefined,
       trace,
+      ledgerEntry: { kind: "approve", ...(data.requestId !== undefined ? { requestId: data.requestId } : {}) },
     },
     async () => estimatedCallWithValue(ctx, data.assetId, encodeErc20Approve(tm, amount), 0n),
   );

@@ -80,3 +80,13 @@ export class SenderTermStuckError extends RouterError {
   readonly code = "SENDER_TERM_STUCK";
   readonly retriable = false;
 }
+
+/**
+ * Redis refused to name the job's mined transaction to the ledger. Nothing about the transaction changes: the job is
+ * parked until `retryAtMs` without using an attempt (processor.ts NOT_YET_CODES), runs again from its record
+ * (confirmed or reverted: nothing is sent) and names it then. It completes only once the naming is in Redis.
+ */
+export class LedgerNamingError extends RouterError {
+  readonly code = "LEDGER_NAMING_FAILED";
+  readonly retriable = true;
+}

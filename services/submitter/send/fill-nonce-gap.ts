@@ -3,7 +3,8 @@ import { errorMessage } from "../../../shared/errors";
 import { ReplicaAckTimeoutError } from "../../../shared/queues/replication";
 import { persistNewAttempt, broadcastAttempt } from "./attempts";
 import { bumpOrRebroadcast } from "./bump";
-import { SenderLeaseLostError } from "./errors";
+import { LedgerNamingError, SenderLeaseLostError } from "./errors";
+import { nameMined } from "./name-mined";
 import type { SendContext, SendJob } from "./send-context";
 import { newTxRecord, type TxAttempt, type TxRecord } from "./tx-record";
 
@@ -14,9 +15,73 @@ export type GapFill =
   | { readonly kind: "rebroadcast"; readonly jobId: string; readonly transactionHash: string }
   | { readonly kind: "filler"; readonly transactionHash?: string; readonly bumps: number };
 
+const FILLER_JOB_NAME = "nonce-gap-fill";
+
 /** The filler's own record (crash-safe like any job's): one per nonce, so a second fill bumps it instead. */
 export function fillerJobId(nonce: number): string {
-  return `nonce-gap-fill-${nonce}`;
+  return `${FILLER_JOB_NAME}-${nonce}`;
+}
+
+/** What the ledger books a mined filler as: upkeep of the nonce sequence, gas with no swap. */
+const FILLER_LEDGER_ENTRY = { kind: "nonce-fill" } as const;
+
+/**
+ * A filler is sent outside any job, so nothing waits for it to be mined: the gap tracker calls this for the fillers
+ * the nonce-jobs index names below the chain's mined count (a restart finds them there too). The attempt of the
+ * filler that was mined is named to the ledger (a bump that was not mined is not), then the record is finished
+ * (confirmed, or reverted), so it is not looked at again and expires like a finished job's. A filler none of whose
+ * attempts was mined (the stored transaction of its nonce was, after all) is left as it is. Returns the fillers
+ * still to settle: those not mined yet (at or above the mined count) and those whose naming was refused (the record
+ * stays open and the next check tries again).
+ */
+export async function settleMinedFillers(ctx: SendContext, minedCount: number): Promise<number> {
+  let open = 0;
+  for (const { nonce, jobId } of await ctx.records.indexedJobs(ctx.from)) {
+    if (jobId !== fillerJobId(nonce)) {
+      continue;
+    }
+    const record = await ctx.records.load(jobId);
+    if (record === undefined || record.status !== "sending") {
+      continue;
+    }
+    if (nonce >= minedCount) {
+      open += 1;
+      continue;
+    }
+    const attempts = record.attempts.filter((a) => a.nonce === nonce).reverse();
+    const receipts = await Promise.all(attempts.map((a) => ctx.provider.getTransactionReceipt(a.hash)));
+    const receipt = receipts.find((r) => r !== null);
+    if (!receipt) {
+      continue;
+    }
+    const job: SendJob = {
+      jobId,
+      jobName: FILLER_JOB_NAME,
+      dataHash: record.dataHash,
+      reportBroadcast: async () => undefined,
+      trace: {},
+      ledgerEntry: FILLER_LEDGER_ENTRY,
+    };
+    try {
+      await nameMined(ctx, job, receipt.hash);
+    } catch (err) {
+      if (!(err instanceof LedgerNamingError)) {
+        throw err;
+      }
+      open += 1;
+      continue;
+    }
+    await ctx.records.save(
+      receipt.status === 1
+        ? {
+            ...record,
+            status: "confirmed",
+            result: { transactionHash: receipt.hash, blockNumber: receipt.blockNumber },
+          }
+        : { ...record, status: "reverted", revertedHash: receipt.hash },
+    );
+  }
+  return open;
 }
 
 /**
@@ -61,7 +126,7 @@ export async function fillNonceGap(outer: SendContext, nonce: number): Promise<G
   }
   const job: SendJob = {
     jobId: fillerId,
-    jobName: "nonce-gap-fill",
+    jobName: FILLER_JOB_NAME,
     dataHash: `nonce-${nonce}`,
     reportBroadcast: async () => undefined,
     trace: {},

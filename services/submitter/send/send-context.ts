@@ -1,6 +1,8 @@
 import type { ChainProvider } from "../../../shared/chain/chain-provider";
 import type { ChainConfig } from "../../../shared/config/types";
 import type { Logger } from "../../../shared/logging/create-logger";
+import type { LedgerProducer } from "../../../shared/process/ledger-producer";
+import type { LedgerTxKind } from "../../../shared/queues";
 import type { Fee } from "../../../shared/protocol/gas";
 import type { RouterSigner } from "../../../shared/signer/router-signer";
 import type { NonceStore } from "./nonce-store";
@@ -41,6 +43,11 @@ export interface SendContext {
   readonly markReplication?: () => () => Promise<void>;
   /** The sender lease: checked right before every broadcast (record and nonce writes check it in Redis). */
   readonly lease?: { assertHeld(): void };
+  /**
+   * The ledger queue's producer when the config has a `ledger` section: every transaction of a job seen mined
+   * (confirmed, or reverted: it cost gas) is named to it before the job ends (name-mined.ts). Absent: none is.
+   */
+  readonly ledger?: LedgerProducer;
   /** Named points of the pipeline for fault tests (test/fault), injected by startSubmitter's caller; none in production. */
   readonly hooks?: SendHooks;
 }
@@ -88,6 +95,15 @@ export interface SendJob {
    * with the receipt's block and status; again after a re-org re-mines it.
    */
   onMined?(receipt: { readonly blockNumber: number; readonly status: number | null }): Promise<void>;
+  /** What the ledger books the job's mined transaction as (name-mined.ts); a job without it is not named. */
+  readonly ledgerEntry?: LedgerEntry;
   /** Called before the job's call is rebuilt at a new nonce (its old nonce was taken by another transaction). */
   onRebuild?(): Promise<void>;
+}
+
+/** The job's side of a `book-transaction` job (shared/queues/ledger-jobs.ts): why the signer sent it. */
+export interface LedgerEntry {
+  readonly kind: LedgerTxKind;
+  readonly transactionId?: string;
+  readonly requestId?: string;
 }

@@ -5,6 +5,7 @@ import { rebroadcastLatest, submitWithFreshNonce } from "./attempts";
 import { confirmNonceTaken, nonceTakenUnconfirmed } from "./confirm-nonce-taken";
 import { TxRecordMismatchError } from "./errors";
 import type { SendContext, SendJob } from "./send-context";
+import { nameMined } from "./name-mined";
 import { isTxNoop, newTxRecord, type TxCall, type TxNoop, type TxRecord } from "./tx-record";
 import { waitForConfirmations } from "./wait-for-confirmations";
 import { waitForMining } from "./wait-for-mining";
@@ -45,9 +46,14 @@ export async function sendJobTransaction(
         transactionHash: record.result.transactionHash,
       });
       job.trace.transactionHash = record.result.transactionHash;
+      // A crash (or a refused naming) after the record was confirmed: named now, before the job ends.
+      await nameMined(ctx, job, record.result.transactionHash);
       return record.result;
     }
     if (record.status === "reverted") {
+      if (record.revertedHash !== undefined) {
+        await nameMined(ctx, job, record.revertedHash);
+      }
       throw revertedError(ctx, record.lastError?.message ?? "the job's transaction reverted", record);
     }
     ctx.logger.info("resuming the job's persisted transaction", {
@@ -68,6 +74,10 @@ export async function sendJobTransaction(
         reason: call.reason,
       });
       job.trace.transactionHash = call.transactionHash;
+      if (call.transactionHash !== undefined) {
+        // The job's own transaction, found on chain without its record (a withdrawal after a lost record).
+        await nameMined(ctx, job, call.transactionHash);
+      }
       return {
         transactionHash: call.transactionHash ?? NO_TRANSACTION_HASH,
         blockNumber: call.blockNumber,
@@ -127,7 +137,8 @@ async function settle(ctx: SendContext, job: SendJob, initial: TxRecord): Promis
     job.trace.transactionHash = receipt.hash;
     await job.onMined?.({ blockNumber: receipt.blockNumber, status: receipt.status });
     if (receipt.status !== 1) {
-      record = await ctx.records.save({ ...record, status: "reverted" });
+      record = await ctx.records.save({ ...record, status: "reverted", revertedHash: receipt.hash });
+      await nameMined(ctx, job, receipt.hash);
       throw revertedError(ctx, "the transaction was mined and reverted (receipt status 0)", record, receipt);
     }
     await ctx.hooks?.at("confirmations-wait", { jobId: job.jobId, nonce: record.nonce });
@@ -141,13 +152,15 @@ async function settle(ctx: SendContext, job: SendJob, initial: TxRecord): Promis
       continue;
     }
     if (confirmed.status !== 1) {
-      record = await ctx.records.save({ ...record, status: "reverted" });
+      record = await ctx.records.save({ ...record, status: "reverted", revertedHash: confirmed.hash });
+      await nameMined(ctx, job, confirmed.hash);
       throw revertedError(ctx, "the transaction was re-mined and reverted (receipt status 0)", record, confirmed);
     }
     const result: TxJobResult = { transactionHash: confirmed.hash, blockNumber: confirmed.blockNumber };
     await ctx.records.save({ ...record, status: "confirmed", result });
     await ctx.hooks?.at("after-confirmed-saved", { jobId: job.jobId, nonce: record.nonce });
     job.trace.transactionHash = confirmed.hash;
+    await nameMined(ctx, job, confirmed.hash);
     return result;
   }
 }

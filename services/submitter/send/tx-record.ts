@@ -86,6 +86,8 @@ export interface TxRecord {
   readonly bumpsHaltedBy?: string;
   readonly status: "sending" | "reverted" | "confirmed";
   readonly result?: TxJobResult;
+  /** The attempt mined with status 0 (set with `reverted`): the ledger is told of it, it cost gas. */
+  readonly revertedHash?: string;
   readonly lastError?: { readonly code: string; readonly message: string; readonly atMs: number };
   readonly createdAtMs: number;
   readonly updatedAtMs: number;
@@ -144,6 +146,8 @@ export interface TxRecordStore {
   maxIndexedNonce(from: string): Promise<number>;
   /** Drops index entries below `belowNonce` (nonces the chain has used). */
   pruneNonceIndex(from: string, belowNonce: number): Promise<void>;
+  /** Every entry of the nonce-jobs index of `from` (one HGETALL; the index is pruned to the last few hundred nonces). */
+  indexedJobs(from: string): Promise<Array<{ readonly nonce: number; readonly jobId: string }>>;
   /** Writes `record` if the stored version is still `record.version`; returns it with the version advanced. */
   save(record: TxRecord): Promise<TxRecord>;
   /**
@@ -209,6 +213,11 @@ export function createTxRecordStore(params: {
         await redis.hdel(key, ...stale);
       }
     },
+    indexedJobs: async (from) =>
+      Object.entries(await redis.hgetall(nonceJobsKey(prefix, chainId, from))).map(([nonce, jobId]) => ({
+        nonce: Number(nonce),
+        jobId,
+      })),
     save: async (record) => {
       const key = txRecordKey(prefix, chainId, record.jobId);
       const fenced = senderFenceArgs(params.fence, key, recordOf(record.jobId));
