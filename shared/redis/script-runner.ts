@@ -7,10 +7,10 @@ import { loadScript, sourceOf, type LoadedScript } from "./script-loader";
  * The one way the router runs a Redis script. Each script is a file under shared/redis/scripts/ (its header
  * names every key and argument slot) and one definition here: key names in KEYS order, argument names in ARGV
  * order, and a decoder that turns the reply into a named value. Callers pass keys and arguments by name, so a
- * slot can never shift silently. A call is EVALSHA (the body travels once per server, not on every call), and
- * EVAL when the server answers NOSCRIPT (a restart, a failover to a replica that never saw it, SCRIPT FLUSH):
- * EVAL also caches it, so the next call is an EVALSHA again. A Redis error raised inside a script is rethrown
- * as RedisScriptError naming the .lua file and line, through the include expansion (script-loader.ts).
+ * slot can never shift silently. The first call on a client is EVAL (which caches the body), later ones EVALSHA
+ * (the body travels once per server, not on every call), and EVAL again when the server answers NOSCRIPT (a
+ * restart, a failover to a replica that never saw it, SCRIPT FLUSH). A Redis error raised inside a script is
+ * rethrown as RedisScriptError naming the .lua file and line, through the include expansion (script-loader.ts).
  */
 
 export type ScriptArg = string | number;
@@ -69,6 +69,8 @@ export function defineScript<
 >(def: ScriptDefinition<K, A, R, OK, OA>): RedisScript<K, A, R, OK, OA> {
   const loaded = loadScript(def.file, def.dir);
   const sha = createHash("sha1").update(loaded.lua).digest("hex");
+  /** Clients this script's body was sent on once; later calls on them are EVALSHA. */
+  const sent = new WeakSet<ScriptClient>();
   const flatten = (call: ScriptCall<K, A, OK, OA>): { keys: string[]; args: ScriptArg[] } => {
     const keys = named(def.file, "key", def.keys, def.optionalKeys, call.keys as Record<string, string | undefined>);
     const args = named(def.file, "arg", def.args, def.optionalArgs, call.args as Record<string, ScriptArg | undefined>);
@@ -90,11 +92,18 @@ export function defineScript<
       const { keys, args } = flatten(call);
       let reply: unknown;
       try {
-        try {
-          reply = await redis.evalsha(sha, keys.length, ...keys, ...args);
-        } catch (err) {
-          if (!(err instanceof Error) || !err.message.startsWith("NOSCRIPT")) throw err;
+        if (!sent.has(redis)) {
+          // The first call on a client sends the body (EVAL caches it): a new process's first burst of calls,
+          // pipelined, would otherwise all come back NOSCRIPT and be sent again out of their order.
+          sent.add(redis);
           reply = await redis.eval(loaded.lua, keys.length, ...keys, ...args);
+        } else {
+          try {
+            reply = await redis.evalsha(sha, keys.length, ...keys, ...args);
+          } catch (err) {
+            if (!(err instanceof Error) || !err.message.startsWith("NOSCRIPT")) throw err;
+            reply = await redis.eval(loaded.lua, keys.length, ...keys, ...args);
+          }
         }
       } catch (err) {
         throw located(loaded, sha, err);

@@ -81,6 +81,25 @@ describe("script runner (real Redis)", () => {
     ).rejects.toThrow("takes no args beyond the named ones");
   });
 
+  it("takes optional trailing keys or args all or none", async () => {
+    const optional = defineScript({
+      file: "echo",
+      dir,
+      keys: ["first", "second"],
+      args: ["a"],
+      optionalArgs: ["b", "c"],
+      decode: reply.fields,
+    });
+    await expect(
+      optional.run(suite.redis, { keys: { first: "o:1", second: "o:2" }, args: { a: "1", b: "2" } }),
+    ).rejects.toThrow("Redis script echo: optional args go all or none, missing c");
+    const out = await optional.run(suite.redis, {
+      keys: { first: "o:1", second: "o:2" },
+      args: { a: "1", b: "2", c: "3" },
+    });
+    expect(out).toMatchObject({ a1: "1", a2: "2", rest: "1" });
+  });
+
   it("runs EVALSHA, and loads the script again after SCRIPT FLUSH (NOSCRIPT)", async () => {
     const call = { keys: { first: "f:1", second: "f:2" }, args: { a: "1", b: "2" } };
     await ECHO.run(suite.redis, call);
@@ -118,7 +137,7 @@ describe("script runner (real Redis)", () => {
     expect((inInclude as Error).message).toContain("failed at shared/redis/scripts/includes/pairs.lua:7:");
   });
 
-  it("leaves errors that are not the script's alone (a wrong type reply from a decoder, a closed client)", async () => {
+  it("rejects a reply its decoder does not accept (a definition that does not match its script)", async () => {
     const bad = defineScript({ file: "echo", dir, keys: ["first", "second"], args: ["a", "b"], decode: reply.number });
     await expect(bad.run(suite.redis, { keys: { first: "a", second: "b" }, args: { a: "1", b: "2" } })).rejects.toThrow(
       TypeError,
