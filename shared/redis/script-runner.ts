@@ -59,6 +59,21 @@ export class RedisScriptError extends RouterError {
   readonly retriable = true;
 }
 
+/** A script's slot names as its definition gives them: what its .lua header must name, in order. */
+export interface DefinedSlots {
+  readonly file: string;
+  readonly dir?: string;
+  readonly keys: readonly string[];
+  readonly args: readonly string[];
+}
+
+const defined: DefinedSlots[] = [];
+
+/** Every script defined so far in this process (the test that holds each .lua header to its definition). */
+export function definedScripts(): readonly DefinedSlots[] {
+  return defined;
+}
+
 /** Reads the script's file (once, here) and returns its runner. Throws at load time when the file is missing. */
 export function defineScript<
   K extends string,
@@ -71,6 +86,12 @@ export function defineScript<
   const sha = createHash("sha1").update(loaded.lua).digest("hex");
   /** Clients this script's body was sent on once; later calls on them are EVALSHA. */
   const sent = new WeakSet<ScriptClient>();
+  defined.push({
+    file: loaded.file,
+    dir: def.dir,
+    keys: [...def.keys, ...(def.optionalKeys ?? [])],
+    args: [...def.args, ...(def.optionalArgs ?? [])],
+  });
   const flatten = (call: ScriptCall<K, A, OK, OA>): { keys: string[]; args: ScriptArg[] } => {
     const keys = named(def.file, "key", def.keys, def.optionalKeys, call.keys as Record<string, string | undefined>);
     const args = named(def.file, "arg", def.args, def.optionalArgs, call.args as Record<string, ScriptArg | undefined>);

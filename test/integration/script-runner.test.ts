@@ -2,7 +2,20 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SCRIPTS_DIR, loadScript } from "../../shared/redis/script-loader";
-import { RedisScriptError, defineScript, reply } from "../../shared/redis/script-runner";
+import { RedisScriptError, defineScript, definedScripts, reply } from "../../shared/redis/script-runner";
+// Every module that defines a script, so that definedScripts() lists them all.
+import "../../services/admin/operations/content-claim";
+import "../../services/auction/request-claims";
+import "../../services/poller/reconcile-request";
+import "../../services/poller/sources/log-cursor";
+import "../../services/submitter/lease/release-orphaned-jobs";
+import "../../services/submitter/liquidity-in-flight";
+import "../../services/submitter/send/nonce-store";
+import "../../services/submitter/send/tx-record";
+import "../../shared/queues/lease";
+import "../../shared/queues/transfer-decision";
+import "../../shared/transfers/balance-store";
+import "../../shared/transfers/transfer-store";
 import { LAPSE_STEP_MS } from "../../shared/transfers/bid-reservations";
 import { useRedis } from "../harness/redis";
 
@@ -173,6 +186,22 @@ describe("the shipped scripts (shared/redis/scripts)", () => {
           named: new RegExp(`^\\s+${slot.replace(/[[\]]/g, "\\$&")}\\s+\\w`, "m").test(header),
         }).toEqual({ file, slot, named: true });
       }
+    }
+  });
+
+  it("every one is defined in TypeScript with the key and arg names its header gives, in its order", () => {
+    const shipped = definedScripts().filter((d) => d.dir === undefined);
+    expect(new Set(shipped.map((d) => d.file))).toEqual(new Set(files));
+    for (const d of shipped) {
+      const text = readFileSync(join(SCRIPTS_DIR, d.file), "utf8");
+      const header = /^--\[\[([\s\S]*?)\]\]/.exec(text)?.[1] ?? "";
+      const named = (slot: "KEYS" | "ARGV"): string[] =>
+        [...header.matchAll(new RegExp(`^\\s+${slot}\\[(\\d+)\\]\\s+(\\w+)`, "gm"))].map(([, , name]) => name);
+      expect({ file: d.file, keys: named("KEYS"), args: named("ARGV") }).toEqual({
+        file: d.file,
+        keys: d.keys,
+        args: d.args,
+      });
     }
   });
 
