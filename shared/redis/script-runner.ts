@@ -123,7 +123,10 @@ export function defineScript<
             reply = await redis.evalsha(sha, keys.length, ...keys, ...args);
           } catch (err) {
             if (!(err instanceof Error) || !err.message.startsWith("NOSCRIPT")) throw err;
+            // Calls made until this EVAL is back send the body too, rather than each meeting NOSCRIPT first.
+            sent.delete(redis);
             reply = await redis.eval(loaded.lua, keys.length, ...keys, ...args);
+            sent.add(redis);
           }
         }
       } catch (err) {
