@@ -15,8 +15,9 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY services ./services
 COPY shared ./shared
 COPY scripts ./scripts
-# tsc copies the vendored ABIs (shared/chain/artifacts/*.json) next to the compiled loader.
-RUN npx tsc -p tsconfig.build.json
+# tsc copies the vendored ABIs (shared/chain/artifacts/*.json) next to the compiled loader; scripts/build.js
+# (npm run build) also copies the Redis scripts (shared/redis/scripts/**/*.lua), which tsc does not.
+RUN node scripts/build.js
 
 FROM ${NODE_IMAGE} AS prod-deps
 WORKDIR /app

@@ -1,17 +1,16 @@
 import type { Redis } from "ioredis";
 import { auctionClaimKey } from "../../shared/queues";
-import { scriptRunner } from "../../shared/transfers/bid-reservations";
+import { defineScript, reply } from "../../shared/redis/script-runner";
 
 /**
  * Which auction instance answers a request (docs/auction.md, "Instances and failures"). NATS hands each request
  * to one instance (queue group), which claims it here (in its reservation step, bid-reservations.ts, or before a
  * wait) and keeps it alive with a short lease while it works; every instance also watches every request. The key
- * (`auctionClaimKey`) holds one of:
- *   `c|<token>|<leaseUntilMs>`                                    claimed: the owner is working on it;
- *   `r|<token>|<leaseUntilMs>|<amountReceived>|<bidExpiry>|<gasFee>` reserved: the bid's promise is recorded (in
- *                                                                 the same Lua step, bid-reservations.ts), the
- *                                                                 owner signs and publishes.
- * Anything else (`d`, written by earlier versions) reads as settled. That a request is settled (answered, or
+ * (`auctionClaimKey`) holds a claim in state `c` (claimed: the owner is working on it) or `r` (reserved: the bid's
+ * promise is recorded in the same Lua step, bid-reservations.ts, and the owner signs and publishes), each with
+ * its owner's token and lease end, `r` also with the bid; the value's format is written and read only by
+ * shared/redis/scripts/includes/claim-value.lua, which every claim script includes. Anything else (`d`, written
+ * by earlier versions) reads as settled. That a request is settled (answered, or
  * refused for good) travels on NATS instead, behind the answer itself (claimed-delivery.ts): a mark here could not
  * be written in the same step as the publish, so it would either lose a request or repeat its bid.
  * A watcher whose check finds the lease run out (or no claim at all) takes the request over under a new token (the fencing
@@ -31,69 +30,31 @@ export const CLAIM_RESERVED_LEASE_MS = 1_000;
 /** How long the key stays, whatever its state: longer than any requester waits (the SDK: 6 s). */
 export const CLAIM_KEEP_MS = 30_000;
 
-const NOW_LUA = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local function lease(ms) return string.format('%.0f', now + tonumber(ms)) end
-`;
+/** The scripts (shared/redis/scripts/claim-*.lua; their headers name every key and argument). */
+const CLAIM = defineScript({
+  file: "claim-take",
+  keys: ["claim"],
+  args: ["token", "leaseMs", "keepMs"],
+  decode: reply.flag,
+});
 
-/** KEYS: claim. ARGV: token, leaseMs, keepMs. 1 when the claim is (now) this token's, in state c or r. */
-const CLAIM_LUA = `${NOW_LUA}
-if redis.call('SET', KEYS[1], 'c|' .. ARGV[1] .. '|' .. lease(ARGV[2]), 'NX', 'PX', ARGV[3]) then return 1 end
-local v = redis.call('GET', KEYS[1])
-if v and string.match(v, '^[cr]|([^|]*)|') == ARGV[1] then return 1 end
-return 0
-`;
+const CHECK = defineScript({
+  file: "claim-check",
+  keys: [],
+  restKeys: true,
+  args: ["leaseMs", "keepMs", "reservedLeaseMs"],
+  restArgs: true,
+  decode: (raw) => (raw as string[][]).map(parseCheck),
+});
 
-/**
- * KEYS: claims. ARGV: leaseMs, keepMs, reservedLeaseMs, then one fresh token per claim. Per claim: 'done' (settled),
- * 'held' (the lease still runs), 'take' (taken over in state c under the fresh token; also when nobody claimed
- * it: the instance NATS handed it to died first) or 'resend|…' (taken over in state r: the bid's fields follow).
- */
-const CHECK_LUA = `${NOW_LUA}
-local out = {}
-for i, key in ipairs(KEYS) do
-  local v = redis.call('GET', key)
-  local state, leaseUntil, rest = nil, nil, nil
-  if v then state, leaseUntil, rest = string.match(v, '^([cr])|[^|]*|(%d+)(.*)$') end
-  if not v then
-    redis.call('SET', key, 'c|' .. ARGV[i + 3] .. '|' .. lease(ARGV[1]), 'PX', ARGV[2])
-    out[i] = 'take'
-  elseif not state then
-    out[i] = 'done'
-  elseif tonumber(leaseUntil) > now then
-    out[i] = 'held'
-  else
-    local ms = ARGV[1]
-    if state == 'r' then ms = ARGV[3] end
-    redis.call('SET', key, state .. '|' .. ARGV[i + 3] .. '|' .. lease(ms) .. rest, 'KEEPTTL')
-    if state == 'r' then out[i] = 'resend' .. rest else out[i] = 'take' end
-  end
-end
-return out
-`;
-
-/**
- * KEYS: claims. ARGV: leaseMs, reservedLeaseMs, then each claim's token. Per claim 1 when the lease was renewed
- * (state c: leaseMs; state r: reservedLeaseMs), 0 when lost.
- */
-const RENEW_LUA = `${NOW_LUA}
-local out = {}
-for i, key in ipairs(KEYS) do
-  out[i] = 0
-  local v = redis.call('GET', key)
-  if v then
-    local state, token, rest = string.match(v, '^([cr])|([^|]*)|%d+(.*)$')
-    if state and token == ARGV[i + 2] then
-      local ms = ARGV[1]
-      if state == 'r' then ms = ARGV[2] end
-      redis.call('SET', key, state .. '|' .. token .. '|' .. lease(ms) .. rest, 'KEEPTTL')
-      out[i] = 1
-    end
-  end
-end
-return out
-`;
+const RENEW = defineScript({
+  file: "claim-renew",
+  keys: [],
+  restKeys: true,
+  args: ["leaseMs", "reservedLeaseMs"],
+  restArgs: true,
+  decode: (raw) => (raw as number[]).map((n) => n === 1),
+});
 
 /** The bid a dead owner had reserved: a taker answers exactly this, never a second one. */
 export interface ReservedBid {
@@ -133,35 +94,33 @@ export function createRequestClaims(
   const leaseMs = String(p.leaseMs ?? CLAIM_LEASE_MS);
   const keepMs = String(p.keepMs ?? CLAIM_KEEP_MS);
   const reservedLeaseMs = String(p.reservedLeaseMs ?? CLAIM_RESERVED_LEASE_MS);
-  const claimScript = scriptRunner(redis, CLAIM_LUA);
-  const checkScript = scriptRunner(redis, CHECK_LUA);
-  const renewScript = scriptRunner(redis, RENEW_LUA);
   const key = (requestId: string): string => auctionClaimKey(prefix, requestId);
   return {
     leaseMs: Number(leaseMs),
     reservedLeaseMs: Number(reservedLeaseMs),
     keepMs: Number(keepMs),
     key,
-    claim: async (requestId, token) => (await claimScript([key(requestId)], [token, leaseMs, keepMs])) === 1,
-    check: async (entries) => {
-      const out = (await checkScript(
-        entries.map((e) => key(e.requestId)),
-        [leaseMs, keepMs, reservedLeaseMs, ...entries.map((e) => e.token)],
-      )) as string[];
-      return out.map(parseCheck);
-    },
-    renew: async (entries) => {
-      const out = (await renewScript(
-        entries.map((e) => key(e.requestId)),
-        [leaseMs, reservedLeaseMs, ...entries.map((e) => e.token)],
-      )) as number[];
-      return out.map((n) => n === 1);
-    },
+    claim: (requestId, token) =>
+      CLAIM.run(redis, { keys: { claim: key(requestId) }, args: { token, leaseMs, keepMs } }),
+    check: (entries) =>
+      CHECK.run(redis, {
+        keys: {},
+        restKeys: entries.map((e) => key(e.requestId)),
+        args: { leaseMs, keepMs, reservedLeaseMs },
+        restArgs: entries.map((e) => e.token),
+      }),
+    renew: (entries) =>
+      RENEW.run(redis, {
+        keys: {},
+        restKeys: entries.map((e) => key(e.requestId)),
+        args: { leaseMs, reservedLeaseMs },
+        restArgs: entries.map((e) => e.token),
+      }),
   };
 }
 
-function parseCheck(raw: string): ClaimCheck {
-  if (!raw.startsWith("resend")) return { status: raw as "done" | "held" | "take" };
-  const [, amountReceived, bidExpiry, gasFee] = raw.split("|");
+/** One entry of claim-check.lua's reply. */
+function parseCheck([status, amountReceived, bidExpiry, gasFee]: readonly string[]): ClaimCheck {
+  if (status !== "resend") return { status: status as "done" | "held" | "take" };
   return { status: "resend", bid: { amountReceived, bidExpiry: Number(bidExpiry), gasFee } };
 }

@@ -1,12 +1,7 @@
 import { errorMessage } from "../../shared/errors";
 import { reconcileRequestKey } from "../../shared/queues";
+import { DELETE_IF_EQUAL } from "../../shared/redis/common-scripts";
 import type { PollerContext } from "./context";
-
-// Deletes the request only if no newer one replaced it while this tick ran.
-const CLEAR_SCRIPT = `
-if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end
-return 0
-`;
 
 /**
  * An operator's POST /process-active-transactions (services/admin/operations/process-active-transactions.ts): the
@@ -36,7 +31,9 @@ export async function readReconcileRequest(ctx: PollerContext): Promise<string |
 /** After a tick that reconciled and decided every open record: the request is done. */
 export async function clearReconcileRequest(ctx: PollerContext, value: string): Promise<void> {
   try {
-    await ctx.redis.eval(CLEAR_SCRIPT, 1, reconcileRequestKey(ctx.config.redisPrefix, ctx.chainId), value);
+    // Only if no newer request replaced it while this tick ran.
+    const target = reconcileRequestKey(ctx.config.redisPrefix, ctx.chainId);
+    await DELETE_IF_EQUAL.run(ctx.redis, { keys: { target }, args: { expected: value } });
     ctx.logger.info("every open transfer reconciled and decided again", {
       at: "poller.reconcileRequest",
       chainId: ctx.chainId,

@@ -3,7 +3,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Redis } from "ioredis";
 import { RouterError } from "../../shared/errors";
 import { liquidityHoldsKey, txRecordKey } from "../../shared/queues";
-import { fenceCheckLua, senderFenceArgs, senderFencedOut, type FenceSource } from "./send/fence";
+import { defineScript, reply, type ScriptClient } from "../../shared/redis/script-runner";
+import { senderFenceArgs, senderFencedOut, type FenceSource } from "./send/fence";
 import type { TxRecord } from "./send/tx-record";
 
 /**
@@ -115,28 +116,17 @@ const VERSION = "version";
 /** Highest block at which marked holds were dropped: a balance read before it cannot be checked any more. */
 const DROPPED_BELOW = "dropped-below";
 
-// KEYS: holds, fence key, guard key. ARGV: fence value, expected version token, new token, ttl, guard ("absent":
-// refuse if the guard key exists), dropped-below ("" to keep), number of holds to set, then field/value pairs,
-// then fields to delete. Returns 1, or -1 on a version conflict, -2 when the fence does not hold, -3 when the
-// guard refused.
-const WRITE_SCRIPT = `
-${fenceCheckLua("KEYS[2]", "ARGV[1]", "-2")}
-if (redis.call("HGET", KEYS[1], "${VERSION}") or "") ~= ARGV[2] then return -1 end
-if ARGV[5] == "absent" and redis.call("EXISTS", KEYS[3]) == 1 then return -3 end
-if ARGV[6] ~= "" then redis.call("HSET", KEYS[1], "${DROPPED_BELOW}", ARGV[6]) end
-local i = 8
-for _ = 1, tonumber(ARGV[7]) do
-  redis.call("HSET", KEYS[1], ARGV[i], ARGV[i + 1])
-  i = i + 2
-end
-while i <= #ARGV do
-  redis.call("HDEL", KEYS[1], ARGV[i])
-  i = i + 1
-end
-redis.call("HSET", KEYS[1], "${VERSION}", ARGV[3])
-redis.call("PEXPIRE", KEYS[1], ARGV[4])
-return 1
-`;
+/**
+ * One change of the hash (shared/redis/scripts/liquidity-holds-write.lua; its field names are VERSION and
+ * DROPPED_BELOW): 1, or -1 on a version conflict, -2 when the fence does not hold, -3 when the guard refused.
+ */
+const WRITE = defineScript({
+  file: "liquidity-holds-write",
+  keys: ["holds", "lease", "guard"],
+  args: ["fenceValue", "expected", "version", "ttlMs", "guardMode", "droppedBelow", "setCount"],
+  restArgs: true,
+  decode: reply.number,
+});
 
 /** The hash as this process last wrote or read it. */
 interface Mirror {
@@ -160,7 +150,7 @@ interface Change<T> {
 const AGAIN = Symbol("again");
 
 export function createLiquidityHolds(params: {
-  redis: Pick<Redis, "hgetall" | "hget" | "eval" | "exists">;
+  redis: Pick<Redis, "hgetall" | "hget" | "exists"> & ScriptClient;
   prefix: string;
   chainId: number;
   signerAddress: string;
@@ -232,30 +222,23 @@ export function createLiquidityHolds(params: {
       for (const h of change.set ?? []) m.holds.set(h.jobId, h);
       for (const jobId of del) m.holds.delete(jobId);
       m.droppedBelow = change.droppedBelow ?? m.droppedBelow;
-      const found = Number(
-        await redis
-          .eval(
-            WRITE_SCRIPT,
-            3,
-            key,
-            fenced.key,
-            change.guardAbsent ?? key,
-            fenced.value,
-            expected,
-            m.version,
-            HOLDS_TTL_MS,
-            change.guardAbsent ? "absent" : "",
-            change.droppedBelow === undefined ? "" : String(change.droppedBelow),
-            sets.length,
-            ...sets.flat(),
-            ...del,
-          )
-          .catch((err: unknown) => {
-            // Applied or not, unknown: the next change reads the hash again.
-            if (loaded === entry) loaded = undefined;
-            throw err;
-          }),
-      );
+      const found = await WRITE.run(redis, {
+        keys: { holds: key, lease: fenced.key, guard: change.guardAbsent ?? key },
+        args: {
+          fenceValue: fenced.value,
+          expected,
+          version: m.version,
+          ttlMs: HOLDS_TTL_MS,
+          guardMode: change.guardAbsent ? "absent" : "",
+          droppedBelow: change.droppedBelow === undefined ? "" : String(change.droppedBelow),
+          setCount: sets.length,
+        },
+        restArgs: [...sets.flat(), ...del],
+      }).catch((err: unknown) => {
+        // Applied or not, unknown: the next change reads the hash again.
+        if (loaded === entry) loaded = undefined;
+        throw err;
+      });
       if (found === 1) {
         return change.result;
       }

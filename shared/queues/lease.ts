@@ -2,12 +2,14 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Redis } from "ioredis";
 import { RouterError } from "../errors";
+import { DELETE_IF_EQUAL } from "../redis/common-scripts";
+import { defineScript, reply } from "../redis/script-runner";
 
 /**
  * A fenced lease in Redis: one holder at a time per key, each take of a free lease gets a new, higher term (the
- * fencing token), and every write the holder makes checks the term atomically in its own Lua script. Used by
- * the poller (one active poller per chain) and the submitter (one sender per chain and signer); lease-loop.ts
- * is the renew-or-take loop both run around it.
+ * fencing token), and every write the holder makes checks the term atomically in its own Lua script (which
+ * includes shared/redis/scripts/includes/fence-check.lua). Used by the poller (one active poller per chain) and
+ * the submitter (one sender per chain and signer); lease-loop.ts is the renew-or-take loop both run around it.
  */
 
 /**
@@ -37,15 +39,8 @@ export class LeaseLostError extends RouterError {
 export type LeaseLostErrorClass = new (message: string, context: Record<string, unknown>) => RouterError;
 
 /**
- * Lua lines that refuse a write unless the fence holds; `keyRef`/`valueRef` name the script's KEYS/ARGV slots.
- * An empty fence value means "not fenced" (stores used outside a lease holder: the admin API, tests, tools).
- */
-export function fenceCheckLua(keyRef: string, valueRef: string, refused: string): string {
-  return `if ${valueRef} ~= "" and redis.call("GET", ${keyRef}) ~= ${valueRef} then return ${refused} end`;
-}
-
-/**
- * KEYS/ARGV values of a store's fence for one write, and the fence itself when there is one (a store may record
+ * The lease key and value a store's fenced script checks for one write (shared/redis/scripts/includes/
+ * fence-check.lua), and the fence itself when there is one (a store may record
  * the term it wrote under). Without a fence source the write is unfenced (`fallbackKey` fills the KEYS slot);
  * with one that has no fence now, the write is refused before Redis.
  */
@@ -80,31 +75,15 @@ export function fencedOut(
   });
 }
 
-/** Returns the term when the lease is (now) ours, -1 when another owner holds it. */
-const ACQUIRE_SCRIPT = `
-local v = redis.call("GET", KEYS[1])
-if v then
-  local sep = string.find(v, "|", 1, true)
-  if sep and string.sub(v, sep + 1) == ARGV[1] then
-    redis.call("PEXPIRE", KEYS[1], ARGV[2])
-    return tonumber(string.sub(v, 1, sep - 1))
-  end
-  return -1
-end
-local term = redis.call("INCR", KEYS[2])
-redis.call("SET", KEYS[1], term .. "|" .. ARGV[1], "PX", ARGV[2])
-return term
-`;
+/** The lease's scripts (shared/redis/scripts/lease-*.lua; releasing is delete-if-equal.lua). */
+const ACQUIRE = defineScript({
+  file: "lease-acquire",
+  keys: ["lease", "term"],
+  args: ["ownerId", "ttlMs"],
+  decode: reply.number,
+});
 
-const RENEW_SCRIPT = `
-if redis.call("GET", KEYS[1]) == ARGV[1] then redis.call("PEXPIRE", KEYS[1], ARGV[2]) return 1 end
-return 0
-`;
-
-const RELEASE_SCRIPT = `
-if redis.call("GET", KEYS[1]) == ARGV[1] then redis.call("DEL", KEYS[1]) return 1 end
-return 0
-`;
+const RENEW = defineScript({ file: "lease-renew", keys: ["lease"], args: ["fenceValue", "ttlMs"], decode: reply.flag });
 
 /** Local validity ends this long before the TTL would (clock granularity, Redis round trip). */
 const SAFETY_MARGIN_MS = 100;
@@ -151,7 +130,7 @@ export function createLease(params: {
     ttlMs,
     tryAcquire: async () => {
       const sentAtMs = Date.now();
-      const term = Number(await redis.eval(ACQUIRE_SCRIPT, 2, key, termKey, ownerId, ttlMs));
+      const term = await ACQUIRE.run(redis, { keys: { lease: key, term: termKey }, args: { ownerId, ttlMs } });
       if (term < 0) {
         held = undefined;
         return undefined;
@@ -166,7 +145,7 @@ export function createLease(params: {
         return false;
       }
       const sentAtMs = Date.now();
-      const ok = Number(await redis.eval(RENEW_SCRIPT, 1, key, fence.value, ttlMs)) === 1;
+      const ok = await RENEW.run(redis, { keys: { lease: key }, args: { fenceValue: fence.value, ttlMs } });
       if (held !== fence) {
         return false;
       }
@@ -181,7 +160,7 @@ export function createLease(params: {
       const fence = held;
       held = undefined;
       if (fence) {
-        await redis.eval(RELEASE_SCRIPT, 1, key, fence.value);
+        await DELETE_IF_EQUAL.run(redis, { keys: { target: key }, args: { expected: fence.value } });
       }
     },
     current: () => (held && Date.now() < validUntilMs ? held : undefined),

@@ -4,6 +4,7 @@ import { TX_JOB, transferKey, txJobId } from "./jobs";
 import { transferDecisionKey, txRecordKey } from "./keys";
 import { transferRetentionSec } from "../protocol/retention";
 import { readAhead } from "../timing";
+import { defineScript, reply, type ScriptClient } from "../redis/script-runner";
 
 /**
  * The two router actions of a transfer that must never both happen: preparing the receiving side (the user
@@ -12,18 +13,13 @@ import { readAhead } from "../timing";
  */
 export type TransferDecision = "prepare" | "cancel-sender";
 
-/**
- * Sets ARGV[1] when the key is empty or already holds it (a retry re-asserts its own decision), or when it
- * holds ARGV[2] (a caller that proved the other decision moot, e.g. the receiving side cancelled on chain).
- * Returns the value found before ("" when none): the claim succeeded iff that is "", ARGV[1] or ARGV[2].
- */
-const CLAIM_SCRIPT = `
-local current = redis.call("GET", KEYS[1])
-if (not current) or current == ARGV[1] or (ARGV[2] ~= "" and current == ARGV[2]) then
-  redis.call("SET", KEYS[1], ARGV[1], "EX", ARGV[3])
-end
-return current or ""
-`;
+/** shared/redis/scripts/transfer-decision-claim.lua: the value found before ('' when none). */
+const CLAIM = defineScript({
+  file: "transfer-decision-claim",
+  keys: ["decision"],
+  args: ["decision", "replacing", "ttlSec"],
+  decode: reply.string,
+});
 
 export type ClaimResult =
   | { readonly ok: true; readonly previous?: TransferDecision }
@@ -44,7 +40,7 @@ export interface DecisionParams {
  */
 export async function claimTransferDecision(
   params: DecisionParams & {
-    readonly redis: Pick<Redis, "eval">;
+    readonly redis: ScriptClient;
     readonly decision: TransferDecision;
     readonly replacing?: TransferDecision;
     /**
@@ -57,7 +53,10 @@ export async function claimTransferDecision(
 ): Promise<ClaimResult> {
   const key = transferDecisionKey(params.prefix, transferKey(params.transactionId, params.user));
   const ttlSec = transferRetentionSec(params.expirySec, Math.floor(Date.now() / 1000));
-  const found = String(await params.redis.eval(CLAIM_SCRIPT, 1, key, params.decision, params.replacing ?? "", ttlSec));
+  const found = await CLAIM.run(params.redis, {
+    keys: { decision: key },
+    args: { decision: params.decision, replacing: params.replacing ?? "", ttlSec },
+  });
   if (found === "" || found === params.decision) {
     return { ok: true, ...(found === "" ? {} : { previous: found }) };
   }

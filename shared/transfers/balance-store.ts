@@ -1,6 +1,7 @@
 import type { Redis } from "ioredis";
 import { gasBalanceKey, routerBalanceKey } from "../queues";
-import { fenceArgsOf, fenceCheckLua, fencedOut, type FenceSource } from "../queues/lease";
+import { fenceArgsOf, fencedOut, type FenceSource } from "../queues/lease";
+import { FENCED_HSET } from "../redis/common-scripts";
 
 /**
  * Balances the poller refreshes so other processes (the auction) read Redis instead of calling RPCs:
@@ -20,13 +21,6 @@ export interface BalanceStore {
   getGasBalance(chainId: number): Promise<StoredAmount | undefined>;
 }
 
-/** One HSET unless the fence refuses it. KEYS: balance, fence. ARGV: amount, updatedAtMs, fence value. */
-const SET_SCRIPT = `
-${fenceCheckLua("KEYS[2]", "ARGV[3]", "0")}
-redis.call("HSET", KEYS[1], "amount", ARGV[1], "updatedAtMs", ARGV[2])
-return 1
-`;
-
 /**
  * `fence` (the chain's poller lease): every write checks it in the same script, so a poller paused past its lease
  * cannot overwrite a newer balance with an old one. Without it, writes are unfenced (tests, tools).
@@ -38,8 +32,12 @@ export function createBalanceStore(redis: Redis, prefix: string, fence?: FenceSo
     }
     // One HSET: a reader never sees a new amount with an old timestamp.
     const f = fenceArgsOf(fence, key, "balance");
-    const args = [amount.toString(), String(updatedAtMs), f.value];
-    if (Number(await redis.eval(SET_SCRIPT, 2, key, f.key, ...args)) !== 1) {
+    const written = await FENCED_HSET.run(redis, {
+      keys: { target: key, lease: f.key },
+      args: { fenceValue: f.value },
+      restArgs: ["amount", amount.toString(), "updatedAtMs", String(updatedAtMs)],
+    });
+    if (!written) {
       throw fencedOut(fence, "balance");
     }
   };

@@ -3,7 +3,9 @@ import { sameInvariant } from "../protocol/digests";
 import type { TransferRecord, TransferStatus } from "../protocol/types";
 import { transferRetentionSec } from "../protocol/retention";
 import { chainHeadKey, openTransfersKey, transferKey, transferRecordKey } from "../queues";
-import { fenceArgsOf, fenceCheckLua, fencedOut, type FenceSource } from "../queues/lease";
+import { fenceArgsOf, fencedOut, type FenceSource } from "../queues/lease";
+import { FENCED_SET } from "../redis/common-scripts";
+import { defineScript, reply } from "../redis/script-runner";
 
 /**
  * The router's view of its transfers, one record per (chain, transactionId, user), shared between processes
@@ -74,33 +76,13 @@ export function closedTransferTtlMs(record: Pick<TransferRecord, "txData">, nowM
 const MAX_CAS_ATTEMPTS = 5;
 const MGET_CHUNK = 500;
 
-/**
- * Compare-and-set of a record plus its open-index entry. A script rather than WATCH/MULTI: it is just as
- * atomic, and WATCH is per connection, which a client shared with BullMQ and other callers cannot promise.
- * KEYS: record, open index, fence. ARGV: expected JSON ('' = absent), new JSON, '1' open / '0' closed, score,
- * member, fence value ('' = unfenced), the closed record's TTL (ms). Returns -1 when the fence refuses the write.
- */
-const CAS_SCRIPT = `
-${fenceCheckLua("KEYS[3]", "ARGV[6]", "-1")}
-local current = redis.call('GET', KEYS[1])
-if current == false then current = '' end
-if current ~= ARGV[1] then return 0 end
-if ARGV[3] == '1' then
-  redis.call('SET', KEYS[1], ARGV[2])
-  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5])
-else
-  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[7])
-  redis.call('ZREM', KEYS[2], ARGV[5])
-end
-return 1
-`;
-
-/** SET of the chain head unless the fence refuses it. KEYS: head, fence. ARGV: JSON, fence value. */
-const SET_HEAD_SCRIPT = `
-${fenceCheckLua("KEYS[2]", "ARGV[2]", "0")}
-redis.call("SET", KEYS[1], ARGV[1])
-return 1
-`;
+/** Compare-and-set of a record plus its open-index entry (shared/redis/scripts/transfer-cas.lua). */
+const CAS = defineScript({
+  file: "transfer-cas",
+  keys: ["record", "open", "lease"],
+  args: ["expected", "json", "open", "score", "member", "fenceValue", "closedTtlMs"],
+  decode: reply.number,
+});
 
 export interface TransferStoreOptions {
   /**
@@ -129,18 +111,19 @@ export function createTransferStore(redis: Redis, prefix: string, options: Trans
       if (mergedJson === currentJson) {
         return "unchanged";
       }
-      const open = merged.status === "Prepared" ? "1" : "0";
       const f = fenceArgsOf(fence, key, "transfer record");
-      const args = [
-        currentJson,
-        mergedJson,
-        open,
-        String(merged.txData.expiry),
-        member,
-        f.value,
-        String(closedTransferTtlMs(merged, Date.now())),
-      ];
-      const done = await redis.eval(CAS_SCRIPT, 3, key, openTransfersKey(prefix, record.chainId), f.key, ...args);
+      const done = await CAS.run(redis, {
+        keys: { record: key, open: openTransfersKey(prefix, record.chainId), lease: f.key },
+        args: {
+          expected: currentJson,
+          json: mergedJson,
+          open: merged.status === "Prepared" ? "1" : "0",
+          score: merged.txData.expiry,
+          member,
+          fenceValue: f.value,
+          closedTtlMs: closedTransferTtlMs(merged, Date.now()),
+        },
+      });
       if (done === -1) {
         throw fencedOut(fence, "transfer record");
       }
@@ -186,7 +169,8 @@ export function createTransferStore(redis: Redis, prefix: string, options: Trans
       const value: ChainHead = { ...head, updatedAtMs: head.updatedAtMs ?? Date.now() };
       const key = chainHeadKey(prefix, chainId);
       const f = fenceArgsOf(fence, key, "chain head");
-      if (Number(await redis.eval(SET_HEAD_SCRIPT, 2, key, f.key, JSON.stringify(value), f.value)) !== 1) {
+      const call = { keys: { target: key, lease: f.key }, args: { value: JSON.stringify(value), fenceValue: f.value } };
+      if (!(await FENCED_SET.run(redis, call))) {
         throw fencedOut(fence, "chain head");
       }
     },

@@ -1,7 +1,7 @@
 import { getAddress, hexlify, randomBytes } from "ethers";
 import { bidReservationExpiryKey } from "../../shared/queues";
+import { expandIncludes } from "../../shared/redis/script-loader";
 import {
-  DIGIT_MATH_LUA,
   LAPSE_STEP_MS,
   MAX_BIDS_PER_TRANSFER,
   createBidReservations,
@@ -21,7 +21,13 @@ const suite = useRedis();
 
 describe("digit-string arithmetic in Lua (real Redis)", () => {
   const op = (name: "dadd" | "dsub" | "dcmp" | "ddiv", a: string, b: string): Promise<string> =>
-    suite.redis.eval(`${DIGIT_MATH_LUA}\nreturn tostring(${name}(ARGV[1], ARGV[2]))`, 0, a, b) as Promise<string>;
+    suite.redis.eval(
+      expandIncludes("digit-math-test.lua", `--- @include "digit-math"\nreturn tostring(${name}(ARGV[1], ARGV[2]))`)
+        .lua,
+      0,
+      a,
+      b,
+    ) as Promise<string>;
 
   const samples = (): bigint[] => {
     const out = [

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { existsSync, statSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 
 const ROOT = resolve(__dirname, "../..");
@@ -29,5 +29,10 @@ describe("npm run build", () => {
     expect({ missing, manyChecks: checks > 100 }).toEqual({ missing: 0, manyChecks: true });
     expect(statSync(SERVED).mtimeMs).toBeGreaterThan(before);
     expect([existsSync(join(ROOT, "dist.next")), existsSync(join(ROOT, "dist.old"))]).toEqual([false, false]);
+    // tsc copies no .lua file: the build carries the Redis scripts (and their includes) next to the runner.
+    const lua = (dir: string): string[] =>
+      (readdirSync(join(ROOT, dir), { recursive: true }) as string[]).filter((f) => f.endsWith(".lua")).sort();
+    expect(lua("shared/redis/scripts").length).toBeGreaterThan(5);
+    expect(lua("dist/shared/redis/scripts")).toEqual(lua("shared/redis/scripts"));
   }, 300_000);
 });

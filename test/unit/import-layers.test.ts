@@ -132,6 +132,17 @@ describe("import layers (docs/architecture.md)", () => {
     ).toEqual([]);
   });
 
+  it("keeps shared/redis (the script runner and its scripts) on the floor: it imports only shared/errors", () => {
+    const runner = [...graph].filter(([file]) => file.startsWith("shared/redis/"));
+    expect(runner.map(([file]) => file)).toContain("shared/redis/script-runner.ts");
+    expect(
+      edgesWhere(
+        graph,
+        (from, to) => from.startsWith("shared/redis/") && !to.startsWith("shared/redis/") && to !== "shared/errors.ts",
+      ),
+    ).toEqual([]);
+  });
+
   it("keeps the leaves (timing, errors) free of project imports", () => {
     expect(graph.get("shared/timing.ts")).toEqual([]);
     expect(graph.get("shared/errors.ts")).toEqual([]);

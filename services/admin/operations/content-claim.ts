@@ -3,6 +3,8 @@ import type { Job, Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { adminRequestContentKey, type TxJobName } from "../../../shared/queues";
 import { txRecordStatus } from "../../../shared/queues/in-flight";
+import { DELETE_IF_EQUAL } from "../../../shared/redis/common-scripts";
+import { defineScript, reply, type ScriptClient } from "../../../shared/redis/script-runner";
 import { QUEUE_CALL_TIMEOUT_MS } from "./enqueue-and-wait";
 
 /**
@@ -18,18 +20,16 @@ export const PRE_ENQUEUE_READ_TIMEOUT_MS = 10_000;
 /** A claim younger than this whose job does not exist yet may be a request still reading the chain. */
 const CLAIM_SETTLE_MS = PRE_ENQUEUE_READ_TIMEOUT_MS + 2 * QUEUE_CALL_TIMEOUT_MS;
 
-// Replaces the claim only if it still names the job we judged (failed with nothing on chain, or never enqueued).
-const TAKE_OVER_SCRIPT = `
-if redis.call("GET", KEYS[1]) == ARGV[1] then redis.call("SET", KEYS[1], ARGV[2], "PX", ARGV[3]) return 1 end
-return 0
-`;
-const RELEASE_SCRIPT = `
-if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end
-return 0
-`;
+/** Replaces the claim only if it still names the job we judged (failed with nothing on chain, or never enqueued). */
+const TAKE_OVER = defineScript({
+  file: "replace-if-equal",
+  keys: ["target"],
+  args: ["expected", "value", "ttlMs"],
+  decode: reply.flag,
+});
 
 export interface ContentClaimDeps {
-  readonly redis: Pick<Redis, "set" | "get" | "pttl" | "eval" | "hget">;
+  readonly redis: Pick<Redis, "set" | "get" | "pttl" | "hget"> & ScriptClient;
   readonly redisPrefix: string;
 }
 
@@ -80,7 +80,11 @@ export async function claimContent(
     ) {
       return other;
     }
-    if (Number(await redis.eval(TAKE_OVER_SCRIPT, 1, key, other, claim.jobId, CONTENT_CLAIM_WINDOW_MS)) === 1) {
+    const call = {
+      keys: { target: key },
+      args: { expected: other, value: claim.jobId, ttlMs: CONTENT_CLAIM_WINDOW_MS },
+    };
+    if (await TAKE_OVER.run(redis, call)) {
       return undefined;
     }
   }
@@ -89,7 +93,7 @@ export async function claimContent(
 
 /** Drops the claim if it is still this request's: nothing was enqueued, so an identical request may go at once. */
 export async function releaseContent(deps: ContentClaimDeps, claim: ContentClaim): Promise<void> {
-  await deps.redis.eval(RELEASE_SCRIPT, 1, keyOf(deps, claim), claim.jobId);
+  await DELETE_IF_EQUAL.run(deps.redis, { keys: { target: keyOf(deps, claim) }, args: { expected: claim.jobId } });
 }
 
 async function failedWithNothingOnChain(deps: ContentClaimDeps, job: Job, chainId: number): Promise<boolean> {

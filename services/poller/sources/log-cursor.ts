@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
-import { fenceArgsOf, fenceCheckLua, fencedOut, type FenceSource } from "../../../shared/queues/lease";
+import { fenceArgsOf, fencedOut, type FenceSource } from "../../../shared/queues/lease";
+import { FENCED_SET } from "../../../shared/redis/common-scripts";
 
 /** One block the logs source read up to, with the hash it had then. */
 export interface BlockCheckpoint {
@@ -38,13 +39,6 @@ export interface LogCursorStore {
   setGenesis(genesisHash: string): Promise<StoredCursor>;
 }
 
-/** SET of the cursor unless the poller lease moved on. KEYS: cursor, lease. ARGV: JSON, fence value. */
-const FENCED_SET_SCRIPT = `
-${fenceCheckLua("KEYS[2]", "ARGV[2]", "0")}
-redis.call("SET", KEYS[1], ARGV[1])
-return 1
-`;
-
 /**
  * `fence` (the poller lease): every save and reset checks it in the same script as the write, so a poller that
  * was paused past its lease can never move the cursor back under the active one. Without it, writes are unfenced.
@@ -53,7 +47,8 @@ export function createLogCursorStore(redis: Redis, key: string, fence?: FenceSou
   let last: StoredCursor | undefined;
   const write = async (cursor: StoredCursor): Promise<StoredCursor> => {
     const f = fenceArgsOf(fence, key, "log cursor");
-    if (Number(await redis.eval(FENCED_SET_SCRIPT, 2, key, f.key, JSON.stringify(cursor), f.value)) !== 1) {
+    const call = { keys: { target: key, lease: f.key }, args: { value: JSON.stringify(cursor), fenceValue: f.value } };
+    if (!(await FENCED_SET.run(redis, call))) {
       throw fencedOut(fence, "log cursor");
     }
     last = cursor;

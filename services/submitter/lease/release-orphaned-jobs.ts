@@ -1,5 +1,6 @@
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
+import { defineScript, reply } from "../../../shared/redis/script-runner";
 import type { Fence } from "../send/fence";
 
 /**
@@ -7,18 +8,15 @@ import type { Fence } from "../send/fence";
  * to a previous holder (dead, or paused and fenced out), so its BullMQ lock is dropped and the job is marked
  * stalled; the worker's first stalled check, which runs as it starts, puts the job back at the head of the
  * queue. This is what makes takeover take about a second instead of BullMQ's lockDuration (30 s): see
- * docs/submitter.md. Touches BullMQ's own keys (names from the Queue object, layout of BullMQ 6).
+ * docs/submitter.md. Touches BullMQ's own keys (names from the Queue object, layout of BullMQ 6): the script is
+ * shared/redis/scripts/release-orphaned-jobs.lua.
  */
-const RELEASE_SCRIPT = `
-if redis.call("GET", KEYS[1]) ~= ARGV[1] then return -1 end
-local active = redis.call("LRANGE", KEYS[2], 0, -1)
-for _, id in ipairs(active) do
-  redis.call("DEL", ARGV[2] .. id .. ":lock")
-  redis.call("SADD", KEYS[3], id)
-end
-redis.call("DEL", KEYS[4])
-return #active
-`;
+const RELEASE = defineScript({
+  file: "release-orphaned-jobs",
+  keys: ["lease", "active", "stalled", "stalledCheck"],
+  args: ["fenceValue", "queuePrefix"],
+  decode: reply.number,
+});
 
 /** The number of jobs released; -1 when the fence no longer holds (nothing was touched). */
 export async function releaseOrphanedJobs(
@@ -26,16 +24,13 @@ export async function releaseOrphanedJobs(
   queue: Pick<Queue, "keys" | "toKey">,
   fence: Fence,
 ): Promise<number> {
-  return Number(
-    await redis.eval(
-      RELEASE_SCRIPT,
-      4,
-      fence.key,
-      queue.keys.active,
-      queue.keys.stalled,
-      queue.keys["stalled-check"],
-      fence.value,
-      queue.toKey(""),
-    ),
-  );
+  return RELEASE.run(redis, {
+    keys: {
+      lease: fence.key,
+      active: queue.keys.active,
+      stalled: queue.keys.stalled,
+      stalledCheck: queue.keys["stalled-check"],
+    },
+    args: { fenceValue: fence.value, queuePrefix: queue.toKey("") },
+  });
 }

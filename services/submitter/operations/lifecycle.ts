@@ -15,6 +15,7 @@ import {
   type RouterCallKind,
 } from "../../../shared/protocol/router-signatures";
 import type { TransactionData } from "../../../shared/protocol/types";
+import type { ScriptClient } from "../../../shared/redis/script-runner";
 import { sameHex } from "../../../shared/protocol/values";
 import type { RouterSigner } from "../../../shared/signer/router-signer";
 import type { TxCall, TxNoop } from "../send/tx-record";
@@ -43,7 +44,7 @@ export interface LifecycleContext {
   /** Producer handle of a configured chain's transaction queue; undefined if not configured. */
   readonly txQueue: (chainId: number) => Queue | undefined;
   /** Plain Redis connection, for other chains' transaction records and the transfer decision (shared/queues/transfer-decision.ts). */
-  readonly redis: Pick<Redis, "hget" | "hmget" | "get" | "eval" | "exists">;
+  readonly redis: Pick<Redis, "hget" | "hmget" | "get" | "exists"> & ScriptClient;
   /** This job's view of the liquidity other concurrent jobs hold (absent outside a submitter: no holds). */
   readonly liquidity?: JobLiquidity;
 }

@@ -2,11 +2,11 @@ import type { RouterError } from "../../../shared/errors";
 import { fenceArgsOf, fencedOut, type Fence, type FenceSource } from "../../../shared/queues/lease";
 import { SenderLeaseLostError } from "./errors";
 
-export { fenceCheckLua, type Fence, type FenceSource } from "../../../shared/queues/lease";
+export { type Fence, type FenceSource } from "../../../shared/queues/lease";
 
 /**
  * The sender lease's fence as the send stores use it (nonce store, transaction records, liquidity holds): each
- * write checks it atomically in its own Lua script (shared/queues/lease.ts fenceCheckLua). A refused write throws
+ * write checks it atomically in its own Lua script (shared/redis/scripts/includes/fence-check.lua). A refused write throws
  * SenderLeaseLostError, which the processor answers by handing the job back to the lease holder. Without a fence
  * source (tests, tools) writes are not fenced.
  */

@@ -1,7 +1,8 @@
 import type { Redis } from "ioredis";
 import type { ChainProvider } from "../../../shared/chain/chain-provider";
 import { nonceKey } from "../../../shared/queues";
-import { fenceCheckLua, senderFenceArgs, senderFencedOut, type FenceSource } from "./fence";
+import { defineScript, reply } from "../../../shared/redis/script-runner";
+import { senderFenceArgs, senderFencedOut, type FenceSource } from "./fence";
 
 /**
  * The next nonce of one (chain, signer), at `routerKey(prefix, "nonce", chainId, signerAddress)`, shared by
@@ -35,19 +36,20 @@ export interface NonceStore {
   setFloor(next: number): void;
 }
 
-// Both writes are fenced by the sender lease (-2: refused, the writer is not the holder).
-const ADVANCE_SCRIPT = `
-${fenceCheckLua("KEYS[2]", "ARGV[2]", "-2")}
-local current = tonumber(redis.call("GET", KEYS[1]) or "-1")
-if current < tonumber(ARGV[1]) then redis.call("SET", KEYS[1], ARGV[1]) return 1 end
-return 0
-`;
+/** Both writes are fenced by the sender lease (shared/redis/scripts/nonce-*.lua; -2: refused). */
+const ADVANCE = defineScript({
+  file: "nonce-advance",
+  keys: ["nonce", "lease"],
+  args: ["next", "fenceValue"],
+  decode: reply.number,
+});
 
-const RESET_SCRIPT = `
-${fenceCheckLua("KEYS[2]", "ARGV[3]", "-2")}
-if redis.call("GET", KEYS[1]) == ARGV[1] then redis.call("SET", KEYS[1], ARGV[2]) return 1 end
-return 0
-`;
+const RESET = defineScript({
+  file: "nonce-reset",
+  keys: ["nonce", "lease"],
+  args: ["expected", "to", "fenceValue"],
+  decode: reply.number,
+});
 
 export function createNonceStore(params: {
   redis: Redis;
@@ -65,11 +67,11 @@ export function createNonceStore(params: {
     return value === null ? undefined : Number(value);
   };
   const fenced = (): { key: string; value: string } => senderFenceArgs(params.fence, key, "next nonce");
-  const checked = (result: unknown): number => {
-    if (Number(result) === -2) {
+  const checked = (result: number): number => {
+    if (result === -2) {
       throw senderFencedOut(params.fence, "next nonce");
     }
-    return Number(result);
+    return result;
   };
   const pendingCount = (): Promise<number> => provider.getTransactionCount(signerAddress, "pending");
   let floor = 0;
@@ -83,7 +85,9 @@ export function createNonceStore(params: {
     },
     advanceTo: async (next) => {
       const fence = fenced();
-      checked(await redis.eval(ADVANCE_SCRIPT, 2, key, fence.key, next, fence.value));
+      checked(
+        await ADVANCE.run(redis, { keys: { nonce: key, lease: fence.key }, args: { next, fenceValue: fence.value } }),
+      );
     },
     reserve: (nonce) => {
       floor = Math.max(floor, nonce + 1);
@@ -93,7 +97,8 @@ export function createNonceStore(params: {
     },
     resetIfUnchanged: async (expected, to) => {
       const fence = fenced();
-      return checked(await redis.eval(RESET_SCRIPT, 2, key, fence.key, expected, to, fence.value)) === 1;
+      const call = { keys: { nonce: key, lease: fence.key }, args: { expected, to, fenceValue: fence.value } };
+      return checked(await RESET.run(redis, call)) === 1;
     },
   };
 }

@@ -3,7 +3,8 @@ import type { FeeJson } from "../../../shared/protocol/gas";
 import { transferRetentionSec } from "../../../shared/protocol/retention";
 import { TX_JOB, nonceJobsKey, txRecordKey, type TxJobResult } from "../../../shared/queues";
 import { TxRecordConflictError } from "./errors";
-import { fenceCheckLua, senderFenceArgs, senderFencedOut, type FenceSource } from "./fence";
+import { defineScript, reply } from "../../../shared/redis/script-runner";
+import { senderFenceArgs, senderFencedOut, type FenceSource } from "./fence";
 
 /**
  * The crash-safe state of one job's transaction, at `routerKey(prefix, "tx", chainId, jobId)`.
@@ -124,17 +125,16 @@ export function finishedRecordTtlMs(record: Pick<TxRecord, "transferExpirySec" |
     : transferRetentionSec(record.transferExpirySec, Math.floor(nowMs / 1000)) * 1000;
 }
 
-// Compare-and-set on the `version` field, fenced by the sender lease: returns -1 on success, -2 when the
-// lease is not the writer's, else the version found (0 = no record).
-const SAVE_SCRIPT = `
-${fenceCheckLua("KEYS[2]", "ARGV[5]", "-2")}
-local current = tonumber(redis.call("HGET", KEYS[1], "version") or "0")
-if current ~= tonumber(ARGV[1]) then return current end
-redis.call("HSET", KEYS[1], "version", ARGV[2], "record", ARGV[3])
-if tonumber(ARGV[4]) > 0 then redis.call("PEXPIRE", KEYS[1], ARGV[4]) else redis.call("PERSIST", KEYS[1]) end
-if tonumber(ARGV[6]) >= 0 then redis.call("HSET", KEYS[3], ARGV[6], ARGV[7]) end
-return -1
-`;
+/**
+ * Compare-and-set on the `version` field, fenced by the sender lease (shared/redis/scripts/tx-record-save.lua):
+ * -1 on success, -2 when the lease is not the writer's, else the version found (0 = no record).
+ */
+const SAVE = defineScript({
+  file: "tx-record-save",
+  keys: ["record", "lease", "nonceJobs"],
+  args: ["expected", "version", "json", "ttlMs", "fenceValue", "nonce", "jobId"],
+  decode: reply.number,
+});
 
 export interface TxRecordStore {
   load(jobId: string): Promise<TxRecord | undefined>;
@@ -159,17 +159,13 @@ export interface TxRecordStore {
   archiveReverted(jobId: string): Promise<string | undefined>;
 }
 
-// Renames the record when its status is "reverted" (atomic: a record changed meanwhile is left alone). RENAME
-// keeps the TTL the record got when it was saved reverted; ARGV[1] only covers a record that has none.
-const ARCHIVE_REVERTED_SCRIPT = `
-${fenceCheckLua("KEYS[3]", "ARGV[2]", "-2")}
-local json = redis.call("HGET", KEYS[1], "record")
-if not json then return 0 end
-if cjson.decode(json).status ~= "reverted" then return 0 end
-redis.call("RENAME", KEYS[1], KEYS[2])
-if redis.call("PTTL", KEYS[2]) < 0 then redis.call("PEXPIRE", KEYS[2], ARGV[1]) end
-return 1
-`;
+/** Moves a reverted record aside (shared/redis/scripts/tx-record-archive-reverted.lua): 1, 0, or -2 (fence). */
+const ARCHIVE_REVERTED = defineScript({
+  file: "tx-record-archive-reverted",
+  keys: ["record", "archive", "lease"],
+  args: ["ttlMs", "fenceValue"],
+  decode: reply.number,
+});
 
 /**
  * Of `nonces` of `from` on `chainId`, those no send record names in the nonce-jobs index (one HMGET). The store's
@@ -224,22 +220,18 @@ export function createTxRecordStore(params: {
       const owner = fenced.fence ? { id: fenced.fence.ownerId, term: fenced.fence.term } : record.owner;
       const next: TxRecord = { ...record, version: record.version + 1, updatedAtMs: Date.now(), owner };
       const ttlMs = next.status === "sending" ? 0 : finishedRecordTtlMs(next, Date.now());
-      const found = Number(
-        await redis.eval(
-          SAVE_SCRIPT,
-          3,
-          key,
-          fenced.key,
-          nonceJobsKey(prefix, chainId, record.from),
-          record.version,
-          next.version,
-          JSON.stringify(next),
+      const found = await SAVE.run(redis, {
+        keys: { record: key, lease: fenced.key, nonceJobs: nonceJobsKey(prefix, chainId, record.from) },
+        args: {
+          expected: record.version,
+          version: next.version,
+          json: JSON.stringify(next),
           ttlMs,
-          fenced.value,
-          record.nonce,
-          record.jobId,
-        ),
-      );
+          fenceValue: fenced.value,
+          nonce: record.nonce,
+          jobId: record.jobId,
+        },
+      });
       if (found === -2) {
         throw senderFencedOut(params.fence, recordOf(record.jobId));
       }
@@ -258,17 +250,10 @@ export function createTxRecordStore(params: {
       const archiveId = `${jobId}-reverted-${version ?? "0"}`;
       const key = txRecordKey(prefix, chainId, jobId);
       const fenced = senderFenceArgs(params.fence, key, recordOf(jobId));
-      const moved = Number(
-        await redis.eval(
-          ARCHIVE_REVERTED_SCRIPT,
-          3,
-          key,
-          txRecordKey(prefix, chainId, archiveId),
-          fenced.key,
-          FINISHED_RECORD_TTL_MS,
-          fenced.value,
-        ),
-      );
+      const moved = await ARCHIVE_REVERTED.run(redis, {
+        keys: { record: key, archive: txRecordKey(prefix, chainId, archiveId), lease: fenced.key },
+        args: { ttlMs: FINISHED_RECORD_TTL_MS, fenceValue: fenced.value },
+      });
       if (moved === -2) {
         throw senderFencedOut(params.fence, recordOf(jobId));
       }
