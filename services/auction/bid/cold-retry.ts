@@ -3,7 +3,7 @@ import type { MessagingRequest } from "../../../shared/messaging/types";
 import { auctionLogFields } from "../../../shared/protocol/auction-payload";
 import { isColdRefusal } from "../../../shared/protocol/auction-refusal";
 import { sleep } from "../../../shared/timing";
-import type { RequestClaim } from "../claimed-delivery";
+import type { RequestClaim } from "../delivery/types";
 import type { ReservedBid } from "../request-claims";
 import { refused, type Outcome } from "./outcome";
 

@@ -2,7 +2,7 @@ import { errorMessage } from "../../../shared/errors";
 import type { MessagingRequest } from "../../../shared/messaging/types";
 import { parseAuctionPayload } from "../../../shared/protocol/auction-payload";
 import type { ReplicationGuard } from "../../../shared/queues/replication";
-import type { RequestClaim } from "../claimed-delivery";
+import type { RequestClaim } from "../delivery/types";
 import type { AuctionContext } from "../context";
 import type { ReservedBid } from "../request-claims";
 import { bidFor, bidResponse, signBid } from "./bid-fields";

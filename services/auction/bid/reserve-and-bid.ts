@@ -4,7 +4,7 @@ import { isLiquidityRefusal } from "../../../shared/protocol/auction-refusal";
 import { transferKey } from "../../../shared/queues";
 import type { ReplicationGuard } from "../../../shared/queues/replication";
 import type { BidReservations, ReserveParams } from "../../../shared/transfers/bid-reservations";
-import type { RequestClaim } from "../claimed-delivery";
+import type { RequestClaim } from "../delivery/types";
 import type { AuctionContext } from "../context";
 import type { InventoryCache } from "../inventory-cache";
 import type { ReservedBid } from "../request-claims";

@@ -10,7 +10,7 @@ import { chainFactsOf, createPriceRequest } from "../bid/price-request";
 import { createReserveAndBid } from "../bid/reserve-and-bid";
 import { createResendReserved } from "../bid/resend-reserved";
 import { DEFAULT_WARM_UP_ROUNDS, startWarmUp } from "../bid/warm-up";
-import type { RequestClaim } from "../claimed-delivery";
+import type { RequestClaim } from "../delivery/types";
 import type { AuctionContext } from "../context";
 import type { InventoryCache } from "../inventory-cache";
 
