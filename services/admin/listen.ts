@@ -1,6 +1,8 @@
 import { createServer, type Server } from "node:http";
 import { isIPv4 } from "node:net";
 import type { Express } from "express";
+import type { RouterConfig } from "../../shared/config/types";
+import type { Logger } from "../../shared/logging/create-logger";
 
 /** Resolves once the server accepts connections; rejects on EADDRINUSE and friends, so start() fails. */
 export function listen(app: Express, host: string, port: number): Promise<Server> {
@@ -32,4 +34,29 @@ export function closeServer(server: Server): Promise<void> {
     server.close((err) => (err ? reject(err) : resolve()));
     server.closeAllConnections();
   });
+}
+
+/**
+ * The listening line, and a warning when the API is reachable beyond this host: inside a container the published
+ * port decides who reaches it (ROUTER_CONTAINER_HOST), elsewhere anything but loopback is an operator's risk.
+ */
+export function logListening(
+  logger: Logger,
+  config: Pick<RouterConfig, "host" | "port">,
+  env: NodeJS.ProcessEnv,
+  signerAddress: string,
+): void {
+  logger.info("admin API listening", { at: "admin.listen", host: config.host, port: config.port, signerAddress });
+  if (env.ROUTER_CONTAINER_HOST) {
+    logger.info(
+      "admin API bound to ROUTER_CONTAINER_HOST inside a container: the published port decides who reaches it",
+      { at: "admin.listen", host: config.host, port: config.port },
+    );
+  } else if (!isLoopbackHost(config.host)) {
+    logger.warn(
+      "ADMIN API IS BOUND TO A NON-LOOPBACK ADDRESS: it must never be reachable from the internet (docs/admin-api.md); " +
+        "bind host 127.0.0.1 or keep it strictly inside a private network",
+      { at: "admin.listen", host: config.host, port: config.port },
+    );
+  }
 }

@@ -11,14 +11,8 @@ import { createInventoryReader, observeInventory } from "./inventory";
 import { createApp } from "./app";
 import { createChainQueues } from "./chain-queues";
 import { createStatusReader } from "./status";
-import { closeServer, isLoopbackHost, listen } from "./listen";
-import { createAddLiquidityForOperation } from "./operations/add-liquidity-for";
-import { createCancelSenderOperation } from "./operations/cancel-sender";
-import { createMigrateLiquidityOperation } from "./operations/migrate-liquidity";
-import { createProcessActiveTransactionsOperation } from "./operations/process-active-transactions";
-import { replicationGuard } from "../../shared/queues/replication";
-import { createRemoveLiquidityOperation, DEFAULT_BROADCAST_TIMEOUT_MS } from "./operations/remove-liquidity";
-import type { AdminOperations } from "./types";
+import { closeServer, listen, logListening } from "./listen";
+import { createAdminOperations } from "./admin-operations";
 import { createLedgerPool } from "../../shared/ledger/database";
 import { readLatestReconciliation } from "../../shared/ledger/reconcile-reads";
 import { readSwapRows } from "../../shared/ledger/swap-reads";
@@ -48,56 +42,17 @@ export async function startAdmin({ config, logger, observe, env }: ServiceContex
   );
   const redis = resources.redis();
   const transfers = createTransferStore(redis, config.redisPrefix);
-  const readUnlockedBalance = createRouterBalanceReader({ config, routerAddress, providers, logger });
-  const listOpen = (chainId: number) => transfers.listOpen(chainId);
-  const operations: AdminOperations = {
-    removeLiquidity: createRemoveLiquidityOperation({
-      queueFor: queues.queueFor,
-      queueEventsFor: queues.queueEventsFor,
-      readUnlockedBalance,
-      redis,
-      redisPrefix: config.redisPrefix,
-      replication: replicationGuard(redis, config.redisPrefix, config.redisReplication),
-      broadcastTimeoutMs: DEFAULT_BROADCAST_TIMEOUT_MS,
-      logger,
-    }),
-    cancelSender: createCancelSenderOperation({
-      config,
-      routerAddress,
-      queueFor: queues.queueFor,
-      queueEventsFor: queues.queueEventsFor,
-      redis,
-      readProvider: resources.requireProvider,
-      findTransfer: (chainId, transactionId, user) => transfers.get(chainId, transactionId, user),
-      broadcastTimeoutMs: DEFAULT_BROADCAST_TIMEOUT_MS,
-      logger,
-    }),
-    addLiquidityFor: createAddLiquidityForOperation({
-      config,
-      routerAddress,
-      signerAddress,
-      queueFor: queues.queueFor,
-      queueEventsFor: queues.queueEventsFor,
-      readProvider: resources.requireProvider,
-      redis,
-      redisPrefix: config.redisPrefix,
-      replication: replicationGuard(redis, config.redisPrefix, config.redisReplication),
-      broadcastTimeoutMs: DEFAULT_BROADCAST_TIMEOUT_MS,
-      logger,
-    }),
-    migrateLiquidity: createMigrateLiquidityOperation({
-      config,
-      signerAddress,
-      queueFor: queues.queueFor,
-      queueEventsFor: queues.queueEventsFor,
-      readProvider: resources.requireProvider,
-      readUnlockedBalance,
-      listOpen,
-      broadcastTimeoutMs: DEFAULT_BROADCAST_TIMEOUT_MS,
-      logger,
-    }),
-    processActiveTransactions: createProcessActiveTransactionsOperation({ config, redis, listOpen, logger }),
-  };
+  const operations = createAdminOperations({
+    config,
+    logger,
+    routerAddress,
+    signerAddress,
+    queues,
+    redis,
+    transfers,
+    readProvider: resources.requireProvider,
+    readUnlockedBalance: createRouterBalanceReader({ config, routerAddress, providers, logger }),
+  });
   const inventory = createInventoryReader({
     config,
     balances: createBalanceStore(redis, config.redisPrefix),
@@ -138,23 +93,7 @@ export async function startAdmin({ config, logger, observe, env }: ServiceContex
     await resources.close();
     throw err;
   });
-  logger.info("admin API listening", { at: "admin.listen", host: config.host, port: config.port, signerAddress });
-  if (env.ROUTER_CONTAINER_HOST) {
-    logger.info(
-      "admin API bound to ROUTER_CONTAINER_HOST inside a container: the published port decides who reaches it",
-      {
-        at: "admin.listen",
-        host: config.host,
-        port: config.port,
-      },
-    );
-  } else if (!isLoopbackHost(config.host)) {
-    logger.warn(
-      "ADMIN API IS BOUND TO A NON-LOOPBACK ADDRESS: it must never be reachable from the internet (docs/admin-api.md); " +
-        "bind host 127.0.0.1 or keep it strictly inside a private network",
-      { at: "admin.listen", host: config.host, port: config.port },
-    );
-  }
+  logListening(logger, config, env, signerAddress);
   return {
     stop: async () => {
       await closeServer(server);

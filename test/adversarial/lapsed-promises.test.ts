@@ -2,7 +2,7 @@ import { getAddress, hexlify, randomBytes } from "ethers";
 import { transferKey } from "../../shared/queues";
 import { createBalanceStore } from "../../shared/transfers/balance-store";
 import { createBidReservations, promiseLapseMs, type ReserveParams } from "../../shared/transfers/bid-reservations";
-import { RESERVATION_GRACE_SEC } from "../../services/auction/handlers/auction";
+import { RESERVATION_GRACE_SEC } from "../../services/auction/bid/reserve-and-bid";
 import { BID_EXPIRY_SEC } from "../../shared/protocol/expiry";
 import { useRedis } from "../harness/redis";
 import { uniquePrefix } from "../integration/submitter-fixture";

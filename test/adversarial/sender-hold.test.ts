@@ -4,7 +4,7 @@ import { startPoller, type RunningPoller } from "../../services/poller/start-pol
 import { transferKey } from "../../shared/queues";
 import { createBalanceStore } from "../../shared/transfers/balance-store";
 import { createBidReservations, type ReserveParams } from "../../shared/transfers/bid-reservations";
-import { RESERVATION_GRACE_SEC } from "../../services/auction/handlers/auction";
+import { RESERVATION_GRACE_SEC } from "../../services/auction/bid/reserve-and-bid";
 import {
   RECEIVING,
   SENDING,

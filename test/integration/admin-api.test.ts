@@ -221,6 +221,28 @@ describe("admin API (HTTP behaviour)", () => {
     },
   );
 
+  it("answers the same 401 body on every surface; only the pages add a Basic challenge", async () => {
+    const { adminToken: _omitted, ...withoutToken } = removeBody();
+    const api = await post(`${app.baseUrl}/remove-liquidity`, withoutToken);
+    const apiBody = expectErrorBody(api, 401, "unauthorized");
+    expect(api.headers.get("www-authenticate")).toBeNull();
+    for (const path of ["/operator", "/ledger", "/pnl"]) {
+      const page = await request(`${app.baseUrl}${path}`);
+      const wrong = await fetch(`${app.baseUrl}${path}`, { headers: { authorization: `Bearer ${WRONG_TOKEN}` } });
+      for (const [reply, body] of [
+        [page, page.json()],
+        [wrong, (await wrong.json()) as Record<string, unknown>],
+      ] as const) {
+        expect(reply.status).toBe(401);
+        expect(reply.headers.get("www-authenticate")).toMatch(/^Basic realm=/);
+        expect({ error: body.error, message: body.message }).toEqual({
+          error: apiBody.error,
+          message: apiBody.message,
+        });
+      }
+    }
+  });
+
   it("authenticates before validating: a bad body without a token gets 401, not 400", async () => {
     const reply = await post(`${app.baseUrl}/remove-liquidity`, { chainId: "x", amount: "1.5", extra: true });
     expectErrorBody(reply, 401, "unauthorized");

@@ -4,7 +4,7 @@ import { encodeBid, recoverBidSigner } from "../../shared/protocol/bid";
 import type { AuctionBid } from "../../shared/protocol/types";
 import { createBidReservations, type BidReservations } from "../../shared/transfers/bid-reservations";
 import { cleanUpModeKey } from "../../shared/queues";
-import { DEFAULT_WARM_UP_ROUNDS } from "../../services/auction/handlers/auction";
+import { DEFAULT_WARM_UP_ROUNDS } from "../../services/auction/bid/warm-up";
 import type { BalanceStore } from "../../shared/transfers/balance-store";
 import {
   MIN_GAS,

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { Wallet } from "ethers";
 import type { AuthServer } from "../../services/messaging-auth/app";
-import { serveClaimed, type ClaimedDelivery, type ClaimedHandler } from "../../services/auction/claimed-delivery";
+import { serveClaimed } from "../../services/auction/claimed-delivery";
+import type { ClaimedDelivery, ClaimedHandler } from "../../services/auction/delivery/types";
 import { createRequestClaims, type RequestClaims } from "../../services/auction/request-claims";
 import { connectMessaging, routerQueueGroup, type Messaging, type MessagingResponse } from "../../shared/messaging";
 import { sleep } from "../../shared/timing";

@@ -1,46 +1,26 @@
-import { timingSafeEqual } from "node:crypto";
 import type { RequestHandler } from "express";
 import { AdminApiError } from "../errors";
 import type { AuthThrottle } from "./auth-throttle";
-import { sha256 } from "./authenticate";
+import { adminTokenGate } from "./admin-token";
 
 /**
- * Browser-friendly admin auth for the pages under /admin (queue dashboard, GET /status): HTTP Basic with the
- * adminToken as the password (any user name), so a browser prompts once and resends it; scripts may send
- * `Authorization: Bearer <adminToken>` instead. Without it: 401 with a
- * `WWW-Authenticate` challenge. Tokens are compared as SHA-256 digests (no length or timing leak).
+ * Browser-friendly admin auth for the pages (queue dashboard, operator page, GET /status and the reports): HTTP
+ * Basic with the adminToken as the password (any user name), so a browser prompts once and resends it; scripts may
+ * send `Authorization: Bearer <adminToken>` instead. Without it: the one 401 (admin-token.ts) with a
+ * `WWW-Authenticate` challenge, the only difference from the API's.
  */
 export function requireAdminToken(params: {
   adminToken: string;
   throttle: AuthThrottle;
   realm?: string;
 }): RequestHandler {
-  const expected = sha256(params.adminToken);
-  const challenge = `Basic realm="${params.realm ?? "router admin"}", charset="UTF-8"`;
-  return (req, res, next) => {
-    params.throttle.check(
-      req,
-      res,
-      {
-        surface: "page",
-        provided: tokenOf(req.get("authorization")),
-        matches: (token) => timingSafeEqual(sha256(token), expected),
-      },
-      {
-        next: () => next(),
-        refuse: (error) => {
-          if (error) {
-            next(error);
-            return;
-          }
-          res.setHeader("WWW-Authenticate", challenge);
-          next(
-            new AdminApiError("UNAUTHORIZED", "HTTP Basic credentials with the adminToken as password are required"),
-          );
-        },
-      },
-    );
-  };
+  return adminTokenGate({
+    adminToken: params.adminToken,
+    throttle: params.throttle,
+    surface: "page",
+    credentialOf: (req) => tokenOf(req.get("authorization")),
+    challenge: `Basic realm="${params.realm ?? "router admin"}", charset="UTF-8"`,
+  });
 }
 
 /**
