@@ -69,6 +69,13 @@ async function main(): Promise<void> {
   const baselineJobs = positive(process.env.BENCH_BASELINE_JOBS, 6);
   const confirmations = (process.env.BENCH_CONFIRMATIONS ?? "1,12").split(",").map((c) => positive(c, 1));
   const children: ChildProcess[] = [];
+  // Stopped from outside (Ctrl-C, a timeout's SIGTERM): the servers go too, not left running without a parent.
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.once(signal, () => {
+      children.forEach((c) => c.kill("SIGKILL"));
+      process.exit(1);
+    });
+  }
   try {
     const redisPort = await getFreePort();
     children.push(spawn(redisServerBinary(), redisArgs(redisPort), { stdio: "ignore" }));
