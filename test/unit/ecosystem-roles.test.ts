@@ -188,6 +188,24 @@ describe("ecosystem.config.js: memory limits per role (docs/operating.md, npm ru
     expect(all.filter((a) => a.name.startsWith("poller-")).map((a) => a.env.CHAIN_ID)).toEqual(["1337", "1338"]);
   });
 
+  it("preloads jemalloc for the auction instances only, where the library exists (ROUTER_JEMALLOC: another path, empty: off)", async () => {
+    const preloads = async (env: Record<string, string>) =>
+      (await apps(env)).map((a) => [a.name, a.env.LD_PRELOAD, a.env.MALLOC_CONF]);
+    // Any existing file stands in for the library: ecosystem.config.js only checks that it is there.
+    const library = process.execPath;
+    expect(await preloads({ ROUTER_JEMALLOC: library })).toEqual([
+      ["admin", undefined, undefined],
+      ["auction", library, "narenas:2,dirty_decay_ms:1000,muzzy_decay_ms:0"],
+      ["submitter-1337", undefined, undefined],
+      ["submitter-1338", undefined, undefined],
+      ["poller-1337", undefined, undefined],
+      ["poller-1338", undefined, undefined],
+    ]);
+    for (const off of ["", join(dir, "no-such-libjemalloc.so.2")]) {
+      expect((await preloads({ ROUTER_JEMALLOC: off })).filter(([, preload]) => preload !== undefined)).toEqual([]);
+    }
+  });
+
   it("lets ROUTER_NODE_ARGS replace the flags (empty: node's defaults, to measure without them)", async () => {
     expect((await apps({ ROUTER_NODE_ARGS: "" })).map((a) => a.node_args)).toEqual(Array(6).fill(""));
     const custom = await apps({ ROUTER_NODE_ARGS: "--max-old-space-size=512" });
