@@ -27,6 +27,8 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
+# jemalloc for the auction instances (ecosystem.config.js preloads it where installed; docs/operating.md, memory).
+RUN apt-get update && apt-get install -y --no-install-recommends libjemalloc2 && rm -rf /var/lib/apt/lists/*
 # Owned by root and read-only to the `node` user: the processes never write to their own code.
 COPY --from=prod-deps /app/node_modules ./node_modules
 COPY --from=build /app/dist/services ./dist/services

@@ -166,28 +166,49 @@ const common = {
  *   processes allocate little outside the V8 heap, so two arenas serve them. MALLOC_MMAP_THRESHOLD_=131072
  *   keeps glibc from raising its mmap threshold after a large buffer is freed (up to 32 MB by default): a large
  *   buffer (an RPC answer, a compile) is then always mapped and given back on free, never left in the heap.
- * The submitter runs with node's defaults: under bench:submitter (100 jobs per chain in flight, each hold change
- * reading the chain's whole holds hash) 8 MB semi-spaces carried 0.45-0.95x of its rate, and the old-space limit
- * with the allocator settings 0.28-1.3x over three alternated runs (a loaded machine, but no clear pass).
+ * The submitter limits only its young generation, to 4 MB semi-spaces: bench:submitter (500 jobs per chain in
+ * flight, confirmations 1, alternated with node's default) carried 69-119 tx/s per chain with them, always near
+ * the default's own spread, where 2 MB carried 48 and once never finished (the loop's stalls outlasted the 1 s
+ * sender lease again and again); before the holds stopped reading the whole hash, an old-space limit and the
+ * allocator settings lost rate too, so it keeps node's old space and glibc's defaults.
  * ROUTER_NODE_ARGS replaces the flags of every app (empty: node's defaults), e.g. to measure without them.
  */
 const V8_LIMITS = {
   admin: { semiSpaceMb: 1, oldSpaceMb: 128, restartAt: "256M" },
-  auction: { semiSpaceMb: 2, oldSpaceMb: 192, restartAt: "320M" },
-  submitter: { restartAt: "384M" },
-  poller: { semiSpaceMb: 2, oldSpaceMb: 192, restartAt: "320M" },
+  auction: { semiSpaceMb: 2, oldSpaceMb: 192, jemalloc: true, restartAt: "320M" },
+  submitter: { semiSpaceMb: 4, restartAt: "384M" },
+  poller: { semiSpaceMb: 1, oldSpaceMb: 192, restartAt: "320M" },
   // Like the admin: one job at a time per slot of `ledger.concurrency`, little that lives past a job.
   ledger: { semiSpaceMb: 1, oldSpaceMb: 128, restartAt: "256M" },
 };
+
+/**
+ * jemalloc for the auction instances, where the host has it (Debian's libjemalloc2; the Docker image installs it;
+ * ROUTER_JEMALLOC names another library, empty turns it off). Under glibc the two instances differed by up to
+ * 30 MB after the same work, native memory kept after a peak in glibc's heap (16-24 MB of it); jemalloc gives freed
+ * pages back after a second (dirty_decay_ms) and held both near 45 MB in bench:memory. Not for the other roles:
+ * its own overhead made the admin and pollers 3-5 MB larger, with nothing to give back.
+ */
+const JEMALLOC_CANDIDATES =
+  process.env.ROUTER_JEMALLOC !== undefined
+    ? [process.env.ROUTER_JEMALLOC].filter((p) => p !== "")
+    : ["/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2"];
+const jemalloc = JEMALLOC_CANDIDATES.find((p) => fs.existsSync(p));
 
 /** The role's node_args and max_memory_restart, and its allocator env (to merge into the app's env). */
 function memoryOptions(role) {
   const limits = V8_LIMITS[role];
   const override = process.env.ROUTER_NODE_ARGS;
-  const flags = limits.oldSpaceMb
-    ? `--max-semi-space-size=${limits.semiSpaceMb} --max-old-space-size=${limits.oldSpaceMb}`
-    : "";
+  const flags = [
+    limits.semiSpaceMb ? `--max-semi-space-size=${limits.semiSpaceMb}` : "",
+    limits.oldSpaceMb ? `--max-old-space-size=${limits.oldSpaceMb}` : "",
+  ]
+    .filter((f) => f !== "")
+    .join(" ");
   const allocator = limits.oldSpaceMb ? { MALLOC_ARENA_MAX: "2", MALLOC_MMAP_THRESHOLD_: "131072" } : {};
+  if (limits.jemalloc && jemalloc !== undefined) {
+    Object.assign(allocator, { LD_PRELOAD: jemalloc, MALLOC_CONF: "narenas:2,dirty_decay_ms:1000,muzzy_decay_ms:0" });
+  }
   return { node_args: override !== undefined ? override : flags, max_memory_restart: limits.restartAt, allocator };
 }
 

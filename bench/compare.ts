@@ -9,6 +9,10 @@
  * The benches' env applies to both trees; BENCH_CONFIRMATIONS defaults to 1 and BENCH_BASELINE_JOBS to 1 here
  * (the figures compared are the pipelined ones). Figures come from each bench's JSON last line (support.ts
  * printFigures), or, for a commit older than it, from its text lines.
+ * Each run is a process group of its own (the bench, its redis-server and anvils on fresh ports, its own Redis
+ * prefix): when it ends the whole group is killed, so nothing of one run outlives it into the next, and a run
+ * that has not ended within BENCH_COMPARE_RUN_TIMEOUT_MS (default 10 min; a run takes 1-3 min) is killed and
+ * fails the comparison, naming the bench, the tree and the tail of its output, instead of hanging.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
@@ -17,6 +21,8 @@ import { join, resolve } from "node:path";
 import { figuresIn, runBench, type BenchFigures } from "./support";
 
 const ROOT = resolve(__dirname, "../..");
+/** A run that takes longer has hung (a run takes 1-3 min on the 2-core build machine, 03879b6's submitter included). */
+const RUN_TIMEOUT_MS = positiveMs(process.env.BENCH_COMPARE_RUN_TIMEOUT_MS, 10 * 60_000);
 const BENCHES = ["submitter", "auction"] as const;
 type BenchName = (typeof BENCHES)[number];
 
@@ -94,16 +100,49 @@ async function runBenchOf(tree: Tree, bench: BenchName): Promise<BenchFigures> {
     BENCH_CONFIRMATIONS: process.env.BENCH_CONFIRMATIONS ?? "1",
     BENCH_BASELINE_JOBS: process.env.BENCH_BASELINE_JOBS ?? "1",
   };
+  // detached: the bench leads a process group of its own, with the servers it spawns, so killGroup reaches them.
   const child = spawn(process.execPath, [join(tree.dir, "dist/bench", `${bench}.js`)], {
     cwd: tree.dir,
     env,
+    detached: true,
     stdio: ["ignore", "pipe", "inherit"],
   });
+  const killGroup = (): void => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // The group is gone already.
+    }
+  };
+  // compare itself stopped (Ctrl-C, a CI timeout): the run must not outlive it.
+  const onSignal = (signal: NodeJS.Signals): void => {
+    killGroup();
+    process.kill(process.pid, signal);
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
   let output = "";
   child.stdout.on("data", (chunk: Buffer) => {
     output += chunk.toString("utf8");
   });
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    log(`bench:${bench} of ${tree.label} still running after ${RUN_TIMEOUT_MS / 1000} s: killing its process group`);
+    killGroup();
+  }, RUN_TIMEOUT_MS);
   const code = await new Promise<number | null>((done) => child.on("close", done));
+  clearTimeout(timer);
+  process.off("SIGINT", onSignal);
+  process.off("SIGTERM", onSignal);
+  // Whatever the bench left behind (a server it had not stopped) goes with it.
+  killGroup();
+  if (timedOut) {
+    throw new Error(
+      `bench:${bench} of ${tree.label} did not finish within ${RUN_TIMEOUT_MS / 1000} s (BENCH_COMPARE_RUN_TIMEOUT_MS); ` +
+        `its output ended with:\n${output.slice(-2000)}`,
+    );
+  }
   if (code !== 0) throw new Error(`bench:${bench} of ${tree.label} exited ${code}:\n${output.slice(-2000)}`);
   const figures = figuresIn(output, bench) ?? TEXT_FIGURES[bench](output);
   if (Object.keys(figures).length === 0) throw new Error(`bench:${bench} of ${tree.label}: no figures in its output`);
@@ -195,6 +234,15 @@ function git(cwd: string, args: string[]): string {
 function run(command: string, args: string[], cwd: string): void {
   const result = spawnSync(command, args, { cwd, stdio: ["ignore", "inherit", "inherit"] });
   if (result.status !== 0) throw new Error(`${command} ${args.join(" ")} exited ${result.status} in ${cwd}`);
+}
+
+function positiveMs(raw: string | undefined, fallback: number): number {
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new Error(`BENCH_COMPARE_RUN_TIMEOUT_MS must be a positive integer (ms), got ${JSON.stringify(raw)}`);
+  }
+  return value;
 }
 
 function log(line: string): void {

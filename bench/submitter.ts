@@ -13,7 +13,7 @@
  * the run checks the queue holds one book-transaction job per transaction).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { PassThrough } from "node:stream";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { Queue, QueueEvents, type Job } from "bullmq";
@@ -23,6 +23,8 @@ import {
   JsonRpcProvider,
   NonceManager,
   Wallet,
+  getAddress,
+  hexlify,
   parseEther,
   toQuantity,
   type Signer,
@@ -51,6 +53,8 @@ const CHAIN_IDS = [1337, 1338] as const;
 const DEPLOYER_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
 const AMOUNT = 1000n;
 const NONCE_ERROR = /NONCE_TOO_LOW|nonce already used|NONCE_RETRIES_EXHAUSTED|NONCE_TAKEN/;
+/** lease-keeper.ts's warning: an event-loop stall longer than the lease TTL hands every job of the chain back. */
+const LEASE_LOST = /sender lease lost/;
 
 interface ChainSetup {
   readonly chainId: number;
@@ -75,6 +79,13 @@ async function main(): Promise<void> {
   const baselineJobs = positive(process.env.BENCH_BASELINE_JOBS, 6);
   const confirmations = (process.env.BENCH_CONFIRMATIONS ?? "1,12").split(",").map((c) => positive(c, 1));
   const children: ChildProcess[] = [];
+  // Stopped from outside (Ctrl-C, a timeout's SIGTERM): the servers go too, not left running without a parent.
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.once(signal, () => {
+      children.forEach((c) => c.kill("SIGKILL"));
+      process.exit(1);
+    });
+  }
   try {
     const redisPort = await getFreePort();
     children.push(spawn(redisServerBinary(), redisArgs(redisPort), { stdio: "ignore" }));
@@ -97,6 +108,11 @@ async function main(): Promise<void> {
         whileStarting(() => anvilAnswers(port, CHAIN_IDS[i], 500)),
       );
     }
+    // A port handed out by getFreePort can be taken by another process before our server binds it (other test
+    // runs share the machine): the server then exits, and the probe above was answered by someone else's.
+    const exited = children.find((c) => c.exitCode !== null || c.signalCode !== null);
+    if (exited)
+      throw new Error(`${exited.spawnfile} exited at start (${exited.exitCode ?? exited.signalCode}): port taken?`);
     const router = Wallet.createRandom();
     const funding = BigInt(jobs + baselineJobs) * BigInt(confirmations.length) * AMOUNT;
     const chains: ChainSetup[] = [];
@@ -150,6 +166,8 @@ async function main(): Promise<void> {
 interface ScenarioResult {
   readonly figures: readonly ChainFigures[];
   readonly nonceErrors: number;
+  /** Sender leases lost during the run: each hands every running job back; a sound run has none. */
+  readonly leaseLosses: number;
   /** Event-loop delay of the process running both submitters (the lease TTL must stay well above the max). */
   readonly loopDelayP99Ms: number;
   readonly loopDelayMaxMs: number;
@@ -191,11 +209,11 @@ async function runScenario(p: {
     : loaded;
   const logStream = new PassThrough();
   let nonceErrors = 0;
+  let leaseLosses = 0;
   logStream.on("data", (chunk: Buffer) => {
-    nonceErrors += chunk
-      .toString("utf8")
-      .split("\n")
-      .filter((line) => NONCE_ERROR.test(line)).length;
+    const lines = chunk.toString("utf8").split("\n");
+    nonceErrors += lines.filter((line) => NONCE_ERROR.test(line)).length;
+    leaseLosses += lines.filter((line) => LEASE_LOST.test(line)).length;
   });
   const logger = createLogger({ level: "warn", service: "bench", stream: logStream });
   const url = new URL(p.redisUrl);
@@ -240,7 +258,10 @@ async function runScenario(p: {
                 amount: AMOUNT.toString(),
                 // One recipient per job: a withdrawal identical to one mined since its creation counts as already
                 // paid (services/submitter/operations/find-own-withdrawal.ts), so identical jobs would not send.
-                recipientAddress: Wallet.createRandom().address,
+                // Random bytes, not Wallet.createRandom(): that derives a mnemonic's key (PBKDF2, 3-26 ms each),
+                // and 500 of them blocked this process, submitters included, for 1.5-13 s: longer than the sender
+                // lease's TTL, so the submitters lost their leases mid-run and handed every job back.
+                recipientAddress: getAddress(hexlify(randomBytes(20))),
                 requestId,
               },
               opts: txJobOptions(TX_JOB.removeLiquidity, jobId),
@@ -271,6 +292,7 @@ async function runScenario(p: {
     return {
       figures,
       nonceErrors,
+      leaseLosses,
       loopDelayP99Ms: loopDelay.percentile(99) / 1e6,
       loopDelayMaxMs: loopDelay.max / 1e6,
     };
@@ -321,7 +343,8 @@ function printScenario(confirmations: number, pipelined: ScenarioResult, baselin
   const swaps = pipelined.figures.reduce((sum, f) => sum + f.txPerSec, 0) / 2;
   const baseSwaps = baseline.figures.reduce((sum, f) => sum + f.txPerSec, 0) / 2;
   lines.push(
-    `  swaps/s carried (two chains): ${swaps.toFixed(1)} (one-at-a-time ${baseSwaps.toFixed(2)}); nonce errors: ${pipelined.nonceErrors} (one-at-a-time ${baseline.nonceErrors})`,
+    `  swaps/s carried (two chains): ${swaps.toFixed(1)} (one-at-a-time ${baseSwaps.toFixed(2)}); nonce errors: ${pipelined.nonceErrors} (one-at-a-time ${baseline.nonceErrors}); ` +
+      `sender leases lost: ${pipelined.leaseLosses}`,
   );
   lines.push(
     `  event-loop delay with ${pipelined.figures[0]?.jobs ?? 0} jobs in flight per chain: p99 ${pipelined.loopDelayP99Ms.toFixed(0)} ms, max ${pipelined.loopDelayMaxMs.toFixed(0)} ms`,
@@ -339,6 +362,7 @@ function scenarioFigures(confirmations: number, pipelined: ScenarioResult): Reco
     out[`${at}, chain ${f.chainId}: enqueue→confirmed p50 ms`] = f.confirmedP50;
   }
   out[`${at}: nonce errors`] = pipelined.nonceErrors;
+  out[`${at}: sender leases lost`] = pipelined.leaseLosses;
   out[`${at}: event-loop delay p99 ms`] = pipelined.loopDelayP99Ms;
   out[`${at}: event-loop delay max ms`] = pipelined.loopDelayMaxMs;
   return out;

@@ -1,4 +1,5 @@
-import { Queue, type RedisOptions } from "bullmq";
+import type * as BullMQ from "bullmq";
+import type { Queue, RedisOptions } from "bullmq";
 import { Redis } from "ioredis";
 import { createChainProvider, type ChainProvider, type ChainProviderOptions } from "../chain/chain-provider";
 import type { RouterConfig } from "../config/types";
@@ -84,6 +85,15 @@ export interface ProcessResources {
   close(): Promise<void>;
 }
 
+/**
+ * BullMQ is loaded with the first queue, not with the process: an auction instance opens one only for a relay or a
+ * status request, and BullMQ's modules cost a process ≈ 11 MB of its own memory (USS) once loaded.
+ */
+function loadBullMQ(): typeof BullMQ {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- deferred on purpose (see above)
+  return require("bullmq") as typeof BullMQ;
+}
+
 interface Closable {
   readonly name: string;
   close(): Promise<unknown>;
@@ -127,6 +137,7 @@ export function createProcessResources(params: ProcessResourcesParams): ProcessR
 
   const openTxQueue = (chainId: number): TxQueue => {
     const name = txQueueName(chainId);
+    const { Queue } = loadBullMQ();
     if (queueConnection === "shared") {
       const queue: TxQueue = new Queue(name, { connection: redis(), prefix: config.redisPrefix });
       // The queues share the client, so they re-emit its errors: the client's throttled log serves all of them.

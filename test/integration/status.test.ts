@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Queue } from "bullmq";
+import { Queue, Worker } from "bullmq";
 import { Wallet, ZeroHash, getAddress, hexlify, randomBytes } from "ethers";
 import { Redis } from "ioredis";
 import { connect, type NatsConnection } from "nats";
@@ -156,9 +156,22 @@ describe("status.request answered by the auction process", () => {
       new Queue(txQueueName(1338), { connection, prefix }),
     ];
     queues.push(q1337, q1338);
-    // No submitter runs: a waiting job and a delayed one are what the tracker counts.
+    // No submitter runs: a job in each unfinished state is what the tracker counts (the auction reads the
+    // queue's keys without BullMQ, so BullMQ's own count is the reference). The active one is taken by hand.
+    await q1337.add(TX_JOB.removeLiquidity, { chainId: 1337 }, { jobId: "status-active" });
+    const taker = new Worker(txQueueName(1337), null, { connection, prefix, autorun: false });
+    expect((await taker.getNextJob("status-test-token"))?.id).toBe("status-active");
+    await taker.close();
     await q1337.add(TX_JOB.removeLiquidity, { chainId: 1337 }, { jobId: "status-waiting" });
+    await q1337.add(TX_JOB.removeLiquidity, { chainId: 1337 }, { jobId: "status-prioritized", priority: 5 });
     await q1338.add(TX_JOB.removeLiquidity, { chainId: 1338 }, { jobId: "status-delayed", delay: 600_000 });
+    const counted = await Promise.all(
+      [q1337, q1338].map((q) => q.getJobCounts("waiting", "active", "delayed", "prioritized")),
+    );
+    expect(counted).toEqual([
+      { waiting: 1, active: 1, delayed: 0, prioritized: 1 },
+      { waiting: 0, active: 0, delayed: 1, prioritized: 0 },
+    ]);
     const store = createTransferStore(redis, prefix);
     const sender = openRecord(1337);
     await store.put(sender);
@@ -181,7 +194,7 @@ describe("status.request answered by the auction process", () => {
       routerVersion: VERSION,
       routerAddress: SIGNER,
       signerAddress: SIGNER,
-      trackerLength: 2,
+      trackerLength: 4,
       activeTransactionsLength: 3,
       swapPools: { "1337": [TOKEN_A], "1338": [TOKEN_B, TOKEN_C] },
       supportedChains: [1337, 1338],

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { RouterConfig } from "../../../shared/config/types";
 import { errorMessage } from "../../../shared/errors";
-import { cleanUpModeKey, openTransfersKey } from "../../../shared/queues";
+import { cleanUpModeKey, openTransfersKey, txQueueBacklogKeys } from "../../../shared/queues";
 import { withTimeout } from "../../../shared/timing";
 import type { AuctionContext } from "../context";
 
@@ -27,8 +27,8 @@ export const STATUS_COUNT_TIMEOUT_MS = 1_000;
 
 /**
  * The status answer. Static parts come from the config; the two counts are O(1) Redis reads per chain
- * (BullMQ's job counts and ZCARD of the open-transfers index), bounded in time; a count that fails or is
- * late is reported as 0 and logged, so a status request is always answered.
+ * (the lengths of the queue's unfinished-job lists and sets, and ZCARD of the open-transfers index), bounded in
+ * time; a count that fails or is late is reported as 0 and logged, so a status request is always answered.
  */
 export async function buildStatusReport(ctx: AuctionContext, routerVersion: string): Promise<StatusReport> {
   const chainIds = Object.keys(ctx.config.chainConfig).map(Number);
@@ -75,18 +75,20 @@ export function poolsOf(config: Pick<RouterConfig, "swapPools">): {
   };
 }
 
+/** BullMQ's waiting, active, delayed and prioritized jobs over the chains, read without BullMQ (names.ts). */
 async function countQueuedJobs(ctx: AuctionContext, chainIds: readonly number[]): Promise<number> {
-  const counts = await Promise.all(
-    chainIds.map(async (chainId) => {
-      const queue = ctx.txQueue(chainId);
-      if (!queue) {
-        return 0;
-      }
-      const byState = await queue.getJobCounts("waiting", "active", "delayed", "prioritized");
-      return Object.values(byState).reduce((sum, n) => sum + n, 0);
-    }),
-  );
-  return counts.reduce((sum, n) => sum + n, 0);
+  const reads = ctx.redis.pipeline();
+  for (const chainId of chainIds) {
+    const { lists, sortedSets } = txQueueBacklogKeys(ctx.config.redisPrefix, chainId);
+    lists.forEach((key) => reads.llen(key));
+    sortedSets.forEach((key) => reads.zcard(key));
+  }
+  let total = 0;
+  for (const [err, count] of (await reads.exec()) ?? []) {
+    if (err) throw err;
+    total += Number(count);
+  }
+  return total;
 }
 
 async function countOpenTransfers(ctx: AuctionContext, chainIds: readonly number[]): Promise<number> {
