@@ -80,6 +80,7 @@ interface TxRow {
   effective_gas_price: string;
   l1_fee_wei: string;
   cost_wei: string;
+  value_wei: string | null;
   cost_usd: string | null;
   transaction_id: string | null;
 }
@@ -539,6 +540,9 @@ describe("acceptance: the operator's money, booked by the PM2-run ledger from re
         l1: l1Fee.toString(),
         cost: cost.toString(),
       });
+      // And the native it sent besides gas (a native add, the migration's add for the new router): the value.
+      const sent = await chainOf(row.chain_id).provider.getTransaction(row.hash);
+      expect({ hash: row.hash, value: row.value_wei }).toEqual({ hash: row.hash, value: String(sent?.value) });
       receiptsWei += cost;
     }
     const kinds = rows.map((r) => r.kind);
