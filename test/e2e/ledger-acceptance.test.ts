@@ -612,6 +612,7 @@ describe("acceptance: the operator's money, booked by the PM2-run ledger from re
       12,
     );
     expect(report.usd.net).toBeCloseTo(report.usd.feeEarned + report.usd.relayerFeeEarned - report.usd.gasCost, 12);
+    expect(report.chains.map((c) => c.chainId).sort()).toEqual([SENDING, RECEIVING]);
     for (const chain of report.chains) {
       const wei = rows.filter((r) => r.chain_id === chain.chainId).reduce((a, r) => a + BigInt(r.cost_wei), 0n);
       expect(chain.gasSpentWei).toBe(wei.toString());
