@@ -6,7 +6,7 @@ import type { LedgerPool } from "./database";
 import type { Logger } from "../logging/create-logger";
 import { gasFiguresOf, usdOf, usdPerToken } from "../protocol/ledger";
 import type { BookTransactionJobData, LedgerTxKind } from "../queues/ledger-jobs";
-import { readRawReceipt, type RawReceipt } from "./chain-reads";
+import { readRawReceipt, readTransactionValue, type RawReceipt } from "./chain-reads";
 import { bookRows, type BookResult, type EventRow, type TransactionRow } from "./ledger-writer";
 import type { LedgerPricer, PricePoint } from "./prices";
 
@@ -47,7 +47,8 @@ export interface BookTransactionResult extends BookResult {
  *  1. The chain is configured; its receipt exists and has the chain's confirmations (else: not ready, later).
  *  2. The block: its time, and the same hash as the receipt's (else a re-org is under way: later).
  *  3. The TransactionManager's logs in it that name this router (another router's events are not ours).
- *  4. Gas: only when the router's signer sent it (receipt.from); gasUsed × effectiveGasPrice + l1Fee, reverted too.
+ *  4. Gas: only when the router's signer sent it (receipt.from); gasUsed × effectiveGasPrice + l1Fee, reverted too;
+ *     and the value it sent (msg.value), native that left the signer besides gas.
  *  5. Decimals and USD prices at the block's time (unknown → NULL, priced later).
  *  6. All rows in one database transaction, each inserted once (ON CONFLICT DO NOTHING).
  */
@@ -91,6 +92,13 @@ export async function bookTransaction(
   let transaction: TransactionRow | undefined;
   if (paidByRouter) {
     const gas = gasFiguresOf(receipt);
+    const valueWei = await readTransactionValue(provider, job.hash);
+    if (valueWei === null) {
+      throw new ReceiptNotReadyError("the node has the receipt but not the transaction", {
+        chainId: job.chainId,
+        hash: job.hash,
+      });
+    }
     const nativePrice = await deps.pricer.native(point);
     const transferIds = [...new Set(ours.filter(isTransferEvent).map((e) => e.txData.transactionId.toLowerCase()))];
     transaction = {
@@ -103,6 +111,7 @@ export async function bookTransaction(
       blockHash: receipt.blockHash.toLowerCase(),
       blockTime: block.timestamp,
       ...gas,
+      valueWei,
       transactionId: job.transactionId?.toLowerCase() ?? (transferIds.length === 1 ? transferIds[0] : null),
       requestId: job.requestId ?? null,
       source: job.source,

@@ -27,6 +27,15 @@ export async function readRawReceipt(provider: ChainProvider, hash: string): Pro
   );
 }
 
+/** The transaction's value (msg.value) in wei; null when the node does not know the transaction. */
+export async function readTransactionValue(provider: ChainProvider, hash: string): Promise<bigint | null> {
+  const tx = await provider.read(
+    (p) => p.send("eth_getTransactionByHash", [hash]) as Promise<{ value: string } | null>,
+    "eth_getTransactionByHash",
+  );
+  return tx === null ? null : BigInt(tx.value);
+}
+
 /** Decimals per (chain, asset), cached for the process's life (a token's decimals never change); native = 18. */
 export function createDecimalsLookup(providerFor: (chainId: number) => ChainProvider) {
   const readers = new Map<number, DecimalsReader>();

@@ -14,6 +14,8 @@ export interface TransactionRow {
   readonly effectiveGasPrice: bigint;
   readonly l1FeeWei: bigint;
   readonly costWei: bigint;
+  /** The transaction's value (native sent besides gas). */
+  readonly valueWei: bigint;
   readonly reverted: boolean;
   readonly transactionId: string | null;
   readonly requestId: string | null;
@@ -79,6 +81,7 @@ const TX_COLUMNS = [
   "source",
   "native_price_usd",
   "cost_usd",
+  "value_wei",
 ];
 
 const EVENT_COLUMNS = [
@@ -154,6 +157,7 @@ export async function bookRows(
         t.source,
         t.nativePriceUsd,
         t.costUsd,
+        t.valueWei.toString(),
       ]);
       transactionInserted = result.rowCount === 1;
     }

@@ -127,6 +127,15 @@ CREATE TABLE ledger_reconciliations (
 CREATE INDEX ledger_reconciliations_latest ON ledger_reconciliations (chain_id, checked_at DESC);
 `,
   },
+  {
+    version: 3,
+    name: "the native value each signer transaction sent",
+    sql: `
+-- The transaction's value (msg.value): native that left the signer besides gas, whoever the call credited (a
+-- native addLiquidityFor for another router emits no event of ours). NULL on rows booked before this column.
+ALTER TABLE ledger_transactions ADD COLUMN value_wei ${WEI} CHECK (value_wei >= 0);
+`,
+  },
 ];
 
 /** One key for the whole ledger database: two ledger processes never migrate at once (pg_advisory_lock). */

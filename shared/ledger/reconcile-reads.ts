@@ -10,24 +10,29 @@ import type { LedgerPool } from "./database";
 export async function readRangeRows(
   pool: LedgerPool,
   params: { chainId: number; fromBlock: number; toBlock: number; signer: string },
-): Promise<{ events: ReconcileEvent[]; gasCosts: string[] }> {
+): Promise<{ events: ReconcileEvent[]; gasCosts: string[]; sentValues: Array<string | null> }> {
   const range = [params.chainId, params.fromBlock, params.toBlock];
   const [events, gas] = await Promise.all([
     pool.query<ReconcileEvent>(
       `SELECT e.event, e.side, e.asset_id AS "assetId", e.amount, e.relayer_fee AS "relayerFee", e.caller,
-              e.recipient, (t.hash IS NOT NULL AND t.from_address = $4) AS "paidBySigner"
+              e.recipient, (t.hash IS NOT NULL AND t.from_address = $4) AS "paidBySigner",
+              (t.value_wei IS NOT NULL) AS "valueBooked"
          FROM ledger_events e
          LEFT JOIN ledger_transactions t ON t.chain_id = e.chain_id AND t.hash = e.tx_hash
         WHERE e.chain_id = $1 AND e.block_number > $2 AND e.block_number <= $3`,
       [...range, params.signer.toLowerCase()],
     ),
-    pool.query<{ costWei: string }>(
-      `SELECT cost_wei AS "costWei" FROM ledger_transactions
+    pool.query<{ costWei: string; valueWei: string | null }>(
+      `SELECT cost_wei AS "costWei", value_wei AS "valueWei" FROM ledger_transactions
         WHERE chain_id = $1 AND block_number > $2 AND block_number <= $3 AND from_address = $4`,
       [...range, params.signer.toLowerCase()],
     ),
   ]);
-  return { events: events.rows, gasCosts: gas.rows.map((r) => r.costWei) };
+  return {
+    events: events.rows,
+    gasCosts: gas.rows.map((r) => r.costWei),
+    sentValues: gas.rows.map((r) => r.valueWei),
+  };
 }
 
 /** Every asset the books hold an event of on the chain (lower case). */

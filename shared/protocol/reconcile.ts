@@ -6,8 +6,8 @@
  * Two things are checked per chain over (fromBlock, toBlock]:
  *  - per asset, the TransactionManager's `routerBalances(router, asset)`: its change on chain against the sum of
  *    the booked events' effects on it (routerBalanceEffect);
- *  - the signer's native balance: its change on chain against − booked gas − native value the signer put into
- *    the TransactionManager + native the TransactionManager paid the signer (signerNativeEffect).
+ *  - the signer's native balance: its change on chain against − booked gas − the booked value of the signer's
+ *    transactions + native the TransactionManager paid the signer (signerNativeEffect).
  */
 
 export const NATIVE_ASSET = "0x0000000000000000000000000000000000000000";
@@ -31,6 +31,11 @@ export interface ReconcileEvent {
   readonly recipient: string | null;
   /** The event's transaction was sent (and paid) by the router's signer: it is in ledger_transactions. */
   readonly paidBySigner: boolean;
+  /**
+   * That transaction's value is booked (ledger_transactions.value_wei, migration 3): the signer's outflow is then
+   * counted from the transaction, not from this event. False on rows booked before the column.
+   */
+  readonly valueBooked: boolean;
 }
 
 /**
@@ -62,7 +67,8 @@ export function routerBalanceEffect(e: ReconcileEvent): bigint {
 
 /**
  * The native value (not gas) one booked event moved into (+) or out of (−) the signer's account:
- *  - native liquidity added in a transaction the signer sent: − amount (its msg.value);
+ *  - native liquidity added in a transaction the signer sent whose value is not booked (rows booked before
+ *    migration 3): − amount (its msg.value); with the value booked, ledgerExpectation counts the value instead;
  *  - native liquidity removed to the signer: + amount;
  *  - a native receiving fulfill the signer relayed: + relayer fee (the contract pays msg.sender).
  * Not seen by the books, so drift when they happen: native sent to the signer from outside (a gas top-up), a
@@ -74,7 +80,7 @@ export function signerNativeEffect(e: ReconcileEvent, signer: string): bigint {
   const amount = BigInt(e.amount);
   switch (e.event) {
     case "liquidityAdded":
-      return e.paidBySigner ? -amount : 0n;
+      return e.paidBySigner && !e.valueBooked ? -amount : 0n;
     case "liquidityRemoved":
       return e.recipient?.toLowerCase() === me ? amount : 0n;
     case "fulfilled":
@@ -98,6 +104,12 @@ export function ledgerExpectation(params: {
   readonly events: readonly ReconcileEvent[];
   /** cost_wei of each booked transaction of the signer in the range. */
   readonly gasCosts: readonly string[];
+  /**
+   * value_wei of each booked transaction of the signer in the range (null: booked before the column). Native
+   * the signer sent whoever the call credited: a native addLiquidityFor for another router (migrate-liquidity)
+   * emits no event of this router, yet leaves the signer's balance.
+   */
+  readonly sentValues?: ReadonlyArray<string | null>;
   readonly signer: string;
 }): LedgerExpectation {
   const routerBalances = new Map<string, bigint>();
@@ -108,7 +120,8 @@ export function ledgerExpectation(params: {
     native += signerNativeEffect(e, params.signer);
   }
   const gasWei = params.gasCosts.reduce((sum, cost) => sum + BigInt(cost), 0n);
-  return { routerBalances, signerNative: native - gasWei, gasWei };
+  const sent = (params.sentValues ?? []).reduce<bigint>((sum, value) => sum + BigInt(value ?? 0), 0n);
+  return { routerBalances, signerNative: native - gasWei - sent, gasWei };
 }
 
 /** The chain's state at one end of the range. */

@@ -88,6 +88,7 @@ describe("GET /ledger/<transactionId> (real PostgreSQL, read-only pool)", () => 
         effectiveGasPrice: 1_000_000_000n,
         l1FeeWei: 5n,
         costWei: 100_000_000_000_005n,
+        valueWei: 0n,
         reverted: false,
         transactionId: ID,
         requestId: null,

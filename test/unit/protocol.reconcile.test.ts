@@ -20,6 +20,7 @@ function ev(partial: Partial<ReconcileEvent> & Pick<ReconcileEvent, "event">): R
     caller: null,
     recipient: null,
     paidBySigner: false,
+    valueBooked: false,
     ...partial,
   };
 }
@@ -69,6 +70,25 @@ describe("reconciliation rules (TransactionManager.sol)", () => {
         [TOKEN, 5n],
       ]),
     );
+  });
+
+  it("counts the signer's booked transaction values, and an event of a transaction whose value is booked only once", () => {
+    const native = { assetId: NATIVE_ASSET, paidBySigner: true, valueBooked: true };
+    // The value is counted from the transaction: the event of our router in it adds nothing more.
+    expect(signerNativeEffect(ev({ event: "liquidityAdded", ...native }), SIGNER)).toBe(0n);
+    const expected = ledgerExpectation({
+      signer: SIGNER,
+      gasCosts: ["21000", "50000", "30000"],
+      // Our native add (1000), a native addLiquidityFor another router (a migration: no event of ours, 500), an
+      // approval (0); a row booked before the column (null) counts by its event as before.
+      sentValues: ["1000", "500", "0", null],
+      events: [
+        ev({ event: "liquidityAdded", amount: "1000", ...native }),
+        ev({ event: "liquidityAdded", assetId: NATIVE_ASSET, amount: "70", paidBySigner: true }),
+      ],
+    });
+    expect(expected.signerNative).toBe(-101_000n - 1000n - 500n - 70n);
+    expect(expected.routerBalances).toEqual(new Map([[NATIVE_ASSET, 1070n]]));
   });
 
   it("flags drift = actual − expected above dust, per asset and for the signer", () => {
