@@ -324,7 +324,9 @@ describe("poller (in-process, anvil 1337 → 1338, redis)", () => {
   });
 
   it("decides many open transfers at a Redis cost that does not grow by a job read and a record read per transfer", async () => {
-    const count = 2 * DECISION_BATCH_SIZE;
+    // Four batches: a tick has a fixed cost of its own (about 12-16 GETs: lease, heads, requests, balances), so
+    // fewer transfers than that could not tell a per-transfer read from the fixed part.
+    const count = 4 * DECISION_BATCH_SIZE;
     const prepared: UserPrepared[] = [];
     for (let i = 0; i < count; i += 1) prepared.push(await userPrepare(s, { user: USER }));
     await restartSending(pollerConfig(s, s.prefix), {
