@@ -298,6 +298,8 @@ async function toBullMqError(p: FailureParams): Promise<Error> {
  */
 async function outcomeFacts(p: FailureParams): Promise<OutcomeFacts> {
   const { job } = p;
+  // Read defensively: the error may be the job data's own (INVALID_JOB).
+  const expirySec = (job.data as { txData?: { expiry?: unknown } }).txData?.expiry;
   const facts = {
     jobName: job.name,
     canMove: p.token !== undefined,
@@ -306,8 +308,8 @@ async function outcomeFacts(p: FailureParams): Promise<OutcomeFacts> {
     attemptsMade: job.attemptsMade,
     attempts: job.opts.attempts ?? 1,
     claim:
-      job.name === TX_JOB.fulfillSender
-        ? { expirySec: (job.data as FulfillSenderJobData).txData.expiry, runs: job.attemptsStarted }
+      job.name === TX_JOB.fulfillSender && typeof expirySec === "number"
+        ? { expirySec, runs: job.attemptsStarted }
         : undefined,
   };
   if (!job.id || !recordStatusMatters(p.err, facts)) {
