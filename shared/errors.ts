@@ -6,6 +6,13 @@
 export abstract class RouterError extends Error {
   abstract readonly code: string;
   abstract readonly retriable: boolean;
+  /**
+   * "Not yet": only time (or the chain or Redis settling) lifts this refusal, and it is thrown before anything
+   * is sent or with what was sent on record. Such an error carries the wall-clock `retryAtMs` it may pass at in
+   * its context (notYetUntilMs). A caller that can wait parks until then without spending an attempt (the
+   * submitter, services/submitter/outcome-policy.ts); one that cannot answers at once (the admin API's 409).
+   */
+  readonly notYet: boolean = false;
   readonly context: Readonly<Record<string, unknown>>;
 
   constructor(message: string, context: Record<string, unknown> = {}, options?: { cause?: unknown }) {
@@ -22,6 +29,15 @@ export abstract class RouterError extends Error {
 /** An unknown throw is treated as retriable: keeping a job alive is the recoverable direction to fail in. */
 export function isRetriable(err: unknown): boolean {
   return err instanceof RouterError ? err.retriable : true;
+}
+
+/** The wall-clock ms a "not yet" error may pass at; undefined for any other error, or one without a finite time. */
+export function notYetUntilMs(err: unknown): number | undefined {
+  if (!(err instanceof RouterError) || !err.notYet) {
+    return undefined;
+  }
+  const retryAtMs = err.context.retryAtMs;
+  return typeof retryAtMs === "number" && Number.isFinite(retryAtMs) ? retryAtMs : undefined;
 }
 
 export function errorCode(err: unknown): string {

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { DelayedError, UnrecoverableError, WaitingError, type Job } from "bullmq";
-import { RouterError, errorCode, errorMessage, isRetriable } from "../../shared/errors";
+import { errorCode, errorMessage } from "../../shared/errors";
 import type { Logger } from "../../shared/logging/create-logger";
 import {
   TX_JOB,
@@ -22,25 +22,16 @@ import {
   type TxJobProgress,
   type TxJobResult,
 } from "../../shared/queues";
-import { claimKeepsTrying, claimLogLevel, claimRetryAtMs } from "../../shared/protocol/claim-retry";
 import type { SubmitterContext } from "./context";
 import { prepareAddLiquidityFor } from "./operations/add-liquidity-for";
 import { prepareCancelReceiver } from "./operations/cancel-receiver";
 import { prepareCancelSender } from "./operations/cancel-sender";
-import { isCancellable } from "./operations/errors";
 import { prepareFulfillSender } from "./operations/fulfill-sender";
 import { preparePrepareReceiver } from "./operations/prepare-receiver";
 import { prepareRelayFulfill } from "./operations/relay-fulfill";
 import { prepareRemoveLiquidity } from "./operations/remove-liquidity";
-import { ReplicaAckTimeoutError } from "../../shared/queues/replication";
-import { TransactionRevertedError } from "../../shared/chain/errors";
-import {
-  InvalidTxJobError,
-  JobStalledError,
-  LedgerNamingError,
-  SenderLeaseLostError,
-  SubmitterShutdownError,
-} from "./send/errors";
+import { InvalidTxJobError, JobStalledError } from "./send/errors";
+import { decideOutcome, recordStatusMatters, type Outcome, type OutcomeFacts } from "./outcome-policy";
 import type { LedgerEntry, SendTrace } from "./send/send-context";
 import { sendJobTransaction } from "./send/send-transaction";
 import type { TxCall, TxNoop } from "./send/tx-record";
@@ -48,17 +39,16 @@ import type { TxCall, TxNoop } from "./send/tx-record";
 export type TxJob = Job<TxJobData, TxJobResult, string>;
 export type TxProcessor = (job: TxJob, token?: string) => Promise<TxJobResult>;
 
-type Outcome = "completed" | "retry" | "failed" | "handover" | "delayed";
+/** The job's outcome as its log line names it. */
+type LoggedOutcome = "completed" | "retry" | "failed" | "handover" | "delayed";
 
 /**
- * The BullMQ boundary: job → validated data → operation → send pipeline, and an error → BullMQ's decision.
- * Retriable errors are rethrown (attempts + backoff apply); terminal ones become UnrecoverableError with the
- * cause's code first in the message; a shutdown hands the job back to the queue without using an attempt;
- * a "not yet" error (NOT_YET_CODES: an expiry, the 780 s rule, holds in flight, a taken nonce not yet proven) parks the job in the delayed set until
- * then, also without using an attempt. A receiving prepare refused for a cancellable reason enqueues the
- * sender's refund (enqueueSenderRefund). An operation finding its effect already on chain completes the job
- * as a no-op. A failed claim (fulfill-sender) is parked and run again until the sending side's expiry
- * (parkClaim). Exactly one outcome line is logged per attempt.
+ * The BullMQ boundary: job → validated data → operation → send pipeline; an error → the policy's outcome
+ * (outcome-policy.ts, decideOutcome) → BullMQ's decision: a handover (moveToWait), a park in the delayed set
+ * (park: no attempt used), a retry (the error rethrown: attempts + backoff apply) or a failure
+ * (UnrecoverableError with the cause's code first in the message), with the sender's refund enqueued when the
+ * policy says so (enqueueSenderRefund). An operation finding its effect already on chain completes the job as a
+ * no-op. Exactly one outcome line is logged per attempt.
  */
 export function createTxProcessor(ctx: SubmitterContext): TxProcessor {
   return async (job, token) => {
@@ -275,98 +265,78 @@ interface FailureParams {
   startedAtMs: number;
 }
 
+/**
+ * The error → BullMQ's decision: the policy (outcome-policy.ts) decides from the error and the run's facts, and
+ * this applies it. A move BullMQ refuses (the lock is gone) is decided again without moving: retry or fail.
+ */
 async function toBullMqError(p: FailureParams): Promise<Error> {
   const { err, job, logger } = p;
   const code = errorCode(err);
-  if ((err instanceof SubmitterShutdownError || err instanceof SenderLeaseLostError) && p.token) {
-    try {
-      // Back to the head of the queue for the lease holder; a handover is not a failed attempt. After a lost
-      // lease the new holder usually took the job already (this move then fails: nothing more to do here).
-      await job.moveToWait(p.token);
-      logOutcome(logger, "handover", { ...p, code });
-      return new WaitingError();
-    } catch (moveErr) {
-      logger.warn("could not hand the job back; it will be retried", {
-        at: "submitter.job",
-        error: errorMessage(moveErr),
-      });
+  const facts = await outcomeFacts(p);
+  let outcome = decideOutcome(err, facts);
+  if (outcome.kind === "hand-over" || outcome.kind === "park") {
+    const moved = p.token ? await applyMove(p, p.token, code, outcome) : undefined;
+    if (moved) {
+      return moved;
     }
+    outcome = decideOutcome(err, { ...facts, canMove: false });
   }
-  if (err instanceof LedgerNamingError && p.token) {
-    // Before the claim's parking below, which archives a reverted record: its revert must be named first.
-    const parked = await parkNotYet(p, p.token, code, Number(err.context.retryAtMs));
-    if (parked) {
-      return parked;
-    }
-  }
-  if (err instanceof ReplicaAckTimeoutError && p.token) {
-    try {
-      // Replicas did not acknowledge the writes in time: nothing was broadcast. Parked briefly without using an
-      // attempt, so a replica outage longer than the backoff never fails the job; the next run resumes from
-      // what Redis holds and waits again.
-      const retryAtMs = Date.now() + REPLICA_RETRY_MS;
-      await job.moveToDelayed(retryAtMs, p.token);
-      logOutcome(logger, "delayed", { ...p, code, error: errorMessage(err), retryAtMs });
-      return new DelayedError();
-    } catch (moveErr) {
-      logger.warn("could not park the job; it is retried with backoff", {
-        at: "submitter.job",
-        error: errorMessage(moveErr),
-      });
-    }
-  }
-  if (job.name === TX_JOB.fulfillSender && p.token && claimKeepsTrying(err)) {
-    const parked = await parkClaim(p, p.token, code);
-    if (parked) {
-      return parked;
-    }
-  }
-  if (p.token && !(err instanceof TransactionRevertedError) && (await minedOnChain(p))) {
-    try {
-      // Its transaction is mined: the job is never reported failed; it runs again, resumes from its record and
-      // completes (with the stored result once confirmed). No attempt is used.
-      const retryAtMs = Date.now() + MINED_RETRY_MS;
-      await job.moveToDelayed(retryAtMs, p.token);
-      logOutcome(logger, "delayed", { ...p, code, error: errorMessage(err), retryAtMs });
-      return new DelayedError();
-    } catch (moveErr) {
-      // The lock is gone: another run owns the job now, and this run's failure cannot be recorded either.
-      logger.warn("could not park the mined job", { at: "submitter.job", error: errorMessage(moveErr) });
-    }
-  }
-  const notYetUntilMs = notYetRetryAtMs(err);
-  if (notYetUntilMs !== undefined && p.token) {
-    // "Not yet" (a time rule): park the job until then without using an attempt; nothing was sent.
-    const parked = await parkNotYet(p, p.token, code, notYetUntilMs);
-    if (parked) {
-      return parked;
-    }
-  }
-  if (isRetriable(err)) {
-    const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-    logOutcome(logger, lastAttempt ? "failed" : "retry", { ...p, code, error: errorMessage(err) });
+  if (outcome.kind === "retry") {
+    logOutcome(logger, outcome.lastAttempt ? "failed" : "retry", { ...p, code, error: errorMessage(err) });
     return err instanceof Error ? err : new Error(errorMessage(err));
   }
   logOutcome(logger, "failed", { ...p, code, error: errorMessage(err) });
-  if (job.name === TX_JOB.prepareReceiver && isCancellable(err)) {
+  if (outcome.kind === "fail" && outcome.refund) {
     await enqueueSenderRefund(p.ctx, job.data as PrepareReceiverJobData, code, logger);
   }
   return new UnrecoverableError(`${code}: ${errorMessage(err)}`);
 }
 
-/** Parks the job until `retryAtMs` without using an attempt; undefined when it cannot be parked (retry rules apply). */
-async function parkNotYet(
+/**
+ * The facts the policy decides on. The job's record is read only when its status changes the answer (a retriable
+ * error, not seen mined in this run): it tells whether the transaction is confirmed.
+ */
+async function outcomeFacts(p: FailureParams): Promise<OutcomeFacts> {
+  const { job } = p;
+  // Read defensively: the error may be the job data's own (INVALID_JOB).
+  const expirySec = (job.data as { txData?: { expiry?: unknown } }).txData?.expiry;
+  const facts = {
+    jobName: job.name,
+    canMove: p.token !== undefined,
+    nowMs: Date.now(),
+    minedOk: p.trace.minedOk === true,
+    attemptsMade: job.attemptsMade,
+    attempts: job.opts.attempts ?? 1,
+    claim:
+      job.name === TX_JOB.fulfillSender && typeof expirySec === "number"
+        ? { expirySec, runs: job.attemptsStarted }
+        : undefined,
+  };
+  if (!job.id || !recordStatusMatters(p.err, facts)) {
+    return { ...facts, recordConfirmed: false };
+  }
+  const record = await p.ctx.records.load(job.id).catch(() => undefined);
+  return { ...facts, recordConfirmed: record?.status === "confirmed" };
+}
+
+/** Hands the job back, or parks it (park); undefined when BullMQ refuses the move. */
+async function applyMove(
   p: FailureParams,
   token: string,
   code: string,
-  retryAtMs: number,
+  outcome: Extract<Outcome, { kind: "hand-over" | "park" }>,
 ): Promise<Error | undefined> {
+  if (outcome.kind === "park") {
+    return park(p, token, code, outcome);
+  }
   try {
-    await p.job.moveToDelayed(retryAtMs, token);
-    logOutcome(p.logger, "delayed", { ...p, code, error: errorMessage(p.err), retryAtMs });
-    return new DelayedError();
+    // Back to the head of the queue for the lease holder; a handover is not a failed attempt. After a lost
+    // lease the new holder usually took the job already (this move then fails: nothing more to do here).
+    await p.job.moveToWait(token);
+    logOutcome(p.logger, "handover", { ...p, code });
+    return new WaitingError();
   } catch (moveErr) {
-    p.logger.warn("could not park the job; it is retried with backoff", {
+    p.logger.warn("could not hand the job back; it will be retried", {
       at: "submitter.job",
       error: errorMessage(moveErr),
     });
@@ -374,100 +344,60 @@ async function parkNotYet(
   }
 }
 
-/** A job stopped because replicas did not acknowledge its writes (REDIS_NOT_REPLICATED) runs again this soon. */
-export const REPLICA_RETRY_MS = 1_000;
-
 /**
- * Refusals that only time can lift, each carrying the wall-clock `retryAtMs` it passes at: the job waits in
- * the delayed set until then instead of spending attempts (the decision is here, not in the error classes).
+ * The one job-parking step: the job waits in the delayed set until `untilMs` without using an attempt. A claim's
+ * reverted record is archived first and the claim's failure logged at warn, error, then alert level as the
+ * sending side's expiry nears. Undefined when the job cannot be parked (BullMQ's retry rules then apply).
  */
-const NOT_YET_CODES: ReadonlySet<string> = new Set([
-  "SENDER_TOO_NEW",
-  "RECEIVER_UNVERIFIABLE",
-  "RECEIVER_NOT_EXPIRED",
-  "LIQUIDITY_IN_FLIGHT",
-  // Not time but the providers' receipts: a transaction that may be mined never spends the job's attempts.
-  "NONCE_TAKEN_UNCONFIRMED",
-  "WITHDRAWAL_UNSETTLED",
-  "SENDER_REFUND_UNSETTLED",
-]);
-
-function notYetRetryAtMs(err: unknown): number | undefined {
-  if (!(err instanceof RouterError) || !NOT_YET_CODES.has(err.code)) {
-    return undefined;
-  }
-  const retryAtMs = err.context.retryAtMs;
-  return typeof retryAtMs === "number" && Number.isFinite(retryAtMs) ? retryAtMs : undefined;
-}
-
-/** A job whose transaction is mined, stopped by an error, runs again this soon. */
-const MINED_RETRY_MS = 1_000;
-
-/**
- * This run saw the job's transaction mined successfully, or (for an error that is not the job's verdict, e.g. a
- * record conflict with a second run after a lock loss) its record says it is confirmed.
- */
-async function minedOnChain(p: FailureParams): Promise<boolean> {
-  if (p.trace.minedOk) {
-    return true;
-  }
-  if (!isRetriable(p.err)) {
-    return false;
-  }
-  const record = p.job.id ? await p.ctx.records.load(p.job.id).catch(() => undefined) : undefined;
-  return record?.status === "confirmed";
-}
-
-/**
- * Chain clocks may trail the wall clock: a claim is still tried this long after the expiry by wall time, and the
- * operation itself (which reads the chain's time) decides when it is expired (SENDER_EXPIRED, terminal).
- */
-const CLAIM_EXPIRY_SLACK_MS = 10 * 60_000;
-
-/**
- * The router's claim failed for a reason a later run may not meet (claim-retry.ts): park the job with a
- * doubling delay, without using a BullMQ attempt, so it runs again until the sending side expires. A reverted
- * transaction's record is archived first, or the next run would only find it again. The failure is logged
- * at warn, error, then alert level as the expiry nears. Undefined when the job cannot be parked.
- */
-async function parkClaim(p: FailureParams, token: string, code: string): Promise<Error | undefined> {
-  const { job, logger, ctx } = p;
-  const { txData } = job.data as FulfillSenderJobData;
-  const nowMs = Date.now();
-  const expiryMs = txData.expiry * 1000;
-  if (nowMs >= expiryMs + CLAIM_EXPIRY_SLACK_MS) {
-    return undefined;
-  }
+async function park(
+  p: FailureParams,
+  token: string,
+  code: string,
+  outcome: Extract<Outcome, { kind: "park" }>,
+): Promise<Error | undefined> {
+  const { job, logger } = p;
   try {
-    const archivedRecord = job.id ? await ctx.records.archiveReverted(job.id) : undefined;
-    const retryAtMs = claimRetryAtMs(nowMs, job.attemptsStarted, expiryMs + CLAIM_EXPIRY_SLACK_MS);
-    await job.moveToDelayed(retryAtMs, token);
-    const secondsToExpiry = Math.round((expiryMs - nowMs) / 1000);
-    const level = claimLogLevel(secondsToExpiry);
-    logger[level === "alert" ? "error" : level](
-      "the router's claim failed: parked, retried until the sending side expires",
-      {
-        at: "submitter.claim",
-        ...(level === "alert" ? { alert: true } : {}),
-        code,
-        error: errorMessage(p.err),
-        transactionId: txData.transactionId,
-        expiry: txData.expiry,
-        secondsToExpiry,
-        runs: job.attemptsStarted,
-        retryAtMs,
-        archivedRecord,
-      },
-    );
-    logOutcome(logger, "delayed", { ...p, code, error: errorMessage(p.err), retryAtMs });
+    const archivedRecord =
+      outcome.reason === "claim" && job.id ? await p.ctx.records.archiveReverted(job.id) : undefined;
+    await job.moveToDelayed(outcome.untilMs, token);
+    if (outcome.reason === "claim") {
+      logClaimParked(p, code, outcome, archivedRecord);
+    }
+    logOutcome(logger, "delayed", { ...p, code, error: errorMessage(p.err), retryAtMs: outcome.untilMs });
     return new DelayedError();
-  } catch (parkErr) {
-    logger.warn("could not park the claim; BullMQ's retry rules apply", {
-      at: "submitter.claim",
-      error: errorMessage(parkErr),
+  } catch (moveErr) {
+    logger.warn("could not park the job; it is retried with backoff", {
+      at: outcome.reason === "claim" ? "submitter.claim" : "submitter.job",
+      reason: outcome.reason,
+      error: errorMessage(moveErr),
     });
     return undefined;
   }
+}
+
+function logClaimParked(
+  p: FailureParams,
+  code: string,
+  outcome: Extract<Outcome, { reason: "claim" }>,
+  archivedRecord: unknown,
+): void {
+  const { txData } = p.job.data as FulfillSenderJobData;
+  const level = outcome.logLevel;
+  p.logger[level === "alert" ? "error" : level](
+    "the router's claim failed: parked, retried until the sending side expires",
+    {
+      at: "submitter.claim",
+      ...(level === "alert" ? { alert: true } : {}),
+      code,
+      error: errorMessage(p.err),
+      transactionId: txData.transactionId,
+      expiry: txData.expiry,
+      secondsToExpiry: outcome.secondsToExpiry,
+      runs: p.job.attemptsStarted,
+      retryAtMs: outcome.untilMs,
+      archivedRecord,
+    },
+  );
 }
 
 /**
@@ -514,7 +444,7 @@ async function enqueueSenderRefund(
 
 function logOutcome(
   logger: Logger,
-  outcome: Outcome,
+  outcome: LoggedOutcome,
   p: {
     ctx: SubmitterContext;
     trace: SendTrace;

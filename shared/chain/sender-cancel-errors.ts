@@ -5,8 +5,8 @@ import type { SenderCancelVerdict } from "./sender-cancel-check";
  * The refusals of a sender cancel, defined once for every caller of the shared check (the admin route and the
  * submitter's cancel-sender job). `retriable` says whether the same request can pass later without any change
  * (docs/decisions.md, "One error set for sender-cancel refusals"): a time rule or a state the chain will settle.
- * Whether and how long to wait is the caller's decision (the submitter's processor parks "not yet" codes until
- * the `retryAtMs` in their context; the admin answers 409), never a property of the class.
+ * `notYet` marks the time rules (SENDER_TOO_NEW, RECEIVER_UNVERIFIABLE): they pass at the `retryAtMs` in their
+ * context. How to wait is the caller's: the submitter parks the job until then, the admin answers 409 at once.
  */
 
 /** The sending side is not prepared on chain: never was, or already fulfilled or cancelled. */
@@ -52,12 +52,14 @@ export class ReceiverBeingPreparedError extends RouterError {
 export class ReceiverUnverifiableError extends RouterError {
   readonly code = "RECEIVER_UNVERIFIABLE";
   readonly retriable = true;
+  override readonly notYet = true;
 }
 
 /** docs/protocol.md#cancel-rules: before the sender's expiry the sending prepare must be 780 s old (`retryAtMs`). */
 export class SenderTooNewError extends RouterError {
   readonly code = "SENDER_TOO_NEW";
   readonly retriable = true;
+  override readonly notYet = true;
 }
 
 /**

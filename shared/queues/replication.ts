@@ -6,12 +6,21 @@ import { routerKey } from "./keys";
 /**
  * The writes were not acknowledged by enough replicas in time (or the connection that made them was replaced
  * meanwhile, so they may be on a primary that is gone): a failover could lose them, so nothing that relies on
- * them may follow. Retriable: the next run reads what Redis really holds and waits again.
+ * them may follow. Retriable, and "not yet": nothing was broadcast, so the caller waits REPLICA_RETRY_MS (a replica
+ * outage never uses up a job's attempts); the next run reads what Redis really holds and waits again.
  */
 export class ReplicaAckTimeoutError extends RouterError {
   readonly code = "REDIS_NOT_REPLICATED";
   readonly retriable = true;
+  override readonly notYet = true;
+
+  constructor(message: string, context: Record<string, unknown> = {}, options?: { cause?: unknown }) {
+    super(message, { retryAtMs: Date.now() + REPLICA_RETRY_MS, ...context }, options);
+  }
 }
+
+/** Writes whose replicas did not acknowledge them in time are waited on again this soon. */
+export const REPLICA_RETRY_MS = 1_000;
 
 /**
  * Waits on one connection for the writes it made since `mark()`. WAIT counts only the writes of the client

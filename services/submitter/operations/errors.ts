@@ -16,12 +16,13 @@ export function isCancellable(err: unknown): boolean {
 }
 
 /**
- * "Not yet": the job can only succeed once `retryAtMs` (wall clock, computed from the chain's own clock) has
- * passed; it is carried in the context. Whether to wait is processor.ts's decision (it parks these codes).
- * Thrown only before anything is sent.
+ * "Not yet" (RouterError.notYet): the job can only succeed once `retryAtMs` (wall clock, computed from the chain's
+ * own clock) has passed; it is carried in the context, and the submitter parks the job until then
+ * (outcome-policy.ts). Thrown only before anything is sent.
  */
 export abstract class NotYetError extends LifecycleError {
   readonly retriable = true;
+  override readonly notYet = true;
 
   constructor(message: string, retryAtMs: number, context: Record<string, unknown> = {}) {
     super(message, { ...context, retryAtMs });

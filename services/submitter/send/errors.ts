@@ -28,13 +28,14 @@ export class NonceRetriesExhaustedError extends RouterError {
 /**
  * The job's nonce looks used by a transaction it did not send, but not enough providers confirm it
  * (confirm-nonce-taken.ts), and the job is not protected against replays: no new transaction is built.
- * Retriable, but spends no attempt: the job is parked until `retryAtMs` (processor.ts NOT_YET_CODES), since its
+ * Retriable and "not yet": it spends no attempt, the job is parked until `retryAtMs` (outcome-policy.ts), since its
  * transaction may be mined and only hidden by lagging receipts; a job reported failed then could be asked again
  * and pay twice. The next run waits on the job's own transaction again, and rebuilds only once it is proven.
  */
 export class NonceTakenUnconfirmedError extends RouterError {
   readonly code = "NONCE_TAKEN_UNCONFIRMED";
   readonly retriable = true;
+  override readonly notYet = true;
 }
 
 /**
@@ -82,11 +83,13 @@ export class SenderTermStuckError extends RouterError {
 }
 
 /**
- * Redis refused to name the job's mined transaction to the ledger. Nothing about the transaction changes: the job is
- * parked until `retryAtMs` without using an attempt (processor.ts NOT_YET_CODES), runs again from its record
- * (confirmed or reverted: nothing is sent) and names it then. It completes only once the naming is in Redis.
+ * Redis refused to name the job's mined transaction to the ledger. Nothing about the transaction changes: "not
+ * yet", the job is parked until `retryAtMs` without using an attempt (outcome-policy.ts), runs again from its record
+ * (confirmed or reverted: nothing is sent) and names it then. It completes only once the naming is in Redis. A
+ * claim's reverted record is archived only after that (the not-yet park comes before the claim's).
  */
 export class LedgerNamingError extends RouterError {
   readonly code = "LEDGER_NAMING_FAILED";
   readonly retriable = true;
+  override readonly notYet = true;
 }
