@@ -12,18 +12,10 @@ import type { RouterConfig } from "../../../shared/config/types";
 import { errorCode } from "../../../shared/errors";
 import type { Logger } from "../../../shared/logging/create-logger";
 import { TX_JOB, txJobId, txJobOptions, type AddLiquidityForJobData } from "../../../shared/queues";
-import type { ReplicationGuard } from "../../../shared/queues/replication";
 import { waitForBroadcast } from "../../../shared/queues/wait-for-broadcast";
 import { withTimeout } from "../../../shared/timing";
 import type { AddLiquidityForRequest, OperationContext, TransactionResponse } from "../types";
-import {
-  CONTENT_CLAIM_WINDOW_MS,
-  PRE_ENQUEUE_READ_TIMEOUT_MS,
-  claimContent,
-  releaseContent,
-  type ContentClaim,
-  type ContentClaimDeps,
-} from "./content-claim";
+import { PRE_ENQUEUE_READ_TIMEOUT_MS, claimOrJoin, type ContentClaim, type ContentClaimDeps } from "./content-claim";
 import { DEFAULT_BROADCAST_TIMEOUT_MS, queueCall } from "./enqueue-and-wait";
 import { ChainUnavailableError } from "./errors";
 import { AssetNotInPoolError } from "./liquidity-errors";
@@ -38,8 +30,6 @@ export interface AddLiquidityForDeps extends ContentClaimDeps {
   queueFor(chainId: number): Queue;
   queueEventsFor(chainId: number): QueueEvents;
   readProvider(chainId: number): Pick<ChainProvider, "call" | "getBalance">;
-  /** redis.minReplicas > 0: the content claim is on that many replicas before the job is enqueued. */
-  readonly replication?: ReplicationGuard;
   readonly broadcastTimeoutMs?: number;
   readonly logger: Logger;
 }
@@ -85,29 +75,10 @@ export function createAddLiquidityForOperation(deps: AddLiquidityForDeps): AddLi
     } else {
       // 2. A pool asset.
       assertPoolAsset(deps.config, params.chainId, params.assetId);
-      // 3. The same content within the window: the job that took it.
+      // 3. The same content within the window: the job that took it; else 4. the chain's checks, then the claim.
+      const check = (): Promise<void> => assertAddAccepted(deps, data);
       const claim = contentClaimOf(data, jobId);
-      const since = deps.replication?.mark() ?? 0;
-      const twin = await queueCall(() => claimContent(deps, queue, claim));
-      if (twin !== undefined) {
-        waitOn = twin;
-        logger.info(
-          "identical add-liquidity-for accepted within the window: answering with that job, enqueuing nothing",
-          {
-            at: "admin.addLiquidityFor",
-            twinJobId: twin,
-            windowMs: CONTENT_CLAIM_WINDOW_MS,
-          },
-        );
-      } else {
-        // 4. The chain's checks; a claim a failover could forget would let an identical retry add a second time.
-        await assertAddAccepted(deps, data)
-          .then(() => deps.replication?.ensure(since))
-          .catch(async (err: unknown) => {
-            await queueCall(() => releaseContent(deps, claim)).catch(() => undefined);
-            throw err;
-          });
-      }
+      waitOn = (await claimOrJoin(deps, queue, claim, check, { logger, at: "admin.addLiquidityFor" })) ?? jobId;
     }
     // 5. Enqueue (unless joined) and answer once broadcast.
     const { transactionHash } = await waitForBroadcast({

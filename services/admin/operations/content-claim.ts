@@ -3,9 +3,11 @@ import type { Job, Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { adminRequestContentKey, type TxJobName } from "../../../shared/queues";
 import { txRecordStatus } from "../../../shared/queues/in-flight";
+import type { ReplicationGuard } from "../../../shared/queues/replication";
+import type { Logger } from "../../../shared/logging/create-logger";
 import { DELETE_IF_EQUAL } from "../../../shared/redis/common-scripts";
 import { defineScript, reply, type ScriptClient } from "../../../shared/redis/script-runner";
-import { QUEUE_CALL_TIMEOUT_MS } from "./enqueue-and-wait";
+import { QUEUE_CALL_TIMEOUT_MS, queueCall } from "./enqueue-and-wait";
 
 /**
  * Identical money requests (a withdrawal, a deposit) within this long of an accepted one are the same request,
@@ -31,6 +33,11 @@ const TAKE_OVER = defineScript({
 export interface ContentClaimDeps {
   readonly redis: Pick<Redis, "set" | "get" | "pttl" | "hget"> & ScriptClient;
   readonly redisPrefix: string;
+  /**
+   * redis.minReplicas > 0: the replica wait on `redis` (shared/queues/replication.ts). The content claim is on
+   * that many replicas before the job is enqueued; otherwise 503 REDIS_NOT_REPLICATED and nothing is enqueued.
+   */
+  readonly replication?: ReplicationGuard;
 }
 
 /** One request's content claim: the job it is claimed for, under the key its normalised fields hash to. */
@@ -102,4 +109,37 @@ async function failedWithNothingOnChain(deps: ContentClaimDeps, job: Job, chainI
   }
   const status = await txRecordStatus(deps.redis, deps.redisPrefix, chainId, job.id);
   return status === undefined || status === "reverted";
+}
+
+/**
+ * A money request's content claim, as both operations take it: claims the content, or answers with the job of an
+ * identical request accepted within the window (returned: the job to wait on, nothing to enqueue). When claimed,
+ * `check` (the chain reads before enqueuing) must pass and the claim must reach the replicas: a claim a failover
+ * could forget would let an identical retry move the money a second time. If either fails, the claim is dropped
+ * (nothing was enqueued, so an identical request may go at once) and the error thrown.
+ */
+export async function claimOrJoin(
+  deps: ContentClaimDeps,
+  queue: Queue,
+  claim: ContentClaim,
+  check: () => Promise<void>,
+  log: { readonly logger: Logger; readonly at: string },
+): Promise<string | undefined> {
+  const since = deps.replication?.mark() ?? 0;
+  const twin = await queueCall(() => claimContent(deps, queue, claim));
+  if (twin !== undefined) {
+    log.logger.info(`identical ${claim.kind} accepted within the window: answering with that job, enqueuing nothing`, {
+      at: log.at,
+      twinJobId: twin,
+      windowMs: CONTENT_CLAIM_WINDOW_MS,
+    });
+    return twin;
+  }
+  await check()
+    .then(() => deps.replication?.ensure(since))
+    .catch(async (err: unknown) => {
+      await queueCall(() => releaseContent(deps, claim)).catch(() => undefined);
+      throw err;
+    });
+  return undefined;
 }

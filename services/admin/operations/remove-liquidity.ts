@@ -3,16 +3,8 @@ import { waitForBroadcast } from "../../../shared/queues/wait-for-broadcast";
 import type { Queue, QueueEvents } from "bullmq";
 import type { Logger } from "../../../shared/logging/create-logger";
 import { TX_JOB, txJobOptions, txJobId, type RemoveLiquidityJobData } from "../../../shared/queues";
-import type { ReplicationGuard } from "../../../shared/queues/replication";
 import type { OperationContext, RemoveLiquidityRequest, TransactionResponse } from "../types";
-import {
-  CONTENT_CLAIM_WINDOW_MS,
-  PRE_ENQUEUE_READ_TIMEOUT_MS,
-  claimContent,
-  releaseContent,
-  type ContentClaim,
-  type ContentClaimDeps,
-} from "./content-claim";
+import { PRE_ENQUEUE_READ_TIMEOUT_MS, claimOrJoin, type ContentClaim, type ContentClaimDeps } from "./content-claim";
 import { DEFAULT_BROADCAST_TIMEOUT_MS, queueCall } from "./enqueue-and-wait";
 import { BalanceUnavailableError, InsufficientLiquidityError } from "./errors";
 import { assertSameJobData } from "./same-request";
@@ -24,11 +16,6 @@ export interface RemoveLiquidityDeps extends ContentClaimDeps {
   queueEventsFor(chainId: number): QueueEvents;
   /** The router's unlocked liquidity in the TransactionManager, base units. */
   readUnlockedBalance(chainId: number, assetId: string): Promise<bigint>;
-  /**
-   * redis.minReplicas > 0: the replica wait on `redis` (shared/queues/replication.ts). The content claim is on
-   * that many replicas before the job is enqueued; otherwise 503 REDIS_NOT_REPLICATED and nothing is enqueued.
-   */
-  readonly replication?: ReplicationGuard;
   /** How long a request waits for the submitter's broadcast; 30 s by default. */
   broadcastTimeoutMs?: number;
   logger: Logger;
@@ -64,28 +51,8 @@ export function createRemoveLiquidityOperation(deps: RemoveLiquidityDeps): Remov
       assertSameJobData(existing, data, jobId, "remove-liquidity");
       logger.info("remove-liquidity retried: waiting on the existing job", { at: "admin.removeLiquidity" });
     } else {
-      const since = deps.replication?.mark() ?? 0;
-      const twin = await queueCall(() => claimContent(deps, queue, claim));
-      if (twin !== undefined) {
-        waitOn = twin;
-        logger.info(
-          "identical remove-liquidity accepted within the window: answering with that job, enqueuing nothing",
-          {
-            at: "admin.removeLiquidity",
-            twinJobId: twin,
-            windowMs: CONTENT_CLAIM_WINDOW_MS,
-          },
-        );
-      } else {
-        await assertUnlockedBalance(deps, params)
-          // A claim a failover could forget would let an identical retry withdraw a second time.
-          .then(() => deps.replication?.ensure(since))
-          .catch(async (err: unknown) => {
-            // Nothing enqueued: an identical request may go ahead at once.
-            await queueCall(() => releaseContent(deps, claim)).catch(() => undefined);
-            throw err;
-          });
-      }
+      const check = (): Promise<void> => assertUnlockedBalance(deps, params);
+      waitOn = (await claimOrJoin(deps, queue, claim, check, { logger, at: "admin.removeLiquidity" })) ?? jobId;
     }
     const { transactionHash } = await waitForBroadcast({
       queue,
