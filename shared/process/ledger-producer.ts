@@ -1,4 +1,4 @@
-import { Queue } from "bullmq";
+import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { errorMessage } from "../errors";
 import { keyedThrottledLog, throttledErrorLog } from "../logging/throttled-error-log";
@@ -13,6 +13,7 @@ import {
   bookTransactionJobId,
   type BookTransactionJobData,
 } from "../queues/ledger-jobs";
+import { loadBullMQ } from "./process-resources";
 
 /**
  * Names already added by this process are not sent again (a subgraph lists every open transfer each tick, a job
@@ -104,7 +105,9 @@ export function createLedgerProducer(p: {
 
 /** The ledger queue's producer handle on a process's Redis client (its prefix is the deployment's). */
 export function openLedgerQueue(connection: Redis, prefix: string, logger: Logger): Queue<BookTransactionJobData> {
-  const queue = new Queue<BookTransactionJobData>(LEDGER_QUEUE_NAME, { connection, prefix });
+  // BullMQ comes with the queue, not with the module: a poller loads it only once it opens its queues.
+  const { Queue: QueueClass } = loadBullMQ();
+  const queue = new QueueClass<BookTransactionJobData>(LEDGER_QUEUE_NAME, { connection, prefix });
   // The client's own listener logs its errors too; without one here an emitted error would throw.
   queue.on("error", throttledErrorLog(logger, "ledger queue error", { at: "ledger.queue" }));
   return queue;

@@ -89,7 +89,7 @@ export interface ProcessResources {
  * BullMQ is loaded with the first queue, not with the process: an auction instance opens one only for a relay or a
  * status request, and BullMQ's modules cost a process ≈ 11 MB of its own memory (USS) once loaded.
  */
-function loadBullMQ(): typeof BullMQ {
+export function loadBullMQ(): typeof BullMQ {
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- deferred on purpose (see above)
   return require("bullmq") as typeof BullMQ;
 }
