@@ -94,15 +94,19 @@ describe("fault: the ledger process SIGKILLed mid-booking", () => {
     );
     expect(halfway.rows[0].n).toBe(0);
 
-    // The restart: the stalled jobs come back to the new process and are booked, each once.
+    // The restart: the stalled jobs come back to the new process and are booked, each once: within the lock's
+    // expiry (30 s after its last renewal) and two stalled checks (LEDGER_STALLED_INTERVAL_MS), with room for a
+    // loaded machine.
     ledger = await spawnLedger(configFile);
+    const restartedAtMs = Date.now();
     for (const tx of txs) {
       await pollUntil(
         `the booking of ${tx.hash}`,
         async () => (await suite.queue.getJobState(bookTransactionJobId(tx.chainId, tx.hash))) === "completed",
-        90_000,
+        120_000,
       );
     }
+    console.log(`ledger-kill: the killed run's bookings done ${Date.now() - restartedAtMs} ms after the restart`);
     // Named again after the restart: nothing new.
     for (const tx of txs) await suite.queue.remove(bookTransactionJobId(tx.chainId, tx.hash));
     for (const tx of txs) await suite.name(tx);
