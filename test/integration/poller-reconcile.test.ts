@@ -19,7 +19,7 @@ import {
 } from "./poller-fixture";
 import { waitFor } from "../harness/wait";
 import { startRpcProxy } from "../fault/rpc-proxy";
-import { DECISION_BATCH_SIZE } from "../../services/poller/tick";
+import { DECISION_BATCH_SIZE } from "../../services/poller/decide-open";
 
 /**
  * Issue 9: a receiving-side fulfill log the poller never saw (a lookback that starts after it, a log dropped by
