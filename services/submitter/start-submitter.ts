@@ -256,6 +256,7 @@ function sendStores(p: {
   const { config, chain, chainId, from, provider, redis, logger, options } = p;
   const prefix = config.redisPrefix;
   const fence = p.lease.current;
+  const records = createTxRecordStore({ redis, prefix, chainId, fence });
   return {
     config,
     chain,
@@ -263,7 +264,7 @@ function sendStores(p: {
     from,
     provider,
     signer: p.signer,
-    records: createTxRecordStore({ redis, prefix, chainId, fence }),
+    records,
     nonces: createNonceStore({ redis, prefix, chainId, signerAddress: from, provider, fence }),
     gasPrice: cachedGasPrice(
       () => getGasPrice(chain, { provider, logger }),
@@ -273,7 +274,7 @@ function sendStores(p: {
     pollIntervalMs: options.pollIntervalMs ?? Math.min(1000, Math.floor(chain.confirmationTimeoutMs / 10)),
     lease: p.lease,
     sendSlot: createSendSlot(),
-    liquidityHolds: createLiquidityHolds({ redis, prefix, chainId, signerAddress: from, fence }),
+    liquidityHolds: createLiquidityHolds({ redis, prefix, chainId, signerAddress: from, records, fence }),
     maxStalledCount: options.maxStalledCount ?? DEFAULT_MAX_STALLED_COUNT,
     hooks: options.hooks,
     redis,
