@@ -38,7 +38,7 @@ export class AllowanceShortError extends RouterError {
  *    eth_estimateGas (a revert fails the job before its nonce). Not replay-protected: a second add would add
  *    twice, so the pipeline proves a nonce taken before it ever rebuilds (send/confirm-nonce-taken.ts).
  */
-export async function prepareAddLiquidityFor(
+export async function buildAddLiquidityForCall(
   ctx: SubmitterContext,
   jobId: string,
   data: AddLiquidityForJobData,

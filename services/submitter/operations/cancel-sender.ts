@@ -24,7 +24,10 @@ import { buildUnlessCompleted, openPreparedSide, wallClockMsWhenChainPasses, typ
  * 4. cancel({txData, signature: 0x, encodedMeta: 0x}) from the router: before expiry only the router may
  *    cancel (#C:025), so router-contract mode goes through Router.cancel; `#C:019` → re-check → no-op.
  */
-export async function prepareCancelSender(ctx: LifecycleContext, data: CancelSenderJobData): Promise<TxCall | TxNoop> {
+export async function buildCancelSenderCall(
+  ctx: LifecycleContext,
+  data: CancelSenderJobData,
+): Promise<TxCall | TxNoop> {
   const { txData } = data;
   const opened = await openPreparedSide(ctx, txData, "sending");
   if ("noop" in opened) {

@@ -68,7 +68,7 @@ import {
  *    Claimed after the estimate, so a refusal up to here leaves no claim behind and its refund can go ahead;
  *    nothing is signed or sent before the claim.
  */
-export async function preparePrepareReceiver(
+export async function buildPrepareReceiverCall(
   ctx: LifecycleContext,
   data: PrepareReceiverJobData,
 ): Promise<TxCall | TxNoop> {

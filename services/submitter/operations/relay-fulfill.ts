@@ -55,7 +55,10 @@ export class RelayReceiverPendingError extends LifecycleError {
  *    request runs it again.
  * The fulfill that lands makes the receiving chain's poller enqueue the router's sending-side claim.
  */
-export async function prepareRelayFulfill(ctx: RelayCostContext, data: RelayFulfillJobData): Promise<TxCall | TxNoop> {
+export async function buildRelayFulfillCall(
+  ctx: RelayCostContext,
+  data: RelayFulfillJobData,
+): Promise<TxCall | TxNoop> {
   const { txData } = data;
   assertUserFulfillSignature(txData, data.relayerFee, data.signature);
   const opened = await openReceivingSide(ctx, data);
