@@ -93,17 +93,7 @@ export function createFencedVersionedHash<T>(params: {
   /** The mirror of the current term (being read, or read); undefined after a refused write. */
   let loaded: { readonly term: number; readonly mirror: Promise<VersionedHashState<T>> } | undefined;
 
-  const read = async (term: number): Promise<VersionedHashState<T>> => {
-    const raw = await redis.hgetall(key);
-    const entries = new Map<string, T>();
-    for (const [field, value] of Object.entries(raw)) {
-      if (field !== VERSION && field !== params.watermarkField) {
-        entries.set(field, JSON.parse(value) as T);
-      }
-    }
-    const watermark = Number(raw[params.watermarkField] ?? -1);
-    return { term, version: raw[VERSION] ?? "", watermark, entries };
-  };
+  const read = (term: number): Promise<VersionedHashState<T>> => readHash<T>(redis, key, params.watermarkField, term);
 
   /** The mirror for `term`: read from Redis once per term, and again after any refused write. */
   const mirrorOf = (term: number): { readonly term: number; readonly mirror: Promise<VersionedHashState<T>> } => {
@@ -188,4 +178,21 @@ export function createFencedVersionedHash<T>(params: {
       loaded = undefined;
     },
   };
+}
+
+/** The whole hash: its entries (every field but the version and the watermark), version token and watermark. */
+async function readHash<T>(
+  redis: Pick<Redis, "hgetall">,
+  key: string,
+  watermarkField: string,
+  term: number,
+): Promise<VersionedHashState<T>> {
+  const raw = await redis.hgetall(key);
+  const entries = new Map<string, T>();
+  for (const [field, value] of Object.entries(raw)) {
+    if (field !== VERSION && field !== watermarkField) {
+      entries.set(field, JSON.parse(value) as T);
+    }
+  }
+  return { term, version: raw[VERSION] ?? "", watermark: Number(raw[watermarkField] ?? -1), entries };
 }
