@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import { RouterError } from "../../shared/errors";
-import { liquidityHoldsKey } from "../../shared/queues";
+import { liquidityHoldsKey } from "../../shared/coordination/keys";
 import type { ScriptClient } from "../../shared/redis/script-runner";
 import {
   AGAIN,
@@ -19,7 +19,7 @@ import type { TxRecord, TxRecordStore } from "./send/tx-record";
  * liquidity check until its transaction is mined; a check passes only if the balance net of the other jobs'
  * holds covers it.
  *
- * Kept in Redis (shared/queues/keys.ts liquidityHoldsKey), one hash per (chain, signer), so a new sender lease
+ * Kept in Redis (shared/coordination/keys.ts liquidityHoldsKey), one hash per (chain, signer), so a new sender lease
  * holder sees the holds of the transactions it resumes. Only the lease holder writes the hash: it sits on a
  * fenced versioned hash (fenced-versioned-hash.ts: an in-memory mirror per lease term, each change one fenced
  * compare-and-set), so two checks cannot both pass, and a deposed holder writes nothing. A hold's transaction is

@@ -32,7 +32,7 @@ import { buildFulfillSenderCall } from "./operations/fulfill-sender";
 import { buildPrepareReceiverCall } from "./operations/prepare-receiver";
 import { buildRelayFulfillCall } from "./operations/relay-fulfill";
 import { buildRemoveLiquidityCall } from "./operations/remove-liquidity";
-import { ReplicaAckTimeoutError } from "../../shared/queues/replication";
+import { ReplicaAckTimeoutError } from "../../shared/coordination/replication";
 import { TransactionRevertedError } from "../../shared/chain/errors";
 import {
   InvalidTxJobError,

@@ -11,8 +11,8 @@ import { ledgerProducerFor, type LedgerProducer } from "../../shared/process/led
 import { chainConfigFor } from "../../shared/process/process-env";
 import { createProcessResources, type ProviderTuning } from "../../shared/process/process-resources";
 import { txQueueName, workerConnection, type TxJobData, type TxJobResult } from "../../shared/queues";
-import { newLeaseOwnerId } from "../../shared/queues/lease";
-import { replicationGuard } from "../../shared/queues/replication";
+import { newLeaseOwnerId } from "../../shared/coordination/lease";
+import { replicationGuard } from "../../shared/coordination/replication";
 import { createSigner } from "../../shared/signer/create-signer";
 import type { RouterSigner } from "../../shared/signer/router-signer";
 import { stopOnce } from "../../shared/process/stop-once";

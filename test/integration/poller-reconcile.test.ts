@@ -1,5 +1,6 @@
 import type { RouterConfig } from "../../shared/config/types";
-import { TX_JOB, pollerCursorKey } from "../../shared/queues";
+import { TX_JOB } from "../../shared/queues";
+import { pollerCursorKey } from "../../shared/coordination/keys";
 import type { PollerOptions, RunningPoller } from "../../services/poller/start-poller";
 import {
   AMOUNT,

@@ -12,7 +12,7 @@ import type { RouterConfig } from "../../../shared/config/types";
 import { errorCode } from "../../../shared/errors";
 import type { Logger } from "../../../shared/logging/create-logger";
 import { TX_JOB, txJobId, txJobOptions, type AddLiquidityForJobData } from "../../../shared/queues";
-import type { ReplicationGuard } from "../../../shared/queues/replication";
+import type { ReplicationGuard } from "../../../shared/coordination/replication";
 import { waitForBroadcast } from "../../../shared/queues/wait-for-broadcast";
 import { withTimeout } from "../../../shared/timing";
 import type { AddLiquidityForRequest, OperationContext, TransactionResponse } from "../types";

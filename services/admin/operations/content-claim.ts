@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto";
 import type { Job, Queue } from "bullmq";
 import type { Redis } from "ioredis";
-import { adminRequestContentKey, type TxJobName } from "../../../shared/queues";
-import { txRecordStatus } from "../../../shared/queues/in-flight";
+import { type TxJobName } from "../../../shared/queues";
+import { adminRequestContentKey } from "../../../shared/coordination/keys";
+import { txRecordStatus } from "../../../shared/coordination/in-flight";
 import { DELETE_IF_EQUAL } from "../../../shared/redis/common-scripts";
 import { defineScript, reply, type ScriptClient } from "../../../shared/redis/script-runner";
 import { QUEUE_CALL_TIMEOUT_MS } from "./enqueue-and-wait";

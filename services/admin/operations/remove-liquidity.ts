@@ -3,7 +3,7 @@ import { waitForBroadcast } from "../../../shared/queues/wait-for-broadcast";
 import type { Queue, QueueEvents } from "bullmq";
 import type { Logger } from "../../../shared/logging/create-logger";
 import { TX_JOB, txJobOptions, txJobId, type RemoveLiquidityJobData } from "../../../shared/queues";
-import type { ReplicationGuard } from "../../../shared/queues/replication";
+import type { ReplicationGuard } from "../../../shared/coordination/replication";
 import type { OperationContext, RemoveLiquidityRequest, TransactionResponse } from "../types";
 import {
   CONTENT_CLAIM_WINDOW_MS,
@@ -25,7 +25,7 @@ export interface RemoveLiquidityDeps extends ContentClaimDeps {
   /** The router's unlocked liquidity in the TransactionManager, base units. */
   readUnlockedBalance(chainId: number, assetId: string): Promise<bigint>;
   /**
-   * redis.minReplicas > 0: the replica wait on `redis` (shared/queues/replication.ts). The content claim is on
+   * redis.minReplicas > 0: the replica wait on `redis` (shared/coordination/replication.ts). The content claim is on
    * that many replicas before the job is enqueued; otherwise 503 REDIS_NOT_REPLICATED and nothing is enqueued.
    */
   readonly replication?: ReplicationGuard;

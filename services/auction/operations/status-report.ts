@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { RouterConfig } from "../../../shared/config/types";
 import { errorMessage } from "../../../shared/errors";
-import { cleanUpModeKey, openTransfersKey } from "../../../shared/queues";
+import { cleanUpModeKey, openTransfersKey } from "../../../shared/coordination/keys";
 import { withTimeout } from "../../../shared/timing";
 import type { AuctionContext } from "../context";
 

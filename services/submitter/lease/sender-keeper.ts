@@ -1,5 +1,5 @@
 import type { Queue, Worker } from "bullmq";
-import type { ReplicationGuard } from "../../../shared/queues/replication";
+import type { ReplicationGuard } from "../../../shared/coordination/replication";
 import type { TxJobData, TxJobResult } from "../../../shared/queues";
 import type { SubmitterContext } from "../context";
 import type { LiquidityHolds } from "../liquidity-in-flight";

@@ -8,7 +8,8 @@ import {
   readAllowance,
 } from "../../../shared/chain/add-liquidity";
 import { RouterError } from "../../../shared/errors";
-import { approvalRecordId, type AddLiquidityForJobData } from "../../../shared/queues";
+import { type AddLiquidityForJobData } from "../../../shared/queues";
+import { approvalRecordId } from "../../../shared/coordination/keys";
 import type { SubmitterContext } from "../context";
 import type { SendTrace } from "../send/send-context";
 import { sendJobTransaction } from "../send/send-transaction";

@@ -12,7 +12,7 @@ import {
 } from "../../../shared/protocol/digests";
 import { verifySenderPrepare, type VerifySenderPrepareOk } from "../../../shared/protocol/verify-sender";
 import type { PrepareReceiverJobData } from "../../../shared/queues";
-import { claimTransferDecision, findSenderCancelIntent } from "../../../shared/queues/transfer-decision";
+import { claimTransferDecision, findSenderCancelIntent } from "../../../shared/coordination/transfer-decision";
 import { unnamedNoncesOn, type TxCall, type TxNoop } from "../send/tx-record";
 import {
   ChainNotConfiguredError,

@@ -3,7 +3,7 @@ import { isTransactionExpired } from "../../../shared/protocol/expiry";
 import { abiFulfillArgs } from "../../../shared/protocol/router-signatures";
 import type { RelayFulfillJobData } from "../../../shared/queues";
 import type { TxCall, TxNoop } from "../send/tx-record";
-import { findPrepareReceiverInFlight } from "../../../shared/queues/in-flight";
+import { findPrepareReceiverInFlight } from "../../../shared/coordination/in-flight";
 import { LifecycleError, ReceiverNotPreparedError } from "./errors";
 import { estimateCallGas } from "./estimated-call";
 import { assertUserFulfillSignature } from "./fulfill-sender";

@@ -1,7 +1,8 @@
 import type { Redis } from "ioredis";
 import type { FeeJson } from "../../../shared/protocol/gas";
 import { transferRetentionSec } from "../../../shared/protocol/retention";
-import { TX_JOB, nonceJobsKey, txRecordKey, type TxJobResult } from "../../../shared/queues";
+import { TX_JOB, type TxJobResult } from "../../../shared/queues";
+import { nonceJobsKey, txRecordKey } from "../../../shared/coordination/keys";
 import { TxRecordConflictError } from "./errors";
 import { defineScript, reply } from "../../../shared/redis/script-runner";
 import { senderFenceArgs, senderFencedOut, type FenceSource } from "./fence";
