@@ -1,6 +1,6 @@
 /**
  * `npx tsc -p tsconfig.build.json && node dist/bench/replica-wait.js`: what `redis.minReplicas: 1` adds to a
- * broadcast and to a bid (shared/queues/replication.ts), with one replica on loopback. Starts a primary and a
+ * broadcast and to a bid (shared/coordination/replication.ts), with one replica on loopback. Starts a primary and a
  * replica (redis-server, appendonly no), then times, sequentially and with 50 in flight on one connection:
  *   broadcast: the transaction record's write (a ~1.5 KB hash field, as tx-record.ts stores it), with and without
  *              the replica wait after it;
@@ -14,7 +14,7 @@ import { Redis } from "ioredis";
 import { redisServerBinary } from "../scripts/local/binaries";
 import { getFreePort } from "../scripts/local/free-port";
 import { redisAnswers, redisArgs, whileStarting } from "../scripts/local/probes";
-import { ensureReplicated, replicationProbeKey } from "../shared/queues/replication";
+import { ensureReplicated, replicationProbeKey } from "../shared/coordination/replication";
 import { createBalanceStore } from "../shared/transfers/balance-store";
 import { createBidReservations } from "../shared/transfers/bid-reservations";
 import { pollUntil } from "../shared/timing";

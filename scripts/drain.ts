@@ -11,7 +11,8 @@
  */
 import { Redis } from "ioredis";
 import { errorMessage } from "../shared/errors";
-import { cleanUpModeKey, redisOptions } from "../shared/queues";
+import { redisOptions } from "../shared/queues";
+import { cleanUpModeKey } from "../shared/coordination/keys";
 import { sleep } from "../shared/timing";
 import { adminUrlOf, fetchStatus } from "./admin-client";
 import { loadCliConfig } from "./cli-config";

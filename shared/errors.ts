@@ -55,3 +55,8 @@ export function errorMessage(err: unknown): string {
     return String(err);
   }
 }
+
+/** Any thrown value as an Error (a log line or a callback wants one), its message kept. */
+export function asError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(errorMessage(err));
+}

@@ -3,7 +3,7 @@ import type { ChainProvider } from "../../shared/chain/chain-provider";
 import type { RouterBalanceReader } from "../../shared/chain/router-balances";
 import type { RouterConfig } from "../../shared/config/types";
 import type { Logger } from "../../shared/logging/create-logger";
-import { replicationGuard } from "../../shared/queues/replication";
+import { replicationGuard } from "../../shared/coordination/replication";
 import type { TransferStore } from "../../shared/transfers/transfer-store";
 import type { ChainQueues } from "./chain-queues";
 import { createAddLiquidityForOperation } from "./operations/add-liquidity-for";

@@ -3,7 +3,7 @@ import type { Redis } from "ioredis";
 import type { RouterConfig } from "../../shared/config/types";
 import type { ReconciliationRow } from "../../shared/ledger/reconcile-reads";
 import { readHeartbeats, type HeartbeatStatus } from "../../shared/metrics/heartbeat";
-import { cleanUpModeKey, openTransfersKey } from "../../shared/queues";
+import { cleanUpModeKey, openTransfersKey } from "../../shared/coordination/keys";
 import {
   pendingTransactions,
   queueCounts,

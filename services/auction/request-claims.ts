@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import { auctionClaimKey } from "../../shared/queues";
+import { auctionClaimKey } from "../../shared/coordination/keys";
 import { defineScript, reply } from "../../shared/redis/script-runner";
 
 /**

@@ -4,7 +4,7 @@ import type { Logger } from "../../shared/logging/create-logger";
 import { connectMessaging, routerQueueGroup } from "../../shared/messaging";
 import type { Messaging } from "../../shared/messaging/types";
 import { createProcessResources, type ProcessResources } from "../../shared/process/process-resources";
-import { replicationGuard } from "../../shared/queues/replication";
+import { replicationGuard } from "../../shared/coordination/replication";
 import { createSigner } from "../../shared/signer/create-signer";
 import type { RouterSigner } from "../../shared/signer/router-signer";
 import { createBalanceStore } from "../../shared/transfers/balance-store";

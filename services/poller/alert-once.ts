@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import { pollerAlertedKey } from "../../shared/queues";
+import { pollerAlertedKey } from "../../shared/coordination/keys";
 
 /** Resolves true the first time an alert id is seen on this chain (across restarts), false afterwards. */
 export type AlertOnce = (alertId: string) => Promise<boolean>;

@@ -3,7 +3,7 @@ import type { TransferSide } from "../../shared/transfers/transfer-store";
 import type { PollerContext } from "./context";
 
 /**
- * Reads shared by one batch of the tick's decisions (tick.ts, DECISION_BATCH_SIZE records): one head read per
+ * Reads shared by one batch of the tick's decisions (decide-open.ts, DECISION_BATCH_SIZE records): one head read per
  * chain for the batch's reconciles, and one MGET for the other side of every record. Read one record at a time,
  * each was a round trip per open transfer and tick, seconds per tick between hosts far apart.
  */

@@ -6,7 +6,7 @@ import type { ChainConfig, RouterConfig } from "../../shared/config/types";
 import type { Logger } from "../../shared/logging/create-logger";
 import type { LedgerProducer } from "../../shared/process/ledger-producer";
 import type { TxJobData, TxJobResult } from "../../shared/queues";
-import type { FenceSource } from "../../shared/queues/lease";
+import type { FenceSource } from "../../shared/coordination/lease";
 import type { BalanceStore } from "../../shared/transfers/balance-store";
 import type { BidReservations } from "../../shared/transfers/bid-reservations";
 import type { TransferStore } from "../../shared/transfers/transfer-store";

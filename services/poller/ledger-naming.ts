@@ -7,7 +7,7 @@ import type { SourceBatch } from "./sources/transfer-source";
 
 /**
  * Redis refused to name a batch's transactions to the ledger: nothing of the batch was stored and the source's
- * cursor did not move, so the next tick reads the same changes and names them again (tick.ts pullChanges).
+ * cursor did not move, so the next tick reads the same changes and names them again (pull-changes.ts).
  */
 export class LedgerNamingPendingError extends RouterError {
   readonly code = "LEDGER_NAMING_PENDING";

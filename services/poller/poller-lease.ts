@@ -1,7 +1,7 @@
 import type { Logger } from "../../shared/logging/create-logger";
 import { abortableDelay } from "../../shared/timing";
-import type { Fence, Lease } from "../../shared/queues/lease";
-import { createLeaseLoop } from "../../shared/queues/lease-loop";
+import type { Fence, Lease } from "../../shared/coordination/lease";
+import { createLeaseLoop } from "../../shared/coordination/lease-loop";
 
 export type PollerRole = "active" | "standby";
 
@@ -44,7 +44,7 @@ interface Term {
 
 /**
  * One active poller per chain. While this process holds the lease it runs the poll loop, and the lease loop
- * (shared/queues/lease-loop.ts) renews the lease every interval, independently of ticks; when the lease is lost
+ * (shared/coordination/lease-loop.ts) renews the lease every interval, independently of ticks; when the lease is lost
  * the poll loop is aborted and the process waits as a standby, trying to take the lease every interval.
  */
 export function createPollerLeaseKeeper(params: PollerLeaseKeeperParams): PollerLeaseKeeper {

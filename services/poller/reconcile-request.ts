@@ -1,5 +1,5 @@
 import { errorMessage } from "../../shared/errors";
-import { reconcileRequestKey } from "../../shared/queues";
+import { reconcileRequestKey } from "../../shared/coordination/keys";
 import { DELETE_IF_EQUAL } from "../../shared/redis/common-scripts";
 import type { PollerContext } from "./context";
 

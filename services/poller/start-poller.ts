@@ -10,8 +10,8 @@ import {
   type ProcessResources,
   type ProviderTuning,
 } from "../../shared/process/process-resources";
-import { pollerLeaseKey, pollerLeaseTermKey } from "../../shared/queues";
-import { createLease, newLeaseOwnerId, type FenceSource, type Lease } from "../../shared/queues/lease";
+import { pollerLeaseKey, pollerLeaseTermKey } from "../../shared/coordination/keys";
+import { createLease, newLeaseOwnerId, type FenceSource, type Lease } from "../../shared/coordination/lease";
 import { createSigner } from "../../shared/signer/create-signer";
 import { createBalanceStore } from "../../shared/transfers/balance-store";
 import { createBidReservations } from "../../shared/transfers/bid-reservations";

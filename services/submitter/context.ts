@@ -2,7 +2,7 @@ import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import type { ChainProvider } from "../../shared/chain/chain-provider";
 import type { RouterConfig } from "../../shared/config/types";
-import type { ReplicationGuard } from "../../shared/queues/replication";
+import type { ReplicationGuard } from "../../shared/coordination/replication";
 import type { RouterSigner } from "../../shared/signer/router-signer";
 import type { JobLiquidity, LiquidityHolds } from "./liquidity-in-flight";
 import type { SendContext } from "./send/send-context";

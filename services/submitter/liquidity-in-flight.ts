@@ -1,11 +1,15 @@
-import { randomUUID } from "node:crypto";
-import { setTimeout as sleep } from "node:timers/promises";
 import type { Redis } from "ioredis";
 import { RouterError } from "../../shared/errors";
-import { liquidityHoldsKey, txRecordKey } from "../../shared/queues";
-import { defineScript, reply, type ScriptClient } from "../../shared/redis/script-runner";
-import { senderFenceArgs, senderFencedOut, type FenceSource } from "./send/fence";
-import type { TxRecord } from "./send/tx-record";
+import { liquidityHoldsKey } from "../../shared/coordination/keys";
+import type { ScriptClient } from "../../shared/redis/script-runner";
+import {
+  AGAIN,
+  createFencedVersionedHash,
+  type FencedVersionedHash,
+  type VersionedHashChange,
+} from "./fenced-versioned-hash";
+import type { FenceSource } from "./send/fence";
+import type { TxRecord, TxRecordStore } from "./send/tx-record";
 
 /**
  * Liquidity our sent-but-unmined transactions will take from the router's unlocked balance: receiving prepares
@@ -15,17 +19,11 @@ import type { TxRecord } from "./send/tx-record";
  * liquidity check until its transaction is mined; a check passes only if the balance net of the other jobs'
  * holds covers it.
  *
- * Kept in Redis (shared/queues/keys.ts liquidityHoldsKey), one hash per (chain, signer), so a new sender lease
- * holder sees the holds of the transactions it resumes. Only the lease holder writes the hash, so the holder
- * keeps a mirror of it in memory, read once per lease term: a job decides against the mirror (no I/O between
- * deciding and sending the write, so the process's jobs are serialised without a lock) and its write is a
- * compare-and-set on the hash's `version` token, fenced by the sender lease in the same Lua step. The writes of
- * one process are pipelined on one connection, each expecting the token the previous one set; a write refused
- * for any reason (another writer, the guard, the fence) leaves the mirror behind Redis, so it is read again and
- * the refused jobs decide again. Two checks cannot both pass, and a deposed holder writes nothing. A change costs
- * one round trip whatever the number of holds (the whole-hash read per change with a shared numeric version made
- * every write invalidate every other job's snapshot: 500 jobs in flight retried 23 times each, 4.8 tx/s).
- * With `redis.minReplicas` the broadcast a hold guards waits until replicas have it (send/attempts.ts
+ * Kept in Redis (shared/coordination/keys.ts liquidityHoldsKey), one hash per (chain, signer), so a new sender lease
+ * holder sees the holds of the transactions it resumes. Only the lease holder writes the hash: it sits on a
+ * fenced versioned hash (fenced-versioned-hash.ts: an in-memory mirror per lease term, each change one fenced
+ * compare-and-set), so two checks cannot both pass, and a deposed holder writes nothing. A hold's transaction is
+ * read through the send records' store (send/tx-record.ts). With `redis.minReplicas` the broadcast a hold guards waits until replicas have it (send/attempts.ts
  * broadcastAttempt; the holds share the job's connection).
  *
  * A hold counts against balances read *before* its transaction was mined: it is marked with its mined block
@@ -38,7 +36,7 @@ export interface LiquidityHold {
   readonly assetId: string;
   /** Wei, decimal string. */
   readonly amount: string;
-  /** The job's transaction record (services/submitter/send/tx-record.ts): what reconcile reads. */
+  /** The key of the job's transaction record (send/tx-record.ts keyOf); the record is read by jobId. */
   readonly recordKey: string;
   /** The sender lease term that wrote the hold. */
   readonly term: number;
@@ -112,183 +110,64 @@ export const ORPHAN_HOLD_MS = 10 * 60_000;
 export const HOLDS_TTL_MS = 7 * 24 * 3600 * 1000;
 /** A refused write means another writer (a second instance under the same term cannot exist): a few suffice. */
 const MAX_TRIES = 20;
-const VERSION = "version";
 /** Highest block at which marked holds were dropped: a balance read before it cannot be checked any more. */
 const DROPPED_BELOW = "dropped-below";
 
-/**
- * One change of the hash (shared/redis/scripts/liquidity-holds-write.lua; its field names are VERSION and
- * DROPPED_BELOW): 1, or -1 on a version conflict, -2 when the fence does not hold, -3 when the guard refused.
- */
-const WRITE = defineScript({
-  file: "liquidity-holds-write",
-  keys: ["holds", "lease", "guard"],
-  args: ["fenceValue", "expected", "version", "ttlMs", "guardMode", "droppedBelow", "setCount"],
-  restArgs: true,
-  decode: reply.number,
-});
-
-/** The hash as this process last wrote or read it. */
-interface Mirror {
-  /** The lease term it was read in: a new term reads the hash again (another holder may have written). */
-  readonly term: number;
-  version: string;
-  droppedBelow: number;
-  readonly holds: Map<string, LiquidityHold>;
-}
-
-interface Change<T> {
-  readonly set?: readonly LiquidityHold[];
-  readonly del?: readonly string[];
-  readonly droppedBelow?: number;
-  /** Write only if this key does not exist (a job's transaction record). */
-  readonly guardAbsent?: string;
-  readonly result: T;
-}
-
-/** Returned by a decision whose inputs (read before it) are out of date: they are read again. */
-const AGAIN = Symbol("again");
+type Change<T> = VersionedHashChange<LiquidityHold, T>;
 
 export function createLiquidityHolds(params: {
-  redis: Pick<Redis, "hgetall" | "hget" | "exists"> & ScriptClient;
+  redis: Pick<Redis, "hgetall"> & ScriptClient;
   prefix: string;
   chainId: number;
   signerAddress: string;
+  /** The chain's send records: what a hold's transaction did. */
+  records: HoldRecords;
   /** The sender lease (send/fence.ts; a submitter always passes it); without it writes are not fenced. */
   fence?: FenceSource;
 }): LiquidityHolds {
-  const { redis, prefix, chainId } = params;
-  const key = liquidityHoldsKey(prefix, chainId, params.signerAddress);
-  const recordKeyOf = (jobId: string): string => txRecordKey(prefix, chainId, jobId);
-  /** Unique per instance, so no other writer can set a token this instance expects. */
-  const writer = randomUUID();
-  let writes = 0;
-  /** The mirror of the current term (being read, or read); undefined after a refused write. */
-  let loaded: { readonly term: number; readonly mirror: Promise<Mirror> } | undefined;
-
-  const read = async (term: number): Promise<Mirror> => {
-    const raw = await redis.hgetall(key);
-    const holds = new Map<string, LiquidityHold>();
-    for (const [field, value] of Object.entries(raw)) {
-      if (field !== VERSION && field !== DROPPED_BELOW) {
-        holds.set(field, JSON.parse(value) as LiquidityHold);
-      }
-    }
-    return { term, version: raw[VERSION] ?? "", droppedBelow: Number(raw[DROPPED_BELOW] ?? -1), holds };
-  };
-
-  /** The mirror for `term`: read from Redis once per term, and again after any refused write. */
-  const mirrorOf = (term: number): { readonly term: number; readonly mirror: Promise<Mirror> } => {
-    if (loaded === undefined || loaded.term !== term) {
-      const entry = { term, mirror: read(term) };
-      loaded = entry;
-      entry.mirror.catch(() => {
-        if (loaded === entry) loaded = undefined;
-      });
-    }
-    return loaded;
-  };
-
-  /**
-   * One change: `prepare` does the I/O the decision needs (outside the serialised part), `decide` computes the
-   * change from the mirror synchronously, the mirror takes it at once (the next job decides on it) and the write
-   * goes out behind the earlier ones. A refused write drops the mirror; the job reads, prepares and decides again.
-   */
-  const mutate = async <P, T>(
-    prepare: (m: Mirror) => Promise<P>,
-    decide: (m: Mirror, term: number, prepared: P) => Change<T> | typeof AGAIN,
-  ): Promise<T> => {
-    for (let tries = 1; tries <= MAX_TRIES; tries += 1) {
-      const entry = mirrorOf(senderFenceArgs(params.fence, key, "liquidity holds").fence?.term ?? 0);
-      const m = await entry.mirror;
-      const prepared = await prepare(m);
-      // From here to the eval call nothing awaits: no other job of this process decides in between.
-      const fenced = senderFenceArgs(params.fence, key, "liquidity holds");
-      if (loaded !== entry || (fenced.fence?.term ?? 0) !== m.term) {
-        continue;
-      }
-      const change = decide(m, m.term, prepared);
-      if (change === AGAIN) {
-        continue;
-      }
-      const sets = (change.set ?? []).map((h) => [h.jobId, JSON.stringify(h)]);
-      const del = change.del ?? [];
-      if (sets.length === 0 && del.length === 0 && change.droppedBelow === undefined) {
-        return change.result;
-      }
-      const expected = m.version;
-      writes += 1;
-      m.version = `${writer}:${writes}`;
-      for (const h of change.set ?? []) m.holds.set(h.jobId, h);
-      for (const jobId of del) m.holds.delete(jobId);
-      m.droppedBelow = change.droppedBelow ?? m.droppedBelow;
-      const found = await WRITE.run(redis, {
-        keys: { holds: key, lease: fenced.key, guard: change.guardAbsent ?? key },
-        args: {
-          fenceValue: fenced.value,
-          expected,
-          version: m.version,
-          ttlMs: HOLDS_TTL_MS,
-          guardMode: change.guardAbsent ? "absent" : "",
-          droppedBelow: change.droppedBelow === undefined ? "" : String(change.droppedBelow),
-          setCount: sets.length,
-        },
-        restArgs: [...sets.flat(), ...del],
-      }).catch((err: unknown) => {
-        // Applied or not, unknown: the next change reads the hash again.
-        if (loaded === entry) loaded = undefined;
-        throw err;
-      });
-      if (found === 1) {
-        return change.result;
-      }
-      // Refused: Redis no longer matches the mirror (nor any write queued behind this one).
-      if (loaded === entry) {
-        loaded = undefined;
-      }
-      if (found === -2) {
-        throw senderFencedOut(params.fence, "liquidity holds");
-      }
-      if (found === -1) {
-        // Another writer: spread out before reading again.
-        await sleep(Math.floor(Math.random() * 5));
-      }
-    }
-    throw new LiquidityHoldsBusyError(`liquidity holds of chain ${chainId} kept changing: ${MAX_TRIES} tries`, {
-      chainId,
-    });
-  };
-  const nothing = async (): Promise<undefined> => undefined;
+  const { chainId, records } = params;
+  const store = createFencedVersionedHash<LiquidityHold>({
+    redis: params.redis,
+    key: liquidityHoldsKey(params.prefix, chainId, params.signerAddress),
+    idOf: (hold) => hold.jobId,
+    watermarkField: DROPPED_BELOW,
+    ttlMs: HOLDS_TTL_MS,
+    maxTries: MAX_TRIES,
+    what: "liquidity holds",
+    busy: () =>
+      new LiquidityHoldsBusyError(`liquidity holds of chain ${chainId} kept changing: ${MAX_TRIES} tries`, { chainId }),
+    fence: params.fence,
+  });
 
   return {
-    list: async () => [...(await read(0)).holds.values()],
-    forJob: (jobId) => createJobLiquidity(jobId),
+    list: async () => [...(await store.read()).entries.values()],
+    forJob: (jobId) => createJobLiquidity(jobId, { store, records, chainId }),
     reconcile: async (chain) => {
       // A new term: whatever this process remembers may be older than the previous holder's writes.
-      loaded = undefined;
-      return mutate(
+      store.forget();
+      return store.mutate(
         async (m) => {
-          const records = new Map<string, TxRecord | undefined>();
-          for (const hold of m.holds.values()) {
+          const loaded = new Map<string, TxRecord | undefined>();
+          for (const hold of m.entries.values()) {
             if (hold.minedBlock === undefined) {
-              records.set(hold.jobId, await loadRecord(hold.recordKey));
+              loaded.set(hold.jobId, await records.load(hold.jobId));
             }
           }
-          return records;
+          return loaded;
         },
-        (m, _term, records) => {
+        (m, _term, loaded) => {
           const set: LiquidityHold[] = [];
           const del: string[] = [];
           let kept = 0;
-          for (const hold of m.holds.values()) {
+          for (const hold of m.entries.values()) {
             if (hold.minedBlock !== undefined) {
               kept += 1;
               continue;
             }
-            if (!records.has(hold.jobId)) {
+            if (!loaded.has(hold.jobId)) {
               return AGAIN;
             }
-            const record = records.get(hold.jobId);
+            const record = loaded.get(hold.jobId);
             const minedBlock = minedBlockOf(record, chain);
             if (!record || record.status === "reverted") {
               del.push(hold.jobId);
@@ -303,122 +182,133 @@ export function createLiquidityHolds(params: {
       );
     },
   };
+}
 
-  async function loadRecord(recordKey: string): Promise<TxRecord | undefined> {
-    const json = await redis.hget(recordKey, "record");
-    return json === null ? undefined : (JSON.parse(json) as TxRecord);
-  }
+type HoldsStore = FencedVersionedHash<LiquidityHold>;
+type HoldRecords = Pick<TxRecordStore, "load" | "exists" | "keyOf">;
 
-  /** Holds that look left behind (no mined block, old) and have no transaction record. */
-  async function orphansIn(m: Mirror, nowMs: number): Promise<ReadonlySet<string>> {
-    const orphans = new Set<string>();
-    for (const hold of m.holds.values()) {
-      if (isOld(hold, nowMs) && (await redis.exists(hold.recordKey)) === 0) {
-        orphans.add(hold.jobId);
-      }
-    }
-    return orphans;
-  }
-
-  function createJobLiquidity(jobId: string): JobLiquidity {
-    const recordKey = recordKeyOf(jobId);
-    const updateOwn = (fn: (hold: LiquidityHold) => LiquidityHold): Promise<void> =>
-      mutate(nothing, (m) => {
-        const own = m.holds.get(jobId);
+/** One job's side of the holds: its check, its mined marks and its settling, each one change of the store. */
+function createJobLiquidity(
+  jobId: string,
+  p: { store: HoldsStore; records: HoldRecords; chainId: number },
+): JobLiquidity {
+  const { store, records, chainId } = p;
+  const recordKey = records.keyOf(jobId);
+  const updateOwn = (fn: (hold: LiquidityHold) => LiquidityHold): Promise<void> =>
+    store.mutate(
+      async () => undefined,
+      (m) => {
+        const own = m.entries.get(jobId);
         const next = own ? fn(own) : undefined;
         return { set: next && next !== own ? [next] : [], result: undefined };
-      });
-    return {
-      checkAndHold: async ({ assetId, amount, readBalance }) => {
-        const asset = assetId.toLowerCase();
-        let at = await readBalance();
-        return mutate(
-          async (m) => {
-            // Holds mined at or below droppedBelow are gone: this balance would count them nowhere.
-            if (at.block < m.droppedBelow) {
-              at = await readBalance();
-            }
-            if (at.block < m.droppedBelow) {
-              throw new LiquidityHoldsBusyError("the balance was read below the block of holds already dropped", {
-                chainId,
-                balanceBlock: at.block,
-                droppedBelow: m.droppedBelow,
-              });
-            }
-            const nowMs = Date.now();
-            return { nowMs, orphans: await orphansIn(m, nowMs) };
-          },
-          (m, term, { nowMs, orphans }): Change<HoldCheck> | typeof AGAIN => {
-            if (at.block < m.droppedBelow) {
-              return AGAIN;
-            }
-            const del: string[] = [];
-            let heldByOthers = 0n;
-            for (const hold of m.holds.values()) {
-              if (hold.jobId === jobId) {
-                continue;
-              }
-              if (hold.minedBlock !== undefined && hold.minedBlock <= at.block) {
-                del.push(hold.jobId);
-              } else if (orphans.has(hold.jobId) && isOld(hold, nowMs)) {
-                del.push(hold.jobId);
-              } else if (hold.assetId === asset) {
-                heldByOthers += BigInt(hold.amount);
-              }
-            }
-            const droppedBelow = del.length > 0 ? Math.max(m.droppedBelow, at.block) : undefined;
-            if (at.balance - heldByOthers < amount) {
-              return {
-                del,
-                droppedBelow,
-                result: { ok: false, balance: at.balance, balanceBlock: at.block, heldByOthers },
-              };
-            }
-            const hold: LiquidityHold = {
-              jobId,
-              assetId: asset,
-              amount: amount.toString(),
-              recordKey,
-              term,
-              atMs: nowMs,
-            };
-            return { set: [hold], del, droppedBelow, result: { ok: true } };
-          },
-        );
       },
-      markMined: (blockNumber) =>
-        updateOwn((hold) => (hold.minedBlock === blockNumber ? hold : { ...hold, minedBlock: blockNumber })),
-      unmarkMined: () =>
-        updateOwn((hold) => {
-          if (hold.minedBlock === undefined) {
-            return hold;
+    );
+  return {
+    checkAndHold: async ({ assetId, amount, readBalance }) => {
+      const asset = assetId.toLowerCase();
+      let at = await readBalance();
+      return store.mutate(
+        async (m) => {
+          // Holds mined at or below droppedBelow are gone: this balance would count them nowhere.
+          if (at.block < m.watermark) {
+            at = await readBalance();
           }
-          const { minedBlock: _mined, ...unmarked } = hold;
-          return unmarked;
-        }),
-      settle: () =>
-        mutate(
-          async (m) => (m.holds.has(jobId) ? loadRecord(recordKey) : undefined),
-          (m, _term, record): Change<undefined> => {
-            const own = m.holds.get(jobId);
-            if (!own) {
-              return { result: undefined };
+          if (at.block < m.watermark) {
+            throw new LiquidityHoldsBusyError("the balance was read below the block of holds already dropped", {
+              chainId,
+              balanceBlock: at.block,
+              droppedBelow: m.watermark,
+            });
+          }
+          const nowMs = Date.now();
+          return { nowMs, orphans: await orphansIn(records, m.entries.values(), nowMs) };
+        },
+        (m, term, { nowMs, orphans }): Change<HoldCheck> | typeof AGAIN => {
+          const droppedBelow = m.watermark;
+          if (at.block < droppedBelow) {
+            return AGAIN;
+          }
+          const del: string[] = [];
+          let heldByOthers = 0n;
+          for (const hold of m.entries.values()) {
+            if (hold.jobId === jobId) {
+              continue;
             }
-            if (!record) {
-              // Nothing was persisted, so nothing can be mined; unless a record appears meanwhile (guard).
-              return { del: [jobId], guardAbsent: recordKey, result: undefined };
+            if (hold.minedBlock !== undefined && hold.minedBlock <= at.block) {
+              del.push(hold.jobId);
+            } else if (orphans.has(hold.jobId) && isOld(hold, nowMs)) {
+              del.push(hold.jobId);
+            } else if (hold.assetId === asset) {
+              heldByOthers += BigInt(hold.amount);
             }
-            if (record.status === "reverted") {
-              return { del: [jobId], result: undefined };
-            }
-            if (record.status === "confirmed" && own.minedBlock === undefined && record.result) {
-              return { set: [{ ...own, minedBlock: record.result.blockNumber }], result: undefined };
-            }
+          }
+          const watermark = del.length > 0 ? Math.max(droppedBelow, at.block) : undefined;
+          if (at.balance - heldByOthers < amount) {
+            return {
+              del,
+              watermark,
+              result: { ok: false, balance: at.balance, balanceBlock: at.block, heldByOthers },
+            };
+          }
+          const hold: LiquidityHold = {
+            jobId,
+            assetId: asset,
+            amount: amount.toString(),
+            recordKey,
+            term,
+            atMs: nowMs,
+          };
+          return { set: [hold], del, watermark, result: { ok: true } };
+        },
+      );
+    },
+    markMined: (blockNumber) =>
+      updateOwn((hold) => (hold.minedBlock === blockNumber ? hold : { ...hold, minedBlock: blockNumber })),
+    unmarkMined: () =>
+      updateOwn((hold) => {
+        if (hold.minedBlock === undefined) {
+          return hold;
+        }
+        const { minedBlock: _mined, ...unmarked } = hold;
+        return unmarked;
+      }),
+    settle: () =>
+      store.mutate(
+        async (m) => (m.entries.has(jobId) ? records.load(jobId) : undefined),
+        (m, _term, record): Change<undefined> => {
+          const own = m.entries.get(jobId);
+          if (!own) {
             return { result: undefined };
-          },
-        ),
-    };
+          }
+          if (!record) {
+            // Nothing was persisted, so nothing can be mined; unless a record appears meanwhile (guard).
+            return { del: [jobId], guardAbsent: recordKey, result: undefined };
+          }
+          if (record.status === "reverted") {
+            return { del: [jobId], result: undefined };
+          }
+          if (record.status === "confirmed" && own.minedBlock === undefined && record.result) {
+            return { set: [{ ...own, minedBlock: record.result.blockNumber }], result: undefined };
+          }
+          return { result: undefined };
+        },
+      ),
+  };
+}
+
+/** Holds that look left behind (no mined block, old) and have no transaction record. */
+async function orphansIn(
+  records: HoldRecords,
+  holds: Iterable<LiquidityHold>,
+  nowMs: number,
+): Promise<ReadonlySet<string>> {
+  const orphans = new Set<string>();
+  for (const hold of holds) {
+    if (isOld(hold, nowMs) && !(await records.exists(hold.jobId))) {
+      orphans.add(hold.jobId);
+    }
   }
+  return orphans;
 }
 
 /** A hold with no mined block older than ORPHAN_HOLD_MS: dropped if it has no transaction record. */

@@ -23,13 +23,13 @@ import {
   type TxJobResult,
 } from "../../shared/queues";
 import type { SubmitterContext } from "./context";
-import { prepareAddLiquidityFor } from "./operations/add-liquidity-for";
-import { prepareCancelReceiver } from "./operations/cancel-receiver";
-import { prepareCancelSender } from "./operations/cancel-sender";
-import { prepareFulfillSender } from "./operations/fulfill-sender";
-import { preparePrepareReceiver } from "./operations/prepare-receiver";
-import { prepareRelayFulfill } from "./operations/relay-fulfill";
-import { prepareRemoveLiquidity } from "./operations/remove-liquidity";
+import { buildAddLiquidityForCall } from "./operations/add-liquidity-for";
+import { buildCancelReceiverCall } from "./operations/cancel-receiver";
+import { buildCancelSenderCall } from "./operations/cancel-sender";
+import { buildFulfillSenderCall } from "./operations/fulfill-sender";
+import { buildPrepareReceiverCall } from "./operations/prepare-receiver";
+import { buildRelayFulfillCall } from "./operations/relay-fulfill";
+import { buildRemoveLiquidityCall } from "./operations/remove-liquidity";
 import { InvalidTxJobError, JobStalledError } from "./send/errors";
 import { decideOutcome, recordStatusMatters, type Outcome, type OutcomeFacts } from "./outcome-policy";
 import type { LedgerEntry, SendTrace } from "./send/send-context";
@@ -222,19 +222,19 @@ function prepareCall(ctx: SubmitterContext, job: TxJob, jobId: string): Promise<
   const { name, data } = job;
   switch (name) {
     case TX_JOB.removeLiquidity:
-      return prepareRemoveLiquidity(ctx, data as RemoveLiquidityJobData, job.timestamp);
+      return buildRemoveLiquidityCall(ctx, data as RemoveLiquidityJobData, job.timestamp);
     case TX_JOB.prepareReceiver:
-      return preparePrepareReceiver(ctx, data as PrepareReceiverJobData);
+      return buildPrepareReceiverCall(ctx, data as PrepareReceiverJobData);
     case TX_JOB.fulfillSender:
-      return prepareFulfillSender(ctx, data as FulfillSenderJobData);
+      return buildFulfillSenderCall(ctx, data as FulfillSenderJobData);
     case TX_JOB.cancelSender:
-      return prepareCancelSender(ctx, data as CancelSenderJobData);
+      return buildCancelSenderCall(ctx, data as CancelSenderJobData);
     case TX_JOB.cancelReceiver:
-      return prepareCancelReceiver(ctx, data as CancelReceiverJobData);
+      return buildCancelReceiverCall(ctx, data as CancelReceiverJobData);
     case TX_JOB.relayFulfill:
-      return prepareRelayFulfill(ctx, data as RelayFulfillJobData);
+      return buildRelayFulfillCall(ctx, data as RelayFulfillJobData);
     case TX_JOB.addLiquidityFor:
-      return prepareAddLiquidityFor(ctx, jobId, data as AddLiquidityForJobData);
+      return buildAddLiquidityForCall(ctx, jobId, data as AddLiquidityForJobData);
     default:
       throw new InvalidTxJobError(`no operation for job name ${JSON.stringify(name)}`);
   }

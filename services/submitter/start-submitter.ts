@@ -1,34 +1,31 @@
-import { Worker, type Queue } from "bullmq";
+import { Worker } from "bullmq";
 import { getAddress } from "ethers";
 import type { Redis } from "ioredis";
 import type { ChainProvider } from "../../shared/chain/chain-provider";
 import { cachedGasPrice, getGasPrice } from "../../shared/chain/gas-price";
 import { poolPartnersOf } from "../../shared/config/pools";
 import type { ChainConfig, RouterConfig } from "../../shared/config/types";
-import { errorMessage } from "../../shared/errors";
 import type { Logger } from "../../shared/logging/create-logger";
 import { throttledErrorLog } from "../../shared/logging/throttled-error-log";
 import { ledgerProducerFor, type LedgerProducer } from "../../shared/process/ledger-producer";
 import { chainConfigFor } from "../../shared/process/process-env";
 import { createProcessResources, type ProviderTuning } from "../../shared/process/process-resources";
 import { txQueueName, workerConnection, type TxJobData, type TxJobResult } from "../../shared/queues";
-import { newLeaseOwnerId, type Fence } from "../../shared/queues/lease";
-import { replicationGuard, type ReplicationGuard } from "../../shared/queues/replication";
+import { newLeaseOwnerId } from "../../shared/coordination/lease";
+import { replicationGuard } from "../../shared/coordination/replication";
 import { createSigner } from "../../shared/signer/create-signer";
 import type { RouterSigner } from "../../shared/signer/router-signer";
 import { stopOnce } from "../../shared/process/stop-once";
 import { settlesWithin } from "../../shared/timing";
 import type { SubmitterContext } from "./context";
-import { createLeaseKeeper, type LeaseKeeper, type SenderRole } from "./lease/lease-keeper";
+import type { LeaseKeeper, SenderRole } from "./lease/lease-keeper";
 import { createJobRuns, type JobRuns } from "./lease/job-runs";
-import { startNonceGapTracker, type NonceGapTracker } from "./lease/nonce-gap-tracker";
-import { releaseOrphanedJobs } from "./lease/release-orphaned-jobs";
+import { createSenderKeeper } from "./lease/sender-keeper";
 import { createSenderLease, type SenderLease } from "./lease/sender-lease";
 import { createLiquidityHolds, type LiquidityHolds } from "./liquidity-in-flight";
 import { createTxProcessor } from "./processor";
-import { SenderLeaseLostError, type SenderTermStuckError } from "./send/errors";
+import type { SenderTermStuckError } from "./send/errors";
 import { createNonceStore } from "./send/nonce-store";
-import { reconcileNonce } from "./send/reconcile-nonce";
 import type { SendHooks } from "./send/send-context";
 import { createSendSlot } from "./send/send-slot";
 import { createTxRecordStore } from "./send/tx-record";
@@ -211,7 +208,8 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
     holds: stores.liquidityHolds,
     leaseReplication: replicationGuard(leaseRedis, config.redisPrefix, config.redisReplication),
     leaseTtlMs,
-    options,
+    nonceGapBoundMs: options.nonceGapBoundMs,
+    onStuck: options.onStuck,
   });
   logger.info("submitter started", {
     at: "submitter.start",
@@ -258,6 +256,7 @@ function sendStores(p: {
   const { config, chain, chainId, from, provider, redis, logger, options } = p;
   const prefix = config.redisPrefix;
   const fence = p.lease.current;
+  const records = createTxRecordStore({ redis, prefix, chainId, fence });
   return {
     config,
     chain,
@@ -265,7 +264,7 @@ function sendStores(p: {
     from,
     provider,
     signer: p.signer,
-    records: createTxRecordStore({ redis, prefix, chainId, fence }),
+    records,
     nonces: createNonceStore({ redis, prefix, chainId, signerAddress: from, provider, fence }),
     gasPrice: cachedGasPrice(
       () => getGasPrice(chain, { provider, logger }),
@@ -275,7 +274,7 @@ function sendStores(p: {
     pollIntervalMs: options.pollIntervalMs ?? Math.min(1000, Math.floor(chain.confirmationTimeoutMs / 10)),
     lease: p.lease,
     sendSlot: createSendSlot(),
-    liquidityHolds: createLiquidityHolds({ redis, prefix, chainId, signerAddress: from, fence }),
+    liquidityHolds: createLiquidityHolds({ redis, prefix, chainId, signerAddress: from, records, fence }),
     maxStalledCount: options.maxStalledCount ?? DEFAULT_MAX_STALLED_COUNT,
     hooks: options.hooks,
     redis,
@@ -309,115 +308,6 @@ function createTxWorker(
   attachWorkerListeners(worker, logger);
   return worker;
 }
-
-/**
- * The sender lease's keeper: a term begins (beginSenderTerm, then the nonce-gap tracker) once this process holds
- * the lease, and ends (tracker stopped, worker paused, every run handed back) when it loses or drops it.
- */
-function createSenderKeeper(p: {
-  ctx: SubmitterContext;
-  lease: SenderLease;
-  queue: Queue;
-  worker: Worker<TxJobData, TxJobResult, string>;
-  runs: JobRuns;
-  holds: LiquidityHolds;
-  leaseReplication: ReplicationGuard | undefined;
-  leaseTtlMs: number;
-  options: SubmitterOptions;
-}): { keeper: LeaseKeeper; stopGapTracker(): void } {
-  const { ctx, worker, options } = p;
-  const gapBoundMs = options.nonceGapBoundMs ?? ctx.chain.confirmationTimeoutMs;
-  let gapTracker: NonceGapTracker | undefined;
-  const keeper = createLeaseKeeper({
-    lease: p.lease,
-    logger: ctx.logger,
-    intervalMs: Math.max(50, Math.floor(p.leaseTtlMs / 4)),
-    onBegin: async (fence, signal) => {
-      await beginSenderTerm({ ...p, fence });
-      gapTracker = startNonceGapTracker(ctx, {
-        boundMs: gapBoundMs,
-        intervalMs: Math.min(1000, Math.max(50, Math.floor(gapBoundMs / 4))),
-        signal,
-      });
-    },
-    onEnd: async () => {
-      gapTracker?.stop();
-      // No new fetch; a job fetched meanwhile runs under the aborted signal and hands itself back at once. The
-      // term ends once every run has handed its job back. Not `worker.pause()`: it waits on the blocking
-      // connection, and never returns when Redis fails over at that moment (lease/job-runs.ts).
-      await worker.pause(true);
-      await p.runs.drained();
-    },
-    onStuck: (err) => options.onStuck?.(err),
-  });
-  return { keeper, stopGapTracker: () => gapTracker?.stop() };
-}
-
-/**
- * A new sender term takes back, in order, what the previous holder may have left: the term is on the replicas,
- * the nonce sequence is reconciled and floored above every stored transaction, the previous holder's active jobs
- * are released, the liquidity holds are reconciled; only then does the worker run.
- */
-async function beginSenderTerm(p: {
-  ctx: SubmitterContext;
-  queue: Queue;
-  worker: Worker<TxJobData, TxJobResult, string>;
-  holds: LiquidityHolds;
-  fence: Fence;
-  leaseReplication: ReplicationGuard | undefined;
-}): Promise<void> {
-  const { ctx, queue, fence } = p;
-  const { nonces, records, logger, from, redis } = ctx;
-  // The term's acquisition is on the replicas before this process acts on it (a failover that forgot it
-  // could hand the lease to a second sender); not acknowledged in time: the keeper drops the term and retries.
-  await p.leaseReplication?.ensure(p.leaseReplication.mark());
-  await reconcileNonce({ nonces, records, queue, logger }).catch((err: unknown) => {
-    // Allocation still takes max(stored, chain pending), so a skipped reconcile can leave a gap, never a reuse.
-    logger.error("nonce reconcile failed; continuing", { at: "submitter.nonce", error: errorMessage(err) });
-  });
-  // Never sign at a nonce any record already holds a transaction at (a previous holder's job may resume it).
-  nonces.setFloor((await records.maxIndexedNonce(from)) + 1);
-  const released = await releaseOrphanedJobs(redis, queue, fence);
-  if (released < 0) {
-    throw new SenderLeaseLostError("the sender lease changed hands while this term began", {
-      leaseTerm: fence.term,
-    });
-  }
-  if (released > 0) {
-    logger.warn("took over the previous sender's active jobs: they resume from their records", {
-      at: "submitter.lease",
-      jobs: released,
-    });
-  }
-  await reconcileHolds(p.holds, ctx.provider, from, logger);
-  await p.worker.resume();
-}
-
-/**
- * A new term's view of the liquidity holds the previous holder left (liquidity-in-flight.ts reconcile). A failure
- * is logged, not thrown: holds only ever over-count, so a skipped reconcile parks prepares longer, never sends one
- * too many; the holds are reconciled again as their jobs resume and at the next takeover.
- */
-async function reconcileHolds(
-  holds: LiquidityHolds,
-  provider: ChainProvider,
-  from: string,
-  logger: Logger,
-): Promise<void> {
-  try {
-    // The count first: a nonce used by then is mined in a block at or before the head read after it.
-    const minedNonceCount = await provider.getTransactionCount(from, "latest");
-    const headBlock = await provider.getBlockNumber();
-    const result = await holds.reconcile({ minedNonceCount, headBlock });
-    logger.info("liquidity holds reconciled", { at: "submitter.liquidity", ...result });
-  } catch (err) {
-    logger.error("liquidity holds reconcile failed; continuing", {
-      at: "submitter.liquidity",
-      error: errorMessage(err),
-    });
-  }
-}
-
 /**
  * Idempotent: the active job hands itself back (abort), the worker closes within a bound, the lease is dropped,
  * then the resources (queues, Redis, providers) close within theirs.

@@ -227,3 +227,9 @@ function shortMessage(err: unknown, text: string): string {
   const picked = typeof nodeMessage === "string" ? nodeMessage : typeof ethersShort === "string" ? ethersShort : text;
   return (picked || "unknown chain error").slice(0, 300);
 }
+
+/** The chain's provider list cannot be used at all (no http(s) URL). */
+export class ChainProviderConfigError extends RouterError {
+  readonly code = "CHAIN_PROVIDER_CONFIG_INVALID";
+  readonly retriable = false;
+}

@@ -50,7 +50,7 @@ export interface CheckSenderCancelOnChainParams {
     readonly provider: Pick<ChainProvider, "read" | "call" | "getBlock" | "getBlockNumber">;
     readonly transactionManager: string;
   };
-  /** Why a receiving prepare may be under way although the chain does not show one (see shared/queues/in-flight). */
+  /** Why a receiving prepare may be under way although the chain does not show one (see shared/coordination/in-flight). */
   readonly receiverPrepareInFlight: () => Promise<string | undefined>;
   /** The refund of a receiving prepare this router refused: no 780 s buffer (decide.ts `prepareBufferWaived`). */
   readonly waivePrepareBuffer?: boolean;

@@ -63,7 +63,7 @@ export class SenderTooNewError extends RouterError {
 }
 
 /**
- * A receiving prepare is the transfer's recorded decision (shared/queues/transfer-decision.ts) and the receiving
+ * A receiving prepare is the transfer's recorded decision (shared/coordination/transfer-decision.ts) and the receiving
  * chain does not show that side cancelled: its transaction may be in flight or in blocks a provider lags behind.
  * The chain tells later (then RECEIVER_LIVE, or cancelled and the refund goes ahead). `force` never overrides it.
  */

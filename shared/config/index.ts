@@ -1,4 +1,7 @@
-export { ConfigError, loadConfig, formatPath, ledgerWithDefaults, type ConfigEnv } from "./load-config";
+export { ConfigError } from "./config-error";
+export { loadConfig, type ConfigEnv } from "./load-config";
+export { formatPath } from "./schema-problems";
+export { ledgerWithDefaults } from "./ledger-config";
 export { readConfig, readConfigFile, loadConfigFile, configEnvOf, configFilePath } from "./read-config";
 export { configSecrets, redactConfig } from "./redact-config";
 export { knownDeployments, type KnownDeployment } from "./deployments";

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { ConfigError, loadConfig } from "./load-config";
+import { ConfigError } from "./config-error";
+import { loadConfig } from "./load-config";
 import { originalEnvOf, resolveOriginalEnv } from "./original-router";
 import type { ConfigEnv, LoadedConfig } from "./types";
 

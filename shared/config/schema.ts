@@ -8,7 +8,7 @@ import { DEFAULT_REDIS_PREFIX } from "./defaults";
  * an unknown key is an error (known-keys.ts words it with the closest known key), so a typo never falls back to
  * a default. The original router's keys are translated before this schema runs (original-router.ts). Cross-key
  * rules that need more than one value (signer source, chain 1, pool chains, contract defaults) live in
- * load-config.ts.
+ * load-config.ts, chain-config.ts and pool-checks.ts.
  * No message may echo a value: the file holds secrets. Joi's pattern messages do, so every pattern here
  * carries its own message.
  */
@@ -74,7 +74,7 @@ const redisTls = (): Joi.AlternativesSchema =>
   );
 
 /**
- * `redis`: either `{ url }` or a Sentinel group. `cluster` is accepted here only so that load-config can refuse
+ * `redis`: either `{ url }` or a Sentinel group. `cluster` is accepted here only so that redis-config.ts can refuse
  * it with the reason (docs/config.md). Messages never echo values (passwords).
  */
 const redisConnection = (): Joi.ObjectSchema =>
@@ -180,7 +180,7 @@ const assetSchema = Joi.object({
 
 const percent = (): Joi.NumberSchema => Joi.number().min(0).max(100);
 
-/** One chain's inventory target (docs/config.md, "Inventory targets"); the rules across chains are in load-config. */
+/** One chain's inventory target (docs/config.md, "Inventory targets"); the rules across chains are in pool-checks.ts. */
 const inventoryTargetSchema = Joi.object({
   targetPercent: percent().required(),
   minimumPercent: percent().required(),

@@ -82,7 +82,7 @@ export type RedisConnectionConfig = { readonly url: string } | RedisSentinelConf
 
 /**
  * `redis.minReplicas` and `redis.replicaAckTimeoutMs` (docs/config.md, docs/scaling.md): how many replicas must
- * acknowledge the writes a broadcast or a bid relies on before the router acts on them (shared/queues/replication.ts).
+ * acknowledge the writes a broadcast or a bid relies on before the router acts on them (shared/coordination/replication.ts).
  */
 export interface RedisReplication {
   /** 0 = do not wait (Redis's own asynchronous replication only). */

@@ -4,7 +4,7 @@ import { scanRouterEvents } from "../chain/router-logs";
 import { undecodableLogFields } from "../chain/tm-log-decoder";
 import { errorMessage } from "../errors";
 import { readTxRecord } from "../metrics/router-state";
-import { routerKey } from "../queues/keys";
+import { routerKey } from "../coordination/keys";
 import { bookTransaction, ReceiptNotReadyError, type BookTransactionDeps } from "./book-transaction";
 import type { LedgerPool } from "./database";
 import type { LedgerTotal } from "../protocol/ledger-totals";

@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import { heartbeatKey, heartbeatsKey } from "../queues/keys";
+import { heartbeatKey, heartbeatsKey } from "../coordination/keys";
 
 /** A heartbeat is rewritten this often... */
 export const HEARTBEAT_INTERVAL_MS = 5_000;

@@ -3,7 +3,7 @@ import type { RouterConfig } from "../config/types";
 import { errorMessage } from "../errors";
 import type { Logger } from "../logging/create-logger";
 import { redisOptions } from "../queues/connection";
-import { heartbeatKey } from "../queues/keys";
+import { heartbeatKey } from "../coordination/keys";
 import { HEARTBEAT_INTERVAL_MS, processIdOf, writeHeartbeat, type Heartbeat, type LeaseReport } from "./heartbeat";
 import { metricsPortFor, type ProcessRole } from "./metrics-port";
 import { createReadiness, type Readiness, type ReadinessReport } from "./readiness";

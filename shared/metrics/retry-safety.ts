@@ -1,6 +1,7 @@
 import type { Job } from "bullmq";
 import type { Redis } from "ioredis";
-import { chainIdOfTxQueue, TX_JOB, transferKey, transferRecordKey } from "../queues";
+import { chainIdOfTxQueue, TX_JOB, transferKey } from "../queues";
+import { transferRecordKey } from "../coordination/keys";
 import { readTxRecord } from "./router-state";
 
 /**

@@ -2,7 +2,7 @@ import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { poolAssetsOf } from "../config/pools";
 import type { RouterConfig } from "../config/types";
-import { bidReservationsKey, chainHeadKey, gasBalanceKey, routerBalanceKey, txRecordKey } from "../queues/keys";
+import { bidReservationsKey, chainHeadKey, gasBalanceKey, routerBalanceKey, txRecordKey } from "../coordination/keys";
 
 /**
  * Read-only views of what the processes keep in Redis, for /status, the SRE command line and the scrape-time

@@ -1,6 +1,5 @@
 export * from "./names";
 export * from "./jobs";
 export * from "./connection";
-export * from "./keys";
 export * from "./priority";
 export * from "./ledger-jobs";

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
-import { gasBalanceKey, routerBalanceKey } from "../queues";
-import { fenceArgsOf, fencedOut, type FenceSource } from "../queues/lease";
+import { gasBalanceKey, routerBalanceKey } from "../coordination/keys";
+import { fenceArgsOf, fencedOut, type FenceSource } from "../coordination/lease";
 import { FENCED_HSET } from "../redis/common-scripts";
 
 /**

@@ -7,7 +7,7 @@ import {
   cleanUpModeKey,
   gasBalanceKey,
   routerBalanceKey,
-} from "../queues";
+} from "../coordination/keys";
 import { defineScript, reply } from "../redis/script-runner";
 
 /**

@@ -2,8 +2,9 @@ import type { Redis } from "ioredis";
 import { sameInvariant } from "../protocol/digests";
 import type { TransferRecord, TransferStatus } from "../protocol/types";
 import { transferRetentionSec } from "../protocol/retention";
-import { chainHeadKey, openTransfersKey, transferKey, transferRecordKey } from "../queues";
-import { fenceArgsOf, fencedOut, type FenceSource } from "../queues/lease";
+import { transferKey } from "../queues";
+import { chainHeadKey, openTransfersKey, transferRecordKey } from "../coordination/keys";
+import { fenceArgsOf, fencedOut, type FenceSource } from "../coordination/lease";
 import { FENCED_SET } from "../redis/common-scripts";
 import { defineScript, reply } from "../redis/script-runner";
 
@@ -11,7 +12,7 @@ import { defineScript, reply } from "../redis/script-runner";
  * The router's view of its transfers, one record per (chain, transactionId, user), shared between processes
  * through Redis: each chain's poller writes the records it observes on its chain, the pollers of other chains
  * read them (a sending chain's poller needs the receiving side), and the admin API reads them for
- * /cancel-sender. Keys (shared/queues/keys.ts):
+ * /cancel-sender. Keys (shared/coordination/keys.ts):
  * - `transfer:<chainId>:<transferKey>`: the TransferRecord as JSON;
  * - `open:<chainId>`: sorted set of the transfer keys still Prepared there, scored by expiry;
  * - `head:<chainId>`: the chain head as last seen by its poller (ChainHead as JSON).

@@ -1,5 +1,5 @@
 import { loadConfig } from "../../shared/config";
-import { chainHeadKey, pollerCursorKey, transferRecordKey } from "../../shared/queues";
+import { chainHeadKey, pollerCursorKey, transferRecordKey } from "../../shared/coordination/keys";
 import { createTransferStore } from "../../shared/transfers/transfer-store";
 import { startRpcProxy, type RpcProxy } from "../fault/rpc-proxy";
 import {

@@ -1,7 +1,8 @@
 import type { Server } from "node:http";
 import { Queue, UnrecoverableError, Worker } from "bullmq";
 import { Redis } from "ioredis";
-import { txQueueName, txRecordKey } from "../../shared/queues";
+import { txQueueName } from "../../shared/queues";
+import { txRecordKey } from "../../shared/coordination/keys";
 import { closeServer } from "../../services/admin/listen";
 import type { RouterStatus } from "../../services/admin/status";
 import { startRedis, type RedisServer } from "../harness/redis";

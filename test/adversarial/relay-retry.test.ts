@@ -1,4 +1,4 @@
-import { txRecordKey } from "../../shared/queues";
+import { txRecordKey } from "../../shared/coordination/keys";
 import { RECEIVING } from "../e2e/e2e-fixture";
 import { transferEvents, waitForEvent } from "../e2e/e2e-user";
 import { waitFor } from "../harness/wait";

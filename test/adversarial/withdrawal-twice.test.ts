@@ -6,15 +6,8 @@ import {
   type RemoveLiquidityOperation,
 } from "../../services/admin/operations/remove-liquidity";
 import { startSubmitter, type RunningSubmitter } from "../../services/submitter/start-submitter";
-import {
-  TX_JOB,
-  txJobId,
-  txQueueName,
-  txRecordKey,
-  workerConnection,
-  type TxJobData,
-  type TxJobResult,
-} from "../../shared/queues";
+import { TX_JOB, txJobId, txQueueName, workerConnection, type TxJobData, type TxJobResult } from "../../shared/queues";
+import { txRecordKey } from "../../shared/coordination/keys";
 import { startRpcProxy, type RpcProxy } from "../fault/rpc-proxy";
 import { liveChildPids } from "../harness/child-process";
 import { waitFor } from "../harness/wait";

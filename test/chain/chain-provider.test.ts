@@ -1,5 +1,6 @@
 import { Transaction, parseEther, type JsonRpcProvider } from "ethers";
-import { ChainProviderConfigError, createChainProvider, type ChainProvider } from "../../shared/chain/chain-provider";
+import { createChainProvider, type ChainProvider } from "../../shared/chain/chain-provider";
+import { ChainProviderConfigError } from "../../shared/chain/errors";
 import { TransactionRevertedError } from "../../shared/chain/errors";
 import { anvilWallet, startAnvil, type Anvil } from "../harness/anvil";
 import { liveChildPids } from "../harness/child-process";

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseEther } from "ethers";
-import { cleanUpModeKey } from "../../shared/queues";
+import { cleanUpModeKey } from "../../shared/coordination/keys";
 import { createBidReservations, type ReserveCode } from "../../shared/transfers/bid-reservations";
 import { waitFor } from "../harness/wait";
 import {

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ZeroAddress } from "ethers";
 import { sleep } from "../../shared/timing";
-import { routerBalanceKey } from "../../shared/queues";
+import { routerBalanceKey } from "../../shared/coordination/keys";
 import {
   MIN_GAS,
   RECEIVING,

@@ -1,7 +1,8 @@
 import { Wallet } from "ethers";
 import type { SendHookPoint } from "../../services/submitter/send/send-context";
 import { Queue } from "bullmq";
-import { LEDGER_QUEUE_NAME, nonceKey, type BookTransactionJobData } from "../../shared/queues";
+import { LEDGER_QUEUE_NAME, type BookTransactionJobData } from "../../shared/queues";
+import { nonceKey } from "../../shared/coordination/keys";
 import { CHAIN_ID } from "../integration/submitter-fixture";
 import {
   HOOK_ENTRY,

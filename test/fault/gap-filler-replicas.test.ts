@@ -1,6 +1,6 @@
 import { startSubmitter, type RunningSubmitter } from "../../services/submitter/start-submitter";
 import { loadConfig } from "../../shared/config";
-import { nonceKey } from "../../shared/queues";
+import { nonceKey } from "../../shared/coordination/keys";
 import { liveChildPids } from "../harness/child-process";
 import { startSentinelGroup, type SentinelGroup } from "../harness/redis-sentinel";
 import { waitFor } from "../harness/wait";

@@ -1,15 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { parseEther } from "ethers";
 import type { SendHookPoint } from "../../services/submitter/send/send-context";
-import {
-  TX_JOB,
-  approvalRecordId,
-  nonceKey,
-  txJobId,
-  txJobOptions,
-  txRecordKey,
-  type AddLiquidityForJobData,
-} from "../../shared/queues";
+import { TX_JOB, txJobId, txJobOptions, type AddLiquidityForJobData } from "../../shared/queues";
+import { approvalRecordId, nonceKey, txRecordKey } from "../../shared/coordination/keys";
 import { mintToken, nxtpContractAt, readBigInt } from "../harness/deploy";
 import {
   HOOK_ENTRY,

@@ -1,5 +1,6 @@
 import { createProcessActiveTransactionsOperation } from "../../services/admin/operations/process-active-transactions";
-import { TX_JOB, pollerCursorKey, reconcileRequestKey } from "../../shared/queues";
+import { TX_JOB } from "../../shared/queues";
+import { pollerCursorKey, reconcileRequestKey } from "../../shared/coordination/keys";
 import { createTransferStore } from "../../shared/transfers/transfer-store";
 import { captureLogs } from "../harness/logs";
 import { waitFor } from "../harness/wait";

@@ -6,7 +6,8 @@ import { startSubmitter, type RunningSubmitter } from "../../services/submitter/
 import { loadConfig } from "../../shared/config";
 import type { RouterConfig } from "../../shared/config/types";
 import type { TransferRecord } from "../../shared/protocol/types";
-import { TX_JOB, approvalRecordId, txJobId } from "../../shared/queues";
+import { TX_JOB, txJobId } from "../../shared/queues";
+import { approvalRecordId } from "../../shared/coordination/keys";
 import { createTransferStore } from "../../shared/transfers/transfer-store";
 import { liveChildPids } from "../harness/child-process";
 import { mintToken, nxtpContractAt, readBigInt, sendTx } from "../harness/deploy";

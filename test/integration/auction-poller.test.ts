@@ -1,6 +1,6 @@
 import { Redis } from "ioredis";
 import { parseEther } from "ethers";
-import { bidReservationExpiryKey, bidReservationsKey } from "../../shared/queues";
+import { bidReservationExpiryKey, bidReservationsKey } from "../../shared/coordination/keys";
 import { createBalanceStore } from "../../shared/transfers/balance-store";
 import { createBidReservations, promiseLapseMs } from "../../shared/transfers/bid-reservations";
 import type { RunningPoller } from "../../services/poller/start-poller";

@@ -1,6 +1,7 @@
 import { Wallet, parseEther } from "ethers";
 import type { AuctionBid } from "../../shared/protocol/types";
-import { auctionRateKey, transferKey } from "../../shared/queues";
+import { transferKey } from "../../shared/queues";
+import { auctionRateKey } from "../../shared/coordination/keys";
 import { UNPREPARED_SHARE_PERCENT, createBidReservations } from "../../shared/transfers/bid-reservations";
 import {
   RECEIVING,

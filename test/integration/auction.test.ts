@@ -3,7 +3,7 @@ import { connect, type NatsConnection } from "nats";
 import { encodeBid, recoverBidSigner } from "../../shared/protocol/bid";
 import type { AuctionBid } from "../../shared/protocol/types";
 import { createBidReservations, type BidReservations } from "../../shared/transfers/bid-reservations";
-import { cleanUpModeKey } from "../../shared/queues";
+import { cleanUpModeKey } from "../../shared/coordination/keys";
 import { DEFAULT_WARM_UP_ROUNDS } from "../../services/auction/bid/warm-up";
 import type { BalanceStore } from "../../shared/transfers/balance-store";
 import {

@@ -1,5 +1,5 @@
 import { getAddress, hexlify, randomBytes } from "ethers";
-import { bidReservationExpiryKey } from "../../shared/queues";
+import { bidReservationExpiryKey } from "../../shared/coordination/keys";
 import { expandIncludes } from "../../shared/redis/script-loader";
 import {
   LAPSE_STEP_MS,

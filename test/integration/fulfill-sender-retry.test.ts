@@ -5,14 +5,8 @@ import type { PollerContext } from "../../services/poller/context";
 import { hashJobData } from "../../services/submitter/processor";
 import type { TxRecord } from "../../services/submitter/send/tx-record";
 import { completedVariantDigest } from "../../shared/protocol/digests";
-import {
-  TX_JOB,
-  TX_JOB_DEFAULTS,
-  txJobId,
-  txQueueName,
-  txRecordKey,
-  type FulfillSenderJobData,
-} from "../../shared/queues";
+import { TX_JOB, TX_JOB_DEFAULTS, txJobId, txQueueName, type FulfillSenderJobData } from "../../shared/queues";
+import { txRecordKey } from "../../shared/coordination/keys";
 import { liveChildPids } from "../harness/child-process";
 import {
   RECEIVING,

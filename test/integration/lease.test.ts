@@ -1,7 +1,7 @@
 import { Redis } from "ioredis";
-import { senderLeaseKey } from "../../shared/queues";
-import { createLease, type Fence, type Lease } from "../../shared/queues/lease";
-import { createLeaseLoop, type LeaseLoop } from "../../shared/queues/lease-loop";
+import { senderLeaseKey } from "../../shared/coordination/keys";
+import { createLease, type Fence, type Lease } from "../../shared/coordination/lease";
+import { createLeaseLoop, type LeaseLoop } from "../../shared/coordination/lease-loop";
 import { createLeaseKeeper, type LeaseKeeper } from "../../services/submitter/lease/lease-keeper";
 import { createSenderLease } from "../../services/submitter/lease/sender-lease";
 import type { SenderTermStuckError } from "../../services/submitter/send/errors";
@@ -12,7 +12,7 @@ import { uniquePrefix } from "./submitter-fixture";
 
 /**
  * The fenced lease's moving parts on a real Redis, without a worker or a poll loop: the renew-or-take loop both
- * keepers run (shared/queues/lease-loop.ts), and the submitter's sender lease keeper on it
+ * keepers run (shared/coordination/lease-loop.ts), and the submitter's sender lease keeper on it
  * (services/submitter/lease/lease-keeper.ts). End to end: test/fault/takeover.test.ts, poller-lease.test.ts.
  */
 

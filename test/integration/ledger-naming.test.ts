@@ -7,13 +7,12 @@ import { createLedgerProducer, openLedgerQueue, type LedgerProducer } from "../.
 import {
   LEDGER_QUEUE_NAME,
   TX_JOB,
-  approvalRecordId,
   bookTransactionJobId,
   txJobId,
-  txRecordKey,
   type BookTransactionJobData,
   type FulfillSenderJobData,
 } from "../../shared/queues";
+import { approvalRecordId, txRecordKey } from "../../shared/coordination/keys";
 import { liveChildPids } from "../harness/child-process";
 import { mintToken } from "../harness/deploy";
 import type { StackChain } from "../harness/stack";

@@ -4,7 +4,7 @@ import { completedVariantDigest, invariantOf } from "../../shared/protocol/diges
 import { abiCancelArgs, abiFulfillArgs, abiPrepareArgs, signRouterCall } from "../../shared/protocol/router-signatures";
 import type { TransactionData } from "../../shared/protocol/types";
 import { TX_JOB, txJobId, type CancelSenderJobData } from "../../shared/queues";
-import { txRecordKey } from "../../shared/queues";
+import { txRecordKey } from "../../shared/coordination/keys";
 import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
 import { liveChildPids } from "../harness/child-process";
 import { anvilWallet } from "../harness/anvil";

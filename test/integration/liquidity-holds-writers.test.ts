@@ -1,4 +1,5 @@
 import { createLiquidityHolds, type LiquidityHolds } from "../../services/submitter/liquidity-in-flight";
+import { createTxRecordStore } from "../../services/submitter/send/tx-record";
 import { useRedis } from "../harness/redis";
 
 /**
@@ -11,7 +12,13 @@ describe("liquidity holds: writers", () => {
   const ASSET = "0x00000000000000000000000000000000000000aa";
   let n = 0;
   const holdsOn = (prefix: string): LiquidityHolds =>
-    createLiquidityHolds({ redis: r.redis, prefix, chainId: 1337, signerAddress: "0xrouter" });
+    createLiquidityHolds({
+      redis: r.redis,
+      prefix,
+      chainId: 1337,
+      signerAddress: "0xrouter",
+      records: createTxRecordStore({ redis: r.redis, prefix, chainId: 1337 }),
+    });
   const check = (holds: LiquidityHolds, jobId: string, balance: bigint): Promise<boolean> =>
     holds
       .forJob(jobId)

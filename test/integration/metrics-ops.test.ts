@@ -4,7 +4,7 @@ import { resolve } from "node:path";
 import { Registry } from "prom-client";
 import { loadConfig } from "../../shared/config";
 import { metricsPortFor, PORTS_PER_SLOT } from "../../shared/metrics/metrics-port";
-import { defineRouterMetrics } from "../../shared/metrics/router-metrics";
+import { defineRouterMetrics } from "../../shared/metrics/metric-definitions";
 
 const OPS = resolve(__dirname, "../../ops");
 const PROMTOOL = ["/usr/bin/promtool", "/usr/local/bin/promtool"].find((p) => existsSync(p));

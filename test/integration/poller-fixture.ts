@@ -22,8 +22,6 @@ import type { AuctionBid, InvariantTransactionData } from "../../shared/protocol
 import { packageArtifact } from "../../scripts/nxtp-package";
 import {
   bookTransactionJobId,
-  chainHeadKey,
-  pollerCursorKey,
   transferKey,
   txJobId,
   txQueueName,
@@ -32,6 +30,7 @@ import {
   type TxJobName,
   type TxJobResult,
 } from "../../shared/queues";
+import { chainHeadKey, pollerCursorKey } from "../../shared/coordination/keys";
 import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
 import type { RouterSigner } from "../../shared/signer/router-signer";
 import { startPoller, type PollerOptions, type RunningPoller } from "../../services/poller/start-poller";

@@ -2,16 +2,15 @@ import { ZeroAddress, keccak256 } from "ethers";
 import type { TransferRecord } from "../../shared/protocol/types";
 import { readHeartbeats } from "../../shared/metrics/heartbeat";
 import { metricsPortFor } from "../../shared/metrics/metrics-port";
+import { TX_JOB, transferKey } from "../../shared/queues";
 import {
-  TX_JOB,
   chainHeadKey,
   pollerCursorKey,
   pollerLeaseKey,
   pollerLeaseTermKey,
-  transferKey,
   transferRecordKey,
-} from "../../shared/queues";
-import { LeaseLostError, createLease, type Fence } from "../../shared/queues/lease";
+} from "../../shared/coordination/keys";
+import { LeaseLostError, createLease, type Fence } from "../../shared/coordination/lease";
 import { createTransferStore } from "../../shared/transfers/transfer-store";
 import { DEFAULT_POLLER_LEASE_TTL_MS } from "../../services/poller/poller-lease";
 import { createLogCursorStore } from "../../services/poller/sources/log-cursor";

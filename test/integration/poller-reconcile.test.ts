@@ -1,5 +1,6 @@
 import type { RouterConfig } from "../../shared/config/types";
-import { TX_JOB, pollerCursorKey } from "../../shared/queues";
+import { TX_JOB } from "../../shared/queues";
+import { pollerCursorKey } from "../../shared/coordination/keys";
 import type { PollerOptions, RunningPoller } from "../../services/poller/start-poller";
 import {
   AMOUNT,
@@ -19,7 +20,7 @@ import {
 } from "./poller-fixture";
 import { waitFor } from "../harness/wait";
 import { startRpcProxy } from "../fault/rpc-proxy";
-import { DECISION_BATCH_SIZE } from "../../services/poller/tick";
+import { DECISION_BATCH_SIZE } from "../../services/poller/decide-open";
 
 /**
  * Issue 9: a receiving-side fulfill log the poller never saw (a lookback that starts after it, a log dropped by

@@ -1,6 +1,7 @@
 import { hexlify, randomBytes } from "ethers";
 import type { PreparedTransferRecord } from "../../shared/protocol/types";
-import { TX_JOB, pollerCursorKey, transferKey } from "../../shared/queues";
+import { TX_JOB, transferKey } from "../../shared/queues";
+import { pollerCursorKey } from "../../shared/coordination/keys";
 import { createTransferStore } from "../../shared/transfers/transfer-store";
 import {
   AMOUNT,

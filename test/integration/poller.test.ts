@@ -1,11 +1,12 @@
 import { UnrecoverableError } from "bullmq";
 import { Wallet } from "ethers";
 import type { RouterConfig } from "../../shared/config/types";
-import { TX_JOB, pollerCursorKey, type TxJobData } from "../../shared/queues";
+import { TX_JOB, type TxJobData } from "../../shared/queues";
+import { pollerCursorKey } from "../../shared/coordination/keys";
 import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
 import { createBalanceStore } from "../../shared/transfers/balance-store";
 import type { PollerOptions, RunningPoller } from "../../services/poller/start-poller";
-import { DECISION_BATCH_SIZE } from "../../services/poller/tick";
+import { DECISION_BATCH_SIZE } from "../../services/poller/decide-open";
 import { ANVIL_MNEMONIC } from "../harness/anvil";
 import { readBigInt } from "../harness/deploy";
 import {

@@ -7,7 +7,7 @@ import { startSubmitter, type RunningSubmitter } from "../../services/submitter/
 import { loadConfig } from "../../shared/config";
 import type { RouterConfig } from "../../shared/config/types";
 import { TX_JOB, producerConnection, transferKey, txJobId, txQueueName } from "../../shared/queues";
-import { replicationGuard } from "../../shared/queues/replication";
+import { replicationGuard } from "../../shared/coordination/replication";
 import { createBalanceStore } from "../../shared/transfers/balance-store";
 import { createBidReservations } from "../../shared/transfers/bid-reservations";
 import { liveChildPids } from "../harness/child-process";

@@ -6,7 +6,8 @@ import { Queue, QueueEvents, UnrecoverableError, Worker, type Job } from "bullmq
 import { Redis } from "ioredis";
 import { getFreePort } from "../harness/free-port";
 import { startRedis, type RedisServer } from "../harness/redis";
-import { TX_JOB, transferKey, transferRecordKey, txQueueName, txRecordKey } from "../../shared/queues";
+import { TX_JOB, transferKey, txQueueName } from "../../shared/queues";
+import { transferRecordKey, txRecordKey } from "../../shared/coordination/keys";
 import { uniquePrefix } from "./submitter-fixture";
 import { DIST, OPS_ADMIN_TOKEN, writeOpsConfig } from "./metrics-fixture";
 import { waitFor } from "../harness/wait";

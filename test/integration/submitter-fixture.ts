@@ -14,7 +14,7 @@ import {
   type TxJobResult,
 } from "../../shared/queues";
 import { createTxRecordStore, newTxRecord, type TxRecord } from "../../services/submitter/send/tx-record";
-import { txRecordKey } from "../../shared/queues";
+import { txRecordKey } from "../../shared/coordination/keys";
 import { anvilWallet } from "../harness/anvil";
 import { fundRouterLiquidity, mintToken, readBigInt } from "../harness/deploy";
 import { startStack, type Stack, type StackChain } from "../harness/stack";

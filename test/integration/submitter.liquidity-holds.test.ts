@@ -2,8 +2,9 @@ import { Wallet } from "ethers";
 import type { Job } from "bullmq";
 import { startSubmitter, type RunningSubmitter } from "../../services/submitter/start-submitter";
 import type { RouterConfig } from "../../shared/config/types";
-import { TX_JOB, liquidityHoldsKey, txJobId, type CancelSenderJobData, type TxJobData } from "../../shared/queues";
-import { readTransferDecision } from "../../shared/queues/transfer-decision";
+import { TX_JOB, txJobId, type CancelSenderJobData, type TxJobData } from "../../shared/queues";
+import { liquidityHoldsKey } from "../../shared/coordination/keys";
+import { readTransferDecision } from "../../shared/coordination/transfer-decision";
 import { liveChildPids } from "../harness/child-process";
 import { startRpcProxy, type RpcProxy } from "../fault/rpc-proxy";
 import {

@@ -5,7 +5,8 @@ import { createTxRecordStore, newTxRecord } from "../../services/submitter/send/
 import { createSenderLease } from "../../services/submitter/lease/sender-lease";
 import { Queue } from "bullmq";
 import { fillerJobId } from "../../services/submitter/send/fill-nonce-gap";
-import { LEDGER_QUEUE_NAME, nonceKey, type BookTransactionJobData } from "../../shared/queues";
+import { LEDGER_QUEUE_NAME, type BookTransactionJobData } from "../../shared/queues";
+import { nonceKey } from "../../shared/coordination/keys";
 import { ledgerWithDefaults } from "../../shared/config";
 import { liveChildPids } from "../harness/child-process";
 import {

@@ -1,7 +1,8 @@
 import { Wallet, ZeroAddress } from "ethers";
 import { startSubmitter, type RunningSubmitter, type SubmitterOptions } from "../../services/submitter/start-submitter";
 import type { RouterConfig } from "../../shared/config/types";
-import { TX_JOB, isTxJobProgress, txJobId, txJobOptions, txRecordKey, type TxJobData } from "../../shared/queues";
+import { TX_JOB, isTxJobProgress, txJobId, txJobOptions, type TxJobData } from "../../shared/queues";
+import { txRecordKey } from "../../shared/coordination/keys";
 import { TxRecordConflictError } from "../../services/submitter/send/errors";
 import { FINISHED_RECORD_TTL_MS, createTxRecordStore, newTxRecord } from "../../services/submitter/send/tx-record";
 import { RECEIVER_EXPIRY_OFFSET_SEC } from "../../shared/protocol/expiry";

@@ -1,7 +1,8 @@
 import { ZeroHash } from "ethers";
 import { completedVariantDigest } from "../../shared/protocol/digests";
-import { TX_JOB, transferDecisionKey, txJobId, txRecordKey } from "../../shared/queues";
-import { claimTransferDecision, readTransferDecision } from "../../shared/queues/transfer-decision";
+import { TX_JOB, txJobId } from "../../shared/queues";
+import { transferDecisionKey, txRecordKey } from "../../shared/coordination/keys";
+import { claimTransferDecision, readTransferDecision } from "../../shared/coordination/transfer-decision";
 import { RECEIVER_EXPIRY_OFFSET_SEC } from "../../shared/protocol/expiry";
 import { RETENTION_MARGIN_SEC } from "../../shared/protocol/retention";
 import { liveChildPids } from "../harness/child-process";

@@ -1,6 +1,7 @@
 import { ZeroAddress, keccak256 } from "ethers";
 import type { TransferRecord } from "../../shared/protocol/types";
-import { openTransfersKey, transferKey, transferRecordKey } from "../../shared/queues";
+import { transferKey } from "../../shared/queues";
+import { openTransfersKey, transferRecordKey } from "../../shared/coordination/keys";
 import { createBalanceStore } from "../../shared/transfers/balance-store";
 import { createTransferStore, type TransferStore } from "../../shared/transfers/transfer-store";
 import { MAX_TIMEOUT_SEC, RECEIVER_EXPIRY_OFFSET_SEC } from "../../shared/protocol/expiry";

@@ -1,6 +1,7 @@
 import { Wallet } from "ethers";
 import { Redis } from "ioredis";
-import { TX_JOB, transferKey, txJobId, txQueueName, txRecordKey } from "../../shared/queues";
+import { TX_JOB, transferKey, txJobId, txQueueName } from "../../shared/queues";
+import { txRecordKey } from "../../shared/coordination/keys";
 import { RECEIVING, SENDING } from "../e2e/e2e-fixture";
 import { routerLiquidity, tokenBalance, userFulfill, waitForEvent } from "../e2e/e2e-user";
 import { describeAudit, fundUsers } from "../fault/swap-audit";

@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import { gasBalanceKey, routerBalanceKey } from "../../shared/queues";
+import { gasBalanceKey, routerBalanceKey } from "../../shared/coordination/keys";
 import { createBalanceStore, type BalanceStore } from "../../shared/transfers/balance-store";
 import { useRedis } from "../harness/redis";
 

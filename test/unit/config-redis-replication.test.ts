@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig, type ConfigEnv } from "../../shared/config";
 import { redisOptions } from "../../shared/queues/connection";
-import { replicationGuard } from "../../shared/queues/replication";
+import { replicationGuard } from "../../shared/coordination/replication";
 import type { Redis } from "ioredis";
 
 /** `redis.minReplicas` and `redis.replicaAckTimeoutMs`: defaults, validation, both forms, REDIS_URL (docs/config.md). */

@@ -143,6 +143,16 @@ describe("import layers (docs/architecture.md)", () => {
     ).toEqual([]);
   });
 
+  it("keeps shared/queues (the queues themselves) under shared/coordination (keys, leases, decisions)", () => {
+    expect(graph.has("shared/coordination/keys.ts")).toBe(true);
+    expect(graph.has("shared/queues/jobs.ts")).toBe(true);
+    expect(
+      edgesWhere(graph, (from, to) => from.startsWith("shared/queues/") && to.startsWith("shared/coordination/")),
+    ).toEqual([]);
+    // Every router key is defined once, in a file that needs nothing else of the project.
+    expect(graph.get("shared/coordination/keys.ts")).toEqual([]);
+  });
+
   it("keeps the leaves (timing, errors) free of project imports", () => {
     expect(graph.get("shared/timing.ts")).toEqual([]);
     expect(graph.get("shared/errors.ts")).toEqual([]);

@@ -33,7 +33,7 @@ function fakeConnection(): { nc: NatsConnection; writes: string[][]; written: ()
   return { nc, writes, written: () => writes.flat() };
 }
 
-describe("messaging outbox (nats-messaging.ts)", () => {
+describe("messaging outbox (outbox.ts)", () => {
   const router = Wallet.createRandom().address;
   const request = (i: number): MessagingRequest => ({
     subject: `${router}.${router}.auction.request`,

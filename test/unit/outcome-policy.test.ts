@@ -9,7 +9,7 @@ import { RouterError } from "../../shared/errors";
 import { CLAIM_RETRY_FIRST_DELAY_MS } from "../../shared/protocol/claim-retry";
 import * as protocolErrors from "../../shared/protocol/errors";
 import { TX_JOB } from "../../shared/queues/jobs";
-import * as replicationErrors from "../../shared/queues/replication";
+import * as replicationErrors from "../../shared/coordination/replication";
 import * as signerErrors from "../../shared/signer/errors";
 import * as liquidityErrors from "../../services/submitter/liquidity-in-flight";
 import * as addLiquidityForErrors from "../../services/submitter/operations/add-liquidity-for";

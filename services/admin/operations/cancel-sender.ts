@@ -26,8 +26,8 @@ import { classifyVariant, invariantDigest, invariantOf } from "../../../shared/p
 import type { TransactionData, TransferRecord } from "../../../shared/protocol/types";
 import { sameHex } from "../../../shared/protocol/values";
 import { TX_JOB, txJobOptions, transferKey, txJobId, type CancelSenderJobData } from "../../../shared/queues";
-import { findPrepareReceiverInFlight } from "../../../shared/queues/in-flight";
-import { readTransferDecision } from "../../../shared/queues/transfer-decision";
+import { findPrepareReceiverInFlight } from "../../../shared/coordination/in-flight";
+import { readTransferDecision } from "../../../shared/coordination/transfer-decision";
 import type { CancelSenderRequest, OperationContext, TransactionResponse } from "../types";
 import { DEFAULT_BROADCAST_TIMEOUT_MS, QUEUE_CALL_TIMEOUT_MS, queueCall } from "./enqueue-and-wait";
 import { ChainUnavailableError, QueueUnavailableError, TransactionNotFoundError } from "./errors";

@@ -1,9 +1,10 @@
 import { createHash } from "node:crypto";
 import type { Job, Queue } from "bullmq";
 import type { Redis } from "ioredis";
-import { adminRequestContentKey, type TxJobName } from "../../../shared/queues";
-import { txRecordStatus } from "../../../shared/queues/in-flight";
-import type { ReplicationGuard } from "../../../shared/queues/replication";
+import { type TxJobName } from "../../../shared/queues";
+import { adminRequestContentKey } from "../../../shared/coordination/keys";
+import { txRecordStatus } from "../../../shared/coordination/in-flight";
+import type { ReplicationGuard } from "../../../shared/coordination/replication";
 import type { Logger } from "../../../shared/logging/create-logger";
 import { DELETE_IF_EQUAL } from "../../../shared/redis/common-scripts";
 import { defineScript, reply, type ScriptClient } from "../../../shared/redis/script-runner";
@@ -34,7 +35,7 @@ export interface ContentClaimDeps {
   readonly redis: Pick<Redis, "set" | "get" | "pttl" | "hget"> & ScriptClient;
   readonly redisPrefix: string;
   /**
-   * redis.minReplicas > 0: the replica wait on `redis` (shared/queues/replication.ts). The content claim is on
+   * redis.minReplicas > 0: the replica wait on `redis` (shared/coordination/replication.ts). The content claim is on
    * that many replicas before the job is enqueued; otherwise 503 REDIS_NOT_REPLICATED and nothing is enqueued.
    */
   readonly replication?: ReplicationGuard;

@@ -2,7 +2,7 @@ import type { Redis } from "ioredis";
 import type { RouterConfig } from "../../../shared/config/types";
 import type { Logger } from "../../../shared/logging/create-logger";
 import type { TransferRecord } from "../../../shared/protocol/types";
-import { reconcileRequestKey } from "../../../shared/queues";
+import { reconcileRequestKey } from "../../../shared/coordination/keys";
 import type { ActiveTransaction, OperationContext } from "../types";
 import { queueCall } from "./enqueue-and-wait";
 

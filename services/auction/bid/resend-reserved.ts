@@ -1,7 +1,7 @@
 import { errorMessage } from "../../../shared/errors";
 import type { MessagingRequest } from "../../../shared/messaging/types";
 import { parseAuctionPayload } from "../../../shared/protocol/auction-payload";
-import type { ReplicationGuard } from "../../../shared/queues/replication";
+import type { ReplicationGuard } from "../../../shared/coordination/replication";
 import type { RequestClaim } from "../delivery/types";
 import type { AuctionContext } from "../context";
 import type { ReservedBid } from "../request-claims";

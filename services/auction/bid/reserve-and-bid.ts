@@ -2,7 +2,7 @@ import { errorMessage } from "../../../shared/errors";
 import type { MessagingRequest } from "../../../shared/messaging/types";
 import { isLiquidityRefusal } from "../../../shared/protocol/auction-refusal";
 import { transferKey } from "../../../shared/queues";
-import type { ReplicationGuard } from "../../../shared/queues/replication";
+import type { ReplicationGuard } from "../../../shared/coordination/replication";
 import type { BidReservations, ReserveParams } from "../../../shared/transfers/bid-reservations";
 import type { RequestClaim } from "../delivery/types";
 import type { AuctionContext } from "../context";

@@ -1,7 +1,7 @@
 import { errorMessage } from "../../../shared/errors";
 import { routerMetrics } from "../../../shared/metrics/router-metrics";
 import type { MessagingRequest } from "../../../shared/messaging/types";
-import type { ReplicationGuard } from "../../../shared/queues/replication";
+import type { ReplicationGuard } from "../../../shared/coordination/replication";
 import type { BidReservations } from "../../../shared/transfers/bid-reservations";
 import { DEFAULT_COLD_RETRY_WINDOW_MS, withColdRetry, type Attempt } from "../bid/cold-retry";
 import { refused, type Outcome, type Reply } from "../bid/outcome";
@@ -27,7 +27,7 @@ export interface AuctionHandlerOptions {
 export interface AuctionHandlerDeps {
   readonly reservations: BidReservations;
   /**
-   * redis.minReplicas > 0: the replica wait on the reservations' own connection (shared/queues/replication.ts);
+   * redis.minReplicas > 0: the replica wait on the reservations' own connection (shared/coordination/replication.ts);
    * a bid is sent only once its reservation is on that many replicas. Undefined (no cost) when minReplicas is 0.
    */
   readonly replication?: ReplicationGuard;

@@ -4,14 +4,8 @@ import { RouterError } from "../../../shared/errors";
 import { abortableDelay } from "../../../shared/timing";
 import type { FulfillMetaTx } from "../../../shared/protocol/metatx-request";
 import { checkUserFulfillSignature } from "../../../shared/protocol/user-signatures";
-import {
-  TX_JOB,
-  txJobOptions,
-  transferKey,
-  txJobId,
-  txRecordKey,
-  type RelayFulfillJobData,
-} from "../../../shared/queues";
+import { TX_JOB, txJobOptions, transferKey, txJobId, type RelayFulfillJobData } from "../../../shared/queues";
+import { txRecordKey } from "../../../shared/coordination/keys";
 import {
   boundedQueueCall,
   waitForBroadcastAs,

@@ -4,7 +4,7 @@ import type { FulfillMetaTx } from "../../../shared/protocol/metatx-request";
 import { transactionDataMismatches } from "../../../shared/protocol/metatx-request";
 import type { TransferRecord } from "../../../shared/protocol/types";
 import { sameHex } from "../../../shared/protocol/values";
-import { findOwnReceivingPrepare } from "../../../shared/queues/own-receiving-prepare";
+import { findOwnReceivingPrepare } from "../../../shared/coordination/own-receiving-prepare";
 import { withTimeout } from "../../../shared/timing";
 import type { AuctionContext } from "../context";
 import {
@@ -31,7 +31,7 @@ export type RelaySideSource = "store" | "chain";
  * 2. No record yet (the poller has not stored the router's own prepare): the request must name our router, and
  *    the router's own records must show it prepares this very transfer (decision "prepare", the prepare-receiver
  *    job on this chain naming the same invariant, that job live or its transaction sending or confirmed:
- *    shared/queues/own-receiving-prepare.ts). Otherwise UNKNOWN_TRANSFER at once, with no RPC.
+ *    shared/coordination/own-receiving-prepare.ts). Otherwise UNKNOWN_TRANSFER at once, with no RPC.
  * 3. Only then the chain: `variantTransactionData(invariantDigest)` must equal the request's (amount, expiry,
  *    preparedBlockNumber), which proves the on-chain receiving side is the request's txData (only our router can
  *    prepare a receiving side naming it); not expired by the chain's latest block. Not prepared yet is

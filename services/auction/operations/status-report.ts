@@ -2,7 +2,8 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { RouterConfig } from "../../../shared/config/types";
 import { errorMessage } from "../../../shared/errors";
-import { cleanUpModeKey, openTransfersKey, txQueueBacklogKeys } from "../../../shared/queues";
+import { cleanUpModeKey, openTransfersKey } from "../../../shared/coordination/keys";
+import { txQueueBacklogKeys } from "../../../shared/queues";
 import { withTimeout } from "../../../shared/timing";
 import type { AuctionContext } from "../context";
 

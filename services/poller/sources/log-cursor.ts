@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import { fenceArgsOf, fencedOut, type FenceSource } from "../../../shared/queues/lease";
+import { fenceArgsOf, fencedOut, type FenceSource } from "../../../shared/coordination/lease";
 import { FENCED_SET } from "../../../shared/redis/common-scripts";
 
 /** One block the logs source read up to, with the hash it had then. */

@@ -3,8 +3,9 @@ import type { Redis } from "ioredis";
 import type { ChainProvider } from "../../../shared/chain/chain-provider";
 import type { Logger } from "../../../shared/logging/create-logger";
 import type { TransferRecord } from "../../../shared/protocol/types";
-import { pollerCursorKey, transferKey } from "../../../shared/queues";
-import type { FenceSource } from "../../../shared/queues/lease";
+import { transferKey } from "../../../shared/queues";
+import { pollerCursorKey } from "../../../shared/coordination/keys";
+import type { FenceSource } from "../../../shared/coordination/lease";
 import {
   TM_TOPICS,
   decodeTmLogs,

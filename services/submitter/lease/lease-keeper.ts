@@ -1,6 +1,6 @@
 import { errorCode, errorMessage } from "../../../shared/errors";
 import type { Logger } from "../../../shared/logging/create-logger";
-import { createLeaseLoop } from "../../../shared/queues/lease-loop";
+import { createLeaseLoop } from "../../../shared/coordination/lease-loop";
 import type { SenderTermStuckError } from "../send/errors";
 import type { Fence } from "../send/fence";
 import type { SenderLease } from "./sender-lease";
@@ -37,7 +37,7 @@ export interface LeaseKeeper {
 const ABORTED = AbortSignal.abort();
 
 /**
- * One lease loop per process (shared/queues/lease-loop.ts): while it holds the sender lease it renews it every
+ * One lease loop per process (shared/coordination/lease-loop.ts): while it holds the sender lease it renews it every
  * interval; while it does not, it tries to take it. Taking the lease and beginning the term (sender-term.ts) are
  * two steps: term changes run one at a time in a chain, so a term never begins before the previous one's job
  * has handed itself back, and renewals keep running during a slow begin (RPC reads in the reconcile).

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
-import { senderLeaseKey, senderLeaseTokenKey } from "../../../shared/queues";
-import { createLease, type Lease } from "../../../shared/queues/lease";
+import { senderLeaseKey, senderLeaseTokenKey } from "../../../shared/coordination/keys";
+import { createLease, type Lease } from "../../../shared/coordination/lease";
 import { SenderLeaseLostError } from "../send/errors";
 
 export interface SenderLease extends Lease {
@@ -9,8 +9,8 @@ export interface SenderLease extends Lease {
 }
 
 /**
- * The sender lease of one (chain, signer) (shared/queues/keys.ts senderLeaseKey): the shared fenced lease
- * (shared/queues/lease.ts), with the check a job makes before each broadcast. Its fence is what the send stores'
+ * The sender lease of one (chain, signer) (shared/coordination/keys.ts senderLeaseKey): the shared fenced lease
+ * (shared/coordination/lease.ts), with the check a job makes before each broadcast. Its fence is what the send stores'
  * writes check (send/fence.ts).
  */
 export function createSenderLease(params: {

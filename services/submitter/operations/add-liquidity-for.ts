@@ -8,7 +8,8 @@ import {
   readAllowance,
 } from "../../../shared/chain/add-liquidity";
 import { RouterError } from "../../../shared/errors";
-import { approvalRecordId, type AddLiquidityForJobData } from "../../../shared/queues";
+import { type AddLiquidityForJobData } from "../../../shared/queues";
+import { approvalRecordId } from "../../../shared/coordination/keys";
 import type { SubmitterContext } from "../context";
 import type { SendTrace } from "../send/send-context";
 import { sendJobTransaction } from "../send/send-transaction";
@@ -38,7 +39,7 @@ export class AllowanceShortError extends RouterError {
  *    eth_estimateGas (a revert fails the job before its nonce). Not replay-protected: a second add would add
  *    twice, so the pipeline proves a nonce taken before it ever rebuilds (send/confirm-nonce-taken.ts).
  */
-export async function prepareAddLiquidityFor(
+export async function buildAddLiquidityForCall(
   ctx: SubmitterContext,
   jobId: string,
   data: AddLiquidityForJobData,

@@ -16,7 +16,7 @@ import { buildUnlessCompleted, openPreparedSide, wallClockMsWhenChainPasses, typ
  * 3. cancel({txData, signature: 0x, encodedMeta: 0x}), Router.cancel in router-contract mode;
  *    `#C:019` → re-check → no-op (the user fulfilled at the last second).
  */
-export async function prepareCancelReceiver(
+export async function buildCancelReceiverCall(
   ctx: LifecycleContext,
   data: CancelReceiverJobData,
 ): Promise<TxCall | TxNoop> {

@@ -1,8 +1,8 @@
 import { checkSenderCancelOnChain, type SenderCancelVerdict } from "../../../shared/chain/sender-cancel-check";
 import type { TransactionData } from "../../../shared/protocol/types";
 import type { CancelSenderJobData } from "../../../shared/queues";
-import { findPrepareReceiverInFlight } from "../../../shared/queues/in-flight";
-import { claimTransferDecision, readTransferDecision } from "../../../shared/queues/transfer-decision";
+import { findPrepareReceiverInFlight } from "../../../shared/coordination/in-flight";
+import { claimTransferDecision, readTransferDecision } from "../../../shared/coordination/transfer-decision";
 import type { TxCall, TxNoop } from "../send/tx-record";
 import { ReceiverPrepareDecidedError, senderCancelRefusalError } from "../../../shared/chain/sender-cancel-errors";
 import type { RouterError } from "../../../shared/errors";
@@ -17,14 +17,17 @@ import { buildUnlessCompleted, openPreparedSide, wallClockMsWhenChainPasses, typ
  *    (RECEIVER_FULFILLED), never live (RECEIVER_LIVE); the 780 s rule before the sender's expiry, waived for the
  *    refund of a receiving prepare this router refused (`afterOwnRefusal`: no prepare of ours can follow). Time
  *    rules park the job until they pass (SENDER_TOO_NEW, RECEIVER_UNVERIFIABLE);
- * 3. the transfer's decision is claimed as "cancel-sender" (shared/queues/transfer-decision.ts). A recorded
+ * 3. the transfer's decision is claimed as "cancel-sender" (shared/coordination/transfer-decision.ts). A recorded
  *    "prepare" is only replaced when the check proved the receiving side cancelled on chain; otherwise the
  *    receiving prepare may be in a mempool or in blocks a lagging provider misses: RECEIVER_PREPARE_DECIDED
  *    (retried). `force` never overrides a recorded prepare;
  * 4. cancel({txData, signature: 0x, encodedMeta: 0x}) from the router: before expiry only the router may
  *    cancel (#C:025), so router-contract mode goes through Router.cancel; `#C:019` → re-check → no-op.
  */
-export async function prepareCancelSender(ctx: LifecycleContext, data: CancelSenderJobData): Promise<TxCall | TxNoop> {
+export async function buildCancelSenderCall(
+  ctx: LifecycleContext,
+  data: CancelSenderJobData,
+): Promise<TxCall | TxNoop> {
   const { txData } = data;
   const opened = await openPreparedSide(ctx, txData, "sending");
   if ("noop" in opened) {

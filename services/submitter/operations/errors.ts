@@ -109,7 +109,7 @@ export class SenderExpiredError extends LifecycleError {
 
 /**
  * Receiving prepare refused for good: a sender cancel is decided, queued (in any state) or has a transaction
- * for this transfer (shared/queues/transfer-decision.ts). Not cancellable: the refund is already under way.
+ * for this transfer (shared/coordination/transfer-decision.ts). Not cancellable: the refund is already under way.
  */
 export class SenderCancelDecidedError extends LifecycleError {
   readonly code = "SENDER_CANCEL_DECIDED";

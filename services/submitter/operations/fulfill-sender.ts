@@ -16,7 +16,7 @@ import { buildUnlessCompleted, openPreparedSide, revertCodeOf, type LifecycleCon
  * 3. fulfill({txData, relayerFee, signature, callData, 0x}), or Router.fulfill in router-contract mode.
  *    `#F:019` after sanitation said prepared means it was completed meanwhile: re-check → no-op.
  */
-export async function prepareFulfillSender(
+export async function buildFulfillSenderCall(
   ctx: LifecycleContext,
   data: FulfillSenderJobData,
 ): Promise<TxCall | TxNoop> {

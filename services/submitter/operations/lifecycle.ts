@@ -43,7 +43,7 @@ export interface LifecycleContext {
   readonly readProvider: (chainId: number) => ChainProvider | undefined;
   /** Producer handle of a configured chain's transaction queue; undefined if not configured. */
   readonly txQueue: (chainId: number) => Queue | undefined;
-  /** Plain Redis connection, for other chains' transaction records and the transfer decision (shared/queues/transfer-decision.ts). */
+  /** Plain Redis connection, for other chains' transaction records and the transfer decision (shared/coordination/transfer-decision.ts). */
   readonly redis: Pick<Redis, "hget" | "hmget" | "get" | "exists"> & ScriptClient;
   /** This job's view of the liquidity other concurrent jobs hold (absent outside a submitter: no holds). */
   readonly liquidity?: JobLiquidity;

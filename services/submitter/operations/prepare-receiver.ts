@@ -12,7 +12,7 @@ import {
 } from "../../../shared/protocol/digests";
 import { verifySenderPrepare, type VerifySenderPrepareOk } from "../../../shared/protocol/verify-sender";
 import type { PrepareReceiverJobData } from "../../../shared/queues";
-import { claimTransferDecision, findSenderCancelIntent } from "../../../shared/queues/transfer-decision";
+import { claimTransferDecision, findSenderCancelIntent } from "../../../shared/coordination/transfer-decision";
 import { unnamedNoncesOn, type TxCall, type TxNoop } from "../send/tx-record";
 import {
   ChainNotConfiguredError,
@@ -68,7 +68,7 @@ import {
  *    Claimed after the estimate, so a refusal up to here leaves no claim behind and its refund can go ahead;
  *    nothing is signed or sent before the claim.
  */
-export async function preparePrepareReceiver(
+export async function buildPrepareReceiverCall(
   ctx: LifecycleContext,
   data: PrepareReceiverJobData,
 ): Promise<TxCall | TxNoop> {

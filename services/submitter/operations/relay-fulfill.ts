@@ -3,7 +3,7 @@ import { isTransactionExpired } from "../../../shared/protocol/expiry";
 import { abiFulfillArgs } from "../../../shared/protocol/router-signatures";
 import type { RelayFulfillJobData } from "../../../shared/queues";
 import type { TxCall, TxNoop } from "../send/tx-record";
-import { findPrepareReceiverInFlight } from "../../../shared/queues/in-flight";
+import { findPrepareReceiverInFlight } from "../../../shared/coordination/in-flight";
 import { LifecycleError, ReceiverNotPreparedError } from "./errors";
 import { estimateCallGas } from "./estimated-call";
 import { assertUserFulfillSignature } from "./fulfill-sender";
@@ -55,7 +55,10 @@ export class RelayReceiverPendingError extends LifecycleError {
  *    request runs it again.
  * The fulfill that lands makes the receiving chain's poller enqueue the router's sending-side claim.
  */
-export async function prepareRelayFulfill(ctx: RelayCostContext, data: RelayFulfillJobData): Promise<TxCall | TxNoop> {
+export async function buildRelayFulfillCall(
+  ctx: RelayCostContext,
+  data: RelayFulfillJobData,
+): Promise<TxCall | TxNoop> {
   const { txData } = data;
   assertUserFulfillSignature(txData, data.relayerFee, data.signature);
   const opened = await openReceivingSide(ctx, data);

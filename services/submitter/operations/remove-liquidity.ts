@@ -47,7 +47,7 @@ export interface OperationContext {
  *   job's recipientAddress cannot change that. The Router skips the signature check for its signer, but the
  *   signature is still the valid one so the same call data would also work relayed.
  */
-export async function prepareRemoveLiquidity(
+export async function buildRemoveLiquidityCall(
   ctx: OperationContext,
   data: RemoveLiquidityJobData,
   createdAtMs: number,

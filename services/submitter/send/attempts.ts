@@ -9,7 +9,7 @@ import type { SendContext, SendJob } from "./send-context";
 import { throwIfShuttingDown } from "./timing";
 import { feeCeilingOf, type TxAttempt, type TxCall, type TxRecord } from "./tx-record";
 import { routerMetrics } from "../../../shared/metrics/router-metrics";
-import { ReplicaAckTimeoutError } from "../../../shared/queues/replication";
+import { ReplicaAckTimeoutError } from "../../../shared/coordination/replication";
 
 /** A node that keeps answering "nonce too low" for fresh nonces means someone else is sending: stop and retry later. */
 export const MAX_FRESH_NONCE_TRIES = 5;
@@ -50,7 +50,7 @@ export async function broadcastAttempt(ctx: SendContext, job: SendJob, attempt: 
   // check is logged: a pause can still fall between it and the send (then the same persisted bytes go out late,
   // never a second transaction), and a test can tell such a send from one decided after waking.
   // Unreplicated writes are as good as not made: a failover could forget this transaction and its nonce, and a
-  // second, different one would follow (shared/queues/replication.ts). Before the lease check: the wait can be long.
+  // second, different one would follow (shared/coordination/replication.ts). Before the lease check: the wait can be long.
   await ctx.replicated?.();
   const leaseCheckedAtMs = Date.now();
   ctx.lease?.assertHeld();

@@ -1,8 +1,8 @@
 import type { RouterError } from "../../../shared/errors";
-import { fenceArgsOf, fencedOut, type Fence, type FenceSource } from "../../../shared/queues/lease";
+import { fenceArgsOf, fencedOut, type Fence, type FenceSource } from "../../../shared/coordination/lease";
 import { SenderLeaseLostError } from "./errors";
 
-export { type Fence, type FenceSource } from "../../../shared/queues/lease";
+export { type Fence, type FenceSource } from "../../../shared/coordination/lease";
 
 /**
  * The sender lease's fence as the send stores use it (nonce store, transaction records, liquidity holds): each

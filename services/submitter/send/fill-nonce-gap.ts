@@ -1,6 +1,6 @@
 import { toChainError } from "../../../shared/chain/errors";
 import { errorMessage } from "../../../shared/errors";
-import { ReplicaAckTimeoutError } from "../../../shared/queues/replication";
+import { ReplicaAckTimeoutError } from "../../../shared/coordination/replication";
 import { persistNewAttempt, broadcastAttempt } from "./attempts";
 import { bumpOrRebroadcast } from "./bump";
 import { LedgerNamingError, SenderLeaseLostError } from "./errors";

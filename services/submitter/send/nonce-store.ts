@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import type { ChainProvider } from "../../../shared/chain/chain-provider";
-import { nonceKey } from "../../../shared/queues";
+import { nonceKey } from "../../../shared/coordination/keys";
 import { defineScript, reply } from "../../../shared/redis/script-runner";
 import { senderFenceArgs, senderFencedOut, type FenceSource } from "./fence";
 

@@ -1,6 +1,6 @@
 import type { Queue } from "bullmq";
 import type { Logger } from "../../../shared/logging/create-logger";
-import { approvalRecordId } from "../../../shared/queues";
+import { approvalRecordId } from "../../../shared/coordination/keys";
 import type { NonceStore } from "./nonce-store";
 import type { TxRecordStore } from "./tx-record";
 

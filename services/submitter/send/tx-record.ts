@@ -1,7 +1,8 @@
 import type { Redis } from "ioredis";
 import type { FeeJson } from "../../../shared/protocol/gas";
 import { transferRetentionSec } from "../../../shared/protocol/retention";
-import { TX_JOB, nonceJobsKey, txRecordKey, type TxJobResult } from "../../../shared/queues";
+import { TX_JOB, type TxJobResult } from "../../../shared/queues";
+import { nonceJobsKey, txRecordKey } from "../../../shared/coordination/keys";
 import { TxRecordConflictError } from "./errors";
 import { defineScript, reply } from "../../../shared/redis/script-runner";
 import { senderFenceArgs, senderFencedOut, type FenceSource } from "./fence";
@@ -138,6 +139,10 @@ const SAVE = defineScript({
 
 export interface TxRecordStore {
   load(jobId: string): Promise<TxRecord | undefined>;
+  /** Whether the job has a record (without reading it). */
+  exists(jobId: string): Promise<boolean>;
+  /** The record's Redis key: a liquidity hold names it, and a hold's drop is guarded on its absence. */
+  keyOf(jobId: string): string;
   /** The job whose record last had an attempt at `nonce` of `from` (the nonce-jobs index), if any. */
   jobAtNonce(from: string, nonce: number): Promise<string | undefined>;
   /** Of `nonces`, those no record of `from` names in the nonce-jobs index (one HMGET). */
@@ -197,6 +202,8 @@ export function createTxRecordStore(params: {
       const json = await redis.hget(txRecordKey(prefix, chainId, jobId), "record");
       return json === null ? undefined : (JSON.parse(json) as TxRecord);
     },
+    exists: async (jobId) => (await redis.exists(txRecordKey(prefix, chainId, jobId))) === 1,
+    keyOf: (jobId) => txRecordKey(prefix, chainId, jobId),
     jobAtNonce: async (from, nonce) =>
       (await redis.hget(nonceJobsKey(prefix, chainId, from), String(nonce))) ?? undefined,
     unnamedNonces: (from, nonces) => unnamedNoncesOn({ redis, prefix, chainId }, from, nonces),

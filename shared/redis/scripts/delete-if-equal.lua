@@ -1,6 +1,6 @@
 --[[
   Deletes a key only while it still holds the value the caller put there: a lease dropped by its holder
-  (shared/queues/lease.ts release), an admin content claim released by its request
+  (shared/coordination/lease.ts release), an admin content claim released by its request
   (services/admin/operations/content-claim.ts), an operator's reconcile request once handled
   (services/poller/reconcile-request.ts).
 

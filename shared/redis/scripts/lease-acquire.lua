@@ -1,5 +1,5 @@
 --[[
-  Takes a fenced lease if it is free, or extends it when it is already this owner's (shared/queues/lease.ts
+  Takes a fenced lease if it is free, or extends it when it is already this owner's (shared/coordination/lease.ts
   tryAcquire).
 
   KEYS[1]  lease     the lease key: `<term>|<ownerId>`

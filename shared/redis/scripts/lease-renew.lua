@@ -1,5 +1,5 @@
 --[[
-  Extends a fenced lease while it is still the caller's (shared/queues/lease.ts renew).
+  Extends a fenced lease while it is still the caller's (shared/coordination/lease.ts renew).
 
   KEYS[1]  lease        the lease key
 

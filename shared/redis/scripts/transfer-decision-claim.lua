@@ -1,6 +1,6 @@
 --[[
   Records the decision of a transfer (prepare the receiving side, or cancel the sending side), unless the other
-  one is recorded (shared/queues/transfer-decision.ts claimTransferDecision).
+  one is recorded (shared/coordination/transfer-decision.ts claimTransferDecision).
 
   KEYS[1]  decision    the transfer's decision (transferDecisionKey)
 

@@ -1,6 +1,6 @@
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
-import { TX_JOB, transferKey, txJobId } from "./jobs";
+import { TX_JOB, transferKey, txJobId } from "../queues/jobs";
 import { transferDecisionKey, txRecordKey } from "./keys";
 import { transferRetentionSec } from "../protocol/retention";
 import { readAhead } from "../timing";
@@ -36,7 +36,7 @@ export interface DecisionParams {
  * Records `decision` for the transfer in one atomic step, unless the other one is recorded. `replacing` names
  * the other decision when the caller has proven that it can no longer take effect (only then may it be
  * overwritten). Must run before the claimed action builds anything it could send. With `redis.minReplicas` the
- * submitter's broadcast waits until replicas hold this write (shared/queues/replication.ts; same connection).
+ * submitter's broadcast waits until replicas hold this write (shared/coordination/replication.ts; same connection).
  */
 export async function claimTransferDecision(
   params: DecisionParams & {

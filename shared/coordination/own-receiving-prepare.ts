@@ -3,7 +3,7 @@ import type { Redis } from "ioredis";
 import { sameInvariant } from "../protocol/digests";
 import type { TransactionData } from "../protocol/types";
 import { findPrepareReceiverInFlight } from "./in-flight";
-import { TX_JOB, transferKey, txJobId, type PrepareReceiverJobData } from "./jobs";
+import { TX_JOB, transferKey, txJobId, type PrepareReceiverJobData } from "../queues/jobs";
 import { readTransferDecision } from "./transfer-decision";
 
 /**

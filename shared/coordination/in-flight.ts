@@ -1,6 +1,6 @@
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
-import { TX_JOB, transferKey, txJobId } from "./jobs";
+import { TX_JOB, transferKey, txJobId } from "../queues/jobs";
 import { txRecordKey } from "./keys";
 
 /** Job states in which a job can still run (and send). */

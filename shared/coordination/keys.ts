@@ -67,7 +67,7 @@ export function pollerCursorKey(prefix: string, chainId: number): string {
 /**
  * The poller lease of one chain: `<term>|<ownerId>` with a short TTL (POLLER_LEASE_TTL_MS), renewed by the
  * active poller; standbys take it once it lapses. Every write of the chain's cursor, transfer records, head and
- * balances checks this value atomically (services/poller/poller-lease.ts, shared/queues/lease.ts).
+ * balances checks this value atomically (services/poller/poller-lease.ts, shared/coordination/lease.ts).
  */
 export function pollerLeaseKey(prefix: string, chainId: number): string {
   return routerKey(prefix, "poller-lease", chainId);
@@ -86,7 +86,7 @@ export function pollerAlertedKey(prefix: string, chainId: number): string {
 /**
  * The one decision taken for a transfer between its two router actions that exclude each other: "prepare"
  * (the receiving side) or "cancel-sender" (refund of the sending side). One key per transfer, not per chain:
- * `transferKey` is `transferKey(transactionId, user)`. Written only through shared/queues/transfer-decision.ts.
+ * `transferKey` is `transferKey(transactionId, user)`. Written only through shared/coordination/transfer-decision.ts.
  */
 export function transferDecisionKey(prefix: string, transferKey: string): string {
   return routerKey(prefix, "decision", transferKey);
@@ -153,7 +153,7 @@ export function heartbeatsKey(prefix: string): string {
 }
 
 /**
- * The sender lease of one (chain, signer): `<term>|<ownerId>` (shared/queues/lease.ts) with a short TTL, renewed
+ * The sender lease of one (chain, signer): `<term>|<ownerId>` (shared/coordination/lease.ts) with a short TTL, renewed
  * by its holder's heartbeat. Only the holder assigns nonces and broadcasts; every write of a send record or of the nonce
  * store checks this value atomically (a fencing token), so a paused old holder that wakes up writes nothing.
  */
