@@ -11,15 +11,13 @@ import { poolAssetsOf } from "../../../shared/config/pools";
 import type { RouterConfig } from "../../../shared/config/types";
 import { errorCode } from "../../../shared/errors";
 import type { Logger } from "../../../shared/logging/create-logger";
-import { TX_JOB, txJobId, txJobOptions, type AddLiquidityForJobData } from "../../../shared/queues";
-import { waitForBroadcast } from "../../../shared/queues/wait-for-broadcast";
+import { TX_JOB, txJobId, type AddLiquidityForJobData } from "../../../shared/queues";
 import { withTimeout } from "../../../shared/timing";
 import type { AddLiquidityForRequest, OperationContext, TransactionResponse } from "../types";
-import { PRE_ENQUEUE_READ_TIMEOUT_MS, claimOrJoin, type ContentClaim, type ContentClaimDeps } from "./content-claim";
-import { DEFAULT_BROADCAST_TIMEOUT_MS, queueCall } from "./enqueue-and-wait";
+import { PRE_ENQUEUE_READ_TIMEOUT_MS, moneyRequest, type ContentClaim, type ContentClaimDeps } from "./content-claim";
+import { DEFAULT_BROADCAST_TIMEOUT_MS } from "./enqueue-and-wait";
 import { ChainUnavailableError } from "./errors";
 import { AssetNotInPoolError } from "./liquidity-errors";
-import { assertSameJobData } from "./same-request";
 
 export interface AddLiquidityForDeps extends ContentClaimDeps {
   readonly config: RouterConfig;
@@ -66,30 +64,17 @@ export function createAddLiquidityForOperation(deps: AddLiquidityForDeps): AddLi
     const queue = deps.queueFor(params.chainId);
     const logger = deps.logger.child({ requestId: ctx.requestId, jobId, chainId: params.chainId });
 
-    // 1. The same request id: the same job.
-    const existing = await queueCall(() => queue.getJob(jobId));
-    let waitOn = jobId;
-    if (existing) {
-      assertSameJobData(existing, data, jobId, "add-liquidity-for");
-      logger.info("add-liquidity-for retried: waiting on the existing job", { at: "admin.addLiquidityFor" });
-    } else {
-      // 2. A pool asset.
-      assertPoolAsset(deps.config, params.chainId, params.assetId);
-      // 3. The same content within the window: the job that took it; else 4. the chain's checks, then the claim.
-      const check = (): Promise<void> => assertAddAccepted(deps, data);
-      const claim = contentClaimOf(data, jobId);
-      waitOn = (await claimOrJoin(deps, queue, claim, check, { logger, at: "admin.addLiquidityFor" })) ?? jobId;
-    }
-    // 5. Enqueue (unless joined) and answer once broadcast.
-    const { transactionHash } = await waitForBroadcast({
+    // Steps 1-5 (above) in the one flow both money requests share (content-claim.ts moneyRequest).
+    const transactionHash = await moneyRequest(deps, {
       queue,
       events: deps.queueEventsFor(params.chainId),
-      jobId: waitOn,
+      claim: contentClaimOf(data, jobId),
+      data,
+      precheck: () => assertPoolAsset(deps.config, params.chainId, params.assetId),
+      check: () => assertAddAccepted(deps, data),
       timeoutMs,
-      enqueue:
-        existing || waitOn !== jobId
-          ? undefined
-          : () => queueCall(() => queue.add(TX_JOB.addLiquidityFor, data, txJobOptions(TX_JOB.addLiquidityFor, jobId))),
+      logger,
+      at: "admin.addLiquidityFor",
     });
     logger.info("add-liquidity-for broadcast", {
       at: "admin.addLiquidityFor",

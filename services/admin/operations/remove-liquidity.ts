@@ -1,13 +1,11 @@
 import { withTimeout } from "../../../shared/timing";
-import { waitForBroadcast } from "../../../shared/queues/wait-for-broadcast";
 import type { Queue, QueueEvents } from "bullmq";
 import type { Logger } from "../../../shared/logging/create-logger";
-import { TX_JOB, txJobOptions, txJobId, type RemoveLiquidityJobData } from "../../../shared/queues";
+import { TX_JOB, txJobId, type RemoveLiquidityJobData } from "../../../shared/queues";
 import type { OperationContext, RemoveLiquidityRequest, TransactionResponse } from "../types";
-import { PRE_ENQUEUE_READ_TIMEOUT_MS, claimOrJoin, type ContentClaim, type ContentClaimDeps } from "./content-claim";
-import { DEFAULT_BROADCAST_TIMEOUT_MS, queueCall } from "./enqueue-and-wait";
+import { PRE_ENQUEUE_READ_TIMEOUT_MS, moneyRequest, type ContentClaim, type ContentClaimDeps } from "./content-claim";
+import { DEFAULT_BROADCAST_TIMEOUT_MS } from "./enqueue-and-wait";
 import { BalanceUnavailableError, InsufficientLiquidityError } from "./errors";
-import { assertSameJobData } from "./same-request";
 
 export { DEFAULT_BROADCAST_TIMEOUT_MS } from "./enqueue-and-wait";
 
@@ -43,26 +41,15 @@ export function createRemoveLiquidityOperation(deps: RemoveLiquidityDeps): Remov
     const data: RemoveLiquidityJobData = { ...params, requestId: ctx.requestId };
     const queue = deps.queueFor(params.chainId);
     const logger = deps.logger.child({ requestId: ctx.requestId, jobId, chainId: params.chainId });
-    const claim = contentClaimOf(params, jobId);
-
-    const existing = await queueCall(() => queue.getJob(jobId));
-    let waitOn = jobId;
-    if (existing) {
-      assertSameJobData(existing, data, jobId, "remove-liquidity");
-      logger.info("remove-liquidity retried: waiting on the existing job", { at: "admin.removeLiquidity" });
-    } else {
-      const check = (): Promise<void> => assertUnlockedBalance(deps, params);
-      waitOn = (await claimOrJoin(deps, queue, claim, check, { logger, at: "admin.removeLiquidity" })) ?? jobId;
-    }
-    const { transactionHash } = await waitForBroadcast({
+    const transactionHash = await moneyRequest(deps, {
       queue,
       events: deps.queueEventsFor(params.chainId),
-      jobId: waitOn,
+      claim: contentClaimOf(params, jobId),
+      data,
+      check: () => assertUnlockedBalance(deps, params),
       timeoutMs,
-      enqueue:
-        existing || waitOn !== jobId
-          ? undefined
-          : () => queueCall(() => queue.add(TX_JOB.removeLiquidity, data, txJobOptions(TX_JOB.removeLiquidity, jobId))),
+      logger,
+      at: "admin.removeLiquidity",
     });
     logger.info("remove-liquidity broadcast", {
       at: "admin.removeLiquidity",
