@@ -32,7 +32,7 @@ import {
 } from "../integration/submitter-fixture";
 
 /**
- * Issue 22: the router's one call the contract does not refuse a second time is a withdrawal. Each case is a way
+ * The router's one call the contract does not refuse a second time is a withdrawal. Each case is a way
  * found to make the router pay one twice, or pay one it never accepted; each asserts the recipient is paid once
  * (or never). Real anvil with the NXTP contracts, real redis-server, the real submitter at its shipped defaults.
  */

@@ -21,7 +21,7 @@ import { DIST, assertDistBuilt, supervise, type Supervised } from "./router-proc
 import { waitFor } from "../harness/wait";
 
 /**
- * Issues 12 §3 and 16 §7: auction instances as real processes (dist/services/auction/main.js), restarted 250 ms
+ * Auction instances as real processes (dist/services/auction/main.js), restarted 250 ms
  * after they die as PM2 with ecosystem.config.js does. Every instance receives every request and one claims it in
  * Redis: with two instances a SIGKILLed one costs no request, not even those it was answering (a live instance
  * takes them over), and none is answered twice, not even with the same bid (the settled notice travels behind each

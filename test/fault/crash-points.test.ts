@@ -13,7 +13,7 @@ import {
 } from "./fault-fixture";
 
 /**
- * Issue 9: the submitter is SIGKILLed at each crash point of the send pipeline (a hook of the test entry kills
+ * The submitter is SIGKILLed at each crash point of the send pipeline (a hook of the test entry kills
  * the process the first time a job reaches the point); a restarted process must complete the job with exactly
  * one of its transactions mined and leave no nonce gap.
  */

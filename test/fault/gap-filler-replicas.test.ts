@@ -17,7 +17,7 @@ import {
 } from "../integration/submitter-fixture";
 
 /**
- * Issue 22, "the gap filler skips the replica wait": with `redis.minReplicas: 1`, the nonce-gap filler's re-send of
+ * "The gap filler skips the replica wait": with `redis.minReplicas: 1`, the nonce-gap filler's re-send of
  * a stored transaction must wait for the replica like every other send. A job stored a signed transaction at the
  * missing nonce and stopped before its broadcast (its writes unacknowledged); the replica is frozen (SIGSTOP), so a
  * failover could still forget that record. Real primary, replica and three sentinels.

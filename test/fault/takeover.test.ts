@@ -13,7 +13,7 @@ import {
 import { waitFor } from "../harness/wait";
 
 /**
- * Issue 12: submitter takeover in about a second, with real processes, Redis and anvil. The sender lease has a
+ * Submitter takeover in about a second, with real processes, Redis and anvil. The sender lease has a
  * 1 s TTL here (SUBMITTER_LEASE_TTL_MS, as in production); BullMQ's job lock keeps its 30 s default, so a
  * takeover within 5 s proves the new holder took the job back itself instead of waiting for the lock.
  */

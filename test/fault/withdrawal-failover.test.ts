@@ -28,7 +28,7 @@ import {
 } from "../integration/submitter-fixture";
 
 /**
- * Issue 22, "a withdrawal is paid twice after a Redis failover". `redis.minReplicas: 1` with two replicas, as
+ * "A withdrawal is paid twice after a Redis failover". `redis.minReplicas: 1` with two replicas, as
  * docs/scaling.md allowed: a withdrawal's writes are acknowledged by one replica, its transaction is mined and the
  * job completes. The primary and that replica are then lost, and Sentinel promotes the other replica, which holds
  * the job `waiting` with no send record. WAIT proves that n replicas received a write, not that the one Sentinel

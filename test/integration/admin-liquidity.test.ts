@@ -25,7 +25,7 @@ import {
 } from "./submitter-fixture";
 
 /**
- * Issue 24 item 1: the liquidity routes through the real admin process (startAdmin), a real submitter, anvil with
+ * The liquidity routes through the real admin process (startAdmin), a real submitter, anvil with
  * the NXTP contracts and redis-server. The submitter's receipt polling is shortened (default 1 s) only to keep the
  * mined-receipt waits short; the admin's broadcast wait and every other interval are the shipped defaults.
  */

@@ -21,7 +21,7 @@ import { uniquePrefix } from "./submitter-fixture";
 jest.setTimeout(120_000);
 
 /**
- * Issue 16 items 3 and 4, end to end through NATS and a real auction process: a re-request never frees what an
+ * End to end through NATS and a real auction process: a re-request never frees what an
  * earlier bid promised, and requesters that rotate their keys and never prepare cannot make the router refuse
  * an honest request of up to half its free liquidity (docs/auction.md, "Promises").
  */

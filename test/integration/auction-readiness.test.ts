@@ -19,7 +19,7 @@ import { waitFor } from "../harness/wait";
 jest.setTimeout(60_000);
 
 /**
- * Ready means able to bid (issue 16 item 6): an auction instance started before the pollers wrote any balance
+ * Ready means able to bid: an auction instance started before the pollers wrote any balance
  * reports itself not ready, naming what is cold, and a quote that arrives then is answered with a bid as soon as
  * the balances are there, instead of being refused in silence (the SDK never asks twice).
  */

@@ -34,7 +34,7 @@ import { captureLogs, type CapturedLogger } from "./submitter-fixture";
 import { waitFor } from "../harness/wait";
 
 /**
- * Issue 15 item 4, poller part: one active poller per chain under a fenced Redis lease (docs/poller.md,
+ * One active poller per chain under a fenced Redis lease (docs/poller.md,
  * "One active poller per chain"). Two pollers of one chain: only the lease holder polls and writes; the standby
  * takes over when the holder stops or dies and continues from the stored cursor; a poller whose write is delayed
  * past its lease cannot move the cursor back nor overwrite a newer record. Child processes run dist/

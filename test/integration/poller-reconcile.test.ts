@@ -22,7 +22,7 @@ import { startRpcProxy } from "../fault/rpc-proxy";
 import { DECISION_BATCH_SIZE } from "../../services/poller/tick";
 
 /**
- * Issue 9: a receiving-side fulfill log the poller never saw (a lookback that starts after it, a log dropped by
+ * A receiving-side fulfill log the poller never saw (a lookback that starts after it, a log dropped by
  * a lagging backend) must still end in the router's claim on the sending side, never in a cancel: the poller
  * reconciles open transfers against `variantTransactionData` on both chains and finds the missed fulfill.
  */

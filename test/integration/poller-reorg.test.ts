@@ -17,7 +17,7 @@ import {
 import { waitFor } from "../harness/wait";
 
 /**
- * Issue 9, the cursor's side: the logs source stores the hash of the block it read up to, rewinds when that
+ * Re-orgs, the cursor's side: the logs source stores the hash of the block it read up to, rewinds when that
  * block was re-orged away, and starts again from the start block when the stored cursor is ahead of the chain
  * (a chain reset or redeploy under an existing Redis) instead of waiting for ever.
  */

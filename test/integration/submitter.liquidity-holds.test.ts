@@ -22,7 +22,7 @@ import {
 import { waitFor } from "../harness/wait";
 
 /**
- * Issue 16 items 5 and 9. The receiving chain's submitters talk to it through a proxy whose eth_estimateGas runs
+ * The receiving chain's submitters talk to it through a proxy whose eth_estimateGas runs
  * against `latest` (as some RPCs do): the estimate then never sees our own pending transactions, so only the
  * liquidity holds in Redis keep a prepare from being sent into a revert (#P:018) with its decision claimed.
  */

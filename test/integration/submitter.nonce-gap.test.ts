@@ -22,7 +22,7 @@ import {
 import { waitFor } from "../harness/wait";
 
 /**
- * Issue 9: a nonce gap is closed. Reproduced as reported: the stored next nonce is one above the chain's
+ * A nonce gap is closed. Reproduced as reported: the stored next nonce is one above the chain's
  * pending count, so the next job is sent behind a nonce no node has; the sender's tracker fills the gap.
  * Also: the sender lease's fencing refuses writes of a holder that lost it.
  */
