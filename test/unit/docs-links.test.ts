@@ -81,6 +81,16 @@ describe("docs links and citations (docs/protocol.md)", () => {
     expect(offenders).toEqual([]);
   });
 
+  it("gives every folder under test/ a line of README.md's layout", () => {
+    const layout = /## Layout\n\n```\n([\s\S]*?)```/.exec(readFileSync(join(ROOT, "README.md"), "utf8"))?.[1] ?? "";
+    const described = new Set([...layout.matchAll(/^(test\/[\w-]+)\s/gm)].map((match) => match[1]!));
+    const folders = readdirSync(join(ROOT, "test"), { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => `test/${entry.name}`);
+    expect(folders.length).toBeGreaterThan(5);
+    expect(folders.filter((folder) => !described.has(folder))).toEqual([]);
+  });
+
   it("names only anchors docs/protocol.md has", () => {
     const missing: string[] = [];
     let cited = 0;
