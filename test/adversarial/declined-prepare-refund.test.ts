@@ -24,7 +24,8 @@ import {
   type PrepareParams,
   type UserTransfer,
 } from "../e2e/e2e-user";
-import { captureLogs, uniquePrefix } from "../integration/submitter-fixture";
+import { captureLogs } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
  * "Refunds wait 13 minutes": a user prepares on the sending chain with a bid the poller itself

@@ -12,7 +12,6 @@ import {
   SENDING,
   askFor,
   auctionConfig,
-  randomMnemonic,
   sdkPayload,
   startAuctionStack,
   startClient,
@@ -22,7 +21,8 @@ import {
   type AuctionStack,
   type Client,
 } from "../integration/auction-fixture";
-import { uniquePrefix } from "../integration/submitter-fixture";
+import { randomMnemonic } from "../harness/mnemonic";
+import { uniquePrefix } from "../harness/prefix";
 
 jest.setTimeout(180_000);
 

@@ -5,7 +5,7 @@ import { createBidReservations, promiseLapseMs, type ReserveParams } from "../..
 import { RESERVATION_GRACE_SEC } from "../../services/auction/bid/reserve-and-bid";
 import { BID_EXPIRY_SEC } from "../../shared/protocol/expiry";
 import { useRedis } from "../harness/redis";
-import { uniquePrefix } from "../integration/submitter-fixture";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
  * "Lapsed promises keep counting": after 5 000 rotating-key bids had all lapsed, a 60 % request was still

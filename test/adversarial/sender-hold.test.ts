@@ -13,8 +13,9 @@ import {
   userPrepare,
   type PollerStack,
 } from "../integration/poller-fixture";
-import { captureLogs, uniquePrefix } from "../integration/submitter-fixture";
 import { waitFor } from "../harness/wait";
+import { captureLogs } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 jest.setTimeout(180_000);
 

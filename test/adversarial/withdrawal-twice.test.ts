@@ -20,16 +20,16 @@ import { liveChildPids } from "../harness/child-process";
 import { waitFor } from "../harness/wait";
 import {
   CHAIN_ID,
-  captureLogs,
   routerBalance,
   startSubmitterStack,
   submitterConfig,
   tokenBalance,
   txQueueClient,
-  uniquePrefix,
   type SubmitterStack,
   type TxQueueClient,
 } from "../integration/submitter-fixture";
+import { captureLogs } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
  * The router's one call the contract does not refuse a second time is a withdrawal. Each case is a way

@@ -8,7 +8,6 @@ import {
   MIN_GAS,
   RECEIVING,
   SENDING,
-  randomMnemonic,
   sdkPayload,
   startAuctionStack,
   startClient,
@@ -16,9 +15,10 @@ import {
   type AuctionStack,
   type Client,
 } from "../integration/auction-fixture";
-import { uniquePrefix } from "../integration/submitter-fixture";
 import { DIST, assertDistBuilt, supervise, type Supervised } from "./router-procs";
 import { waitFor } from "../harness/wait";
+import { randomMnemonic } from "../harness/mnemonic";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
  * Auction instances as real processes (dist/services/auction/main.js), restarted 250 ms

@@ -3,14 +3,8 @@ import type { SendHookPoint } from "../../services/submitter/send/send-context";
 import { Queue } from "bullmq";
 import { LEDGER_QUEUE_NAME, nonceKey, type BookTransactionJobData } from "../../shared/queues";
 import { CHAIN_ID } from "../integration/submitter-fixture";
-import {
-  HOOK_ENTRY,
-  assertDistBuilt,
-  isMessage,
-  spawnSubmitterChild,
-  submitterCase,
-  useSubmitterSuite,
-} from "./fault-fixture";
+import { HOOK_ENTRY, assertDistBuilt, spawnSubmitterChild, submitterCase, useSubmitterSuite } from "./fault-fixture";
+import { isMessage } from "../harness/logs";
 
 /**
  * The submitter is SIGKILLed at each crash point of the send pipeline (a hook of the test entry kills

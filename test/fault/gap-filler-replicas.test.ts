@@ -6,15 +6,15 @@ import { startSentinelGroup, type SentinelGroup } from "../harness/redis-sentine
 import { waitFor } from "../harness/wait";
 import {
   CHAIN_ID,
-  captureLogs,
   startSubmitterStack,
   storeUnsentTransaction,
   submitterConfig,
   txQueueClient,
-  uniquePrefix,
   type SubmitterStack,
   type TxQueueClient,
 } from "../integration/submitter-fixture";
+import { captureLogs } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
  * "The gap filler skips the replica wait": with `redis.minReplicas: 1`, the nonce-gap filler's re-send of

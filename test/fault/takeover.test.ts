@@ -3,7 +3,6 @@ import { isTxJobProgress, type TxJobData, type TxJobProgress, type TxJobResult }
 import { CHAIN_ID, type ConfigParams, type TxQueueClient } from "../integration/submitter-fixture";
 import {
   assertDistBuilt,
-  isMessage,
   spawnSubmitterChild,
   submitterCase,
   useSubmitterSuite,
@@ -11,6 +10,7 @@ import {
   type SubmitterChild,
 } from "./fault-fixture";
 import { waitFor } from "../harness/wait";
+import { isMessage } from "../harness/logs";
 
 /**
  * Submitter takeover in about a second, with real processes, Redis and anvil. The sender lease has a

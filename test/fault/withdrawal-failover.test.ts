@@ -19,13 +19,13 @@ import { startSentinelGroup, type SentinelGroup } from "../harness/redis-sentine
 import { waitFor } from "../harness/wait";
 import {
   CHAIN_ID,
-  captureLogs,
   startSubmitterStack,
   submitterConfig,
   tokenBalance,
-  uniquePrefix,
   type SubmitterStack,
 } from "../integration/submitter-fixture";
+import { captureLogs } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
  * "A withdrawal is paid twice after a Redis failover". `redis.minReplicas: 1` with two replicas, as

@@ -13,16 +13,16 @@ import { mintToken, nxtpContractAt, readBigInt, sendTx } from "../harness/deploy
 import { getFreePort } from "../harness/free-port";
 import {
   CHAIN_ID,
-  captureLogs,
   routerBalance,
   startSubmitterStack,
   submitterConfig,
   tokenBalance,
   txQueueClient,
-  uniquePrefix,
   type SubmitterStack,
   type TxQueueClient,
 } from "./submitter-fixture";
+import { captureLogs } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
  * The liquidity routes through the real admin process (startAdmin), a real submitter, anvil with

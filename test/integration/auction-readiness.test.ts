@@ -4,7 +4,6 @@ import {
   RECEIVING,
   SENDING,
   auctionConfig,
-  randomMnemonic,
   sdkPayload,
   startAuctionStack,
   startClient,
@@ -13,8 +12,9 @@ import {
   type AuctionStack,
   type Client,
 } from "./auction-fixture";
-import { uniquePrefix } from "./submitter-fixture";
 import { waitFor } from "../harness/wait";
+import { randomMnemonic } from "../harness/mnemonic";
+import { uniquePrefix } from "../harness/prefix";
 
 jest.setTimeout(60_000);
 

@@ -6,8 +6,8 @@ import { packageArtifact } from "../../scripts/nxtp-package";
 import { createChainProvider, type ChainProvider } from "../../shared/chain/chain-provider";
 import type { RouterConfig } from "../../shared/config/types";
 import { anvilProvider, anvilWallet, startAnvil, type Anvil } from "../harness/anvil";
-import { captureLogs } from "./submitter-fixture";
 import { waitFor } from "../harness/wait";
+import { captureLogs } from "../harness/logs";
 
 /**
  * A refresh pass that fails leaves a value cold, and a cold value refuses every bid that needs it: the refresher

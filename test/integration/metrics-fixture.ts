@@ -91,20 +91,3 @@ export async function getText(
   const res = await fetch(url, { headers });
   return { status: res.status, text: await res.text(), headers: res.headers };
 }
-
-export function basicAuth(token: string): Record<string, string> {
-  return { authorization: `Basic ${Buffer.from(`sre:${token}`).toString("base64")}` };
-}
-
-/** One sample's value from Prometheus text: `name{labels}` matched by name and a label subset. */
-export function sampleValue(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of text.split("\n")) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) {
-      continue;
-    }
-    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) {
-      return Number(line.slice(line.lastIndexOf(" ") + 1));
-    }
-  }
-  return undefined;
-}

@@ -5,16 +5,16 @@ import { startSubmitter, type RunningSubmitter } from "../../services/submitter/
 import { isTxJobProgress } from "../../shared/queues";
 import { liveChildPids } from "../harness/child-process";
 import {
-  captureLogs,
   startSubmitterStack,
   submitterConfig,
   tokenBalance,
   txQueueClient,
-  uniquePrefix,
   type SubmitterStack,
   type TxQueueClient,
 } from "./submitter-fixture";
 import { waitFor } from "../harness/wait";
+import { captureLogs } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 interface HidingProxy {
   readonly url: string;

@@ -5,7 +5,7 @@ import type { TransferRecord } from "../../shared/protocol/types";
 import { agreedBlock } from "../../services/poller/sources/agreed-block";
 import { probeCursor } from "../../services/poller/sources/cursor-probe";
 import { parseCursor, type StoredCursor } from "../../services/poller/sources/log-cursor";
-import { captureLogs } from "./submitter-fixture";
+import { captureLogs } from "../harness/logs";
 
 /** Pure parts of the poller's recovery: block agreement between providers, the cursor format, the variant verdict. */
 

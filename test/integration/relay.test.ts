@@ -25,8 +25,8 @@ import {
   type Router,
 } from "../e2e/e2e-fixture";
 import { senderOf, tokenBalance, transferEvents, userPrepare, waitForEvent, type UserTransfer } from "../e2e/e2e-user";
-import { captureLogs } from "./submitter-fixture";
 import { waitFor } from "../harness/wait";
+import { captureLogs } from "../harness/logs";
 
 /**
  * Meta-transaction relaying end to end (docs/relaying.md): the router's pollers and submitters for 1337 and

@@ -8,7 +8,7 @@ import {
 import type { RemoveLiquidityRequest } from "../../services/admin/types";
 import { TX_JOB, producerConnection, txJobId, txQueueName, workerConnection } from "../../shared/queues";
 import { startRedis, type RedisServer } from "../harness/redis";
-import { captureLogs } from "./submitter-fixture";
+import { captureLogs } from "../harness/logs";
 
 const CHAIN_ID = 1337;
 const TX_HASH = `0x${"cd".repeat(32)}`;

@@ -12,8 +12,8 @@ import { startAuthServer } from "../harness/auth-server";
 import { captureLogs } from "../harness/logs";
 import { startNats, type NatsServer } from "../harness/nats";
 import { useRedis } from "../harness/redis";
-import { uniquePrefix } from "./submitter-fixture";
 import { waitFor } from "../harness/wait";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
  * The auction's request claims (services/auction/request-claims.ts) and the reservation step fenced on them,

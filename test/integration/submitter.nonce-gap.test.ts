@@ -10,16 +10,16 @@ import { ledgerWithDefaults } from "../../shared/config";
 import { liveChildPids } from "../harness/child-process";
 import {
   CHAIN_ID,
-  captureLogs,
   startSubmitterStack,
   storeUnsentTransaction,
   submitterConfig,
   txQueueClient,
-  uniquePrefix,
   type SubmitterStack,
   type TxQueueClient,
 } from "./submitter-fixture";
 import { waitFor } from "../harness/wait";
+import { captureLogs } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
  * A nonce gap is closed. Reproduced as reported: the stored next nonce is one above the chain's

@@ -9,18 +9,17 @@ import { RETENTION_MARGIN_SEC } from "../../shared/protocol/retention";
 import { liveChildPids } from "../harness/child-process";
 import {
   CHAIN_ID,
-  captureLogs,
   routerBalance,
   startSubmitterStack,
   submitterConfig,
   tokenBalance,
   txQueueClient,
-  uniquePrefix,
-  type CapturedLogger,
   type SubmitterStack,
   type TxQueueClient,
 } from "./submitter-fixture";
 import { waitFor } from "../harness/wait";
+import { captureLogs, type LogCapture } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 /** The submitter in-process (startSubmitter, as main.ts runs it) against anvil + NXTP + a real redis-server. */
 
@@ -32,7 +31,7 @@ describe("submitter (in-process)", () => {
   let client: TxQueueClient;
   const running: RunningSubmitter[] = [];
 
-  const start = async (config: RouterConfig, logs: CapturedLogger = captureLogs()): Promise<RunningSubmitter> => {
+  const start = async (config: RouterConfig, logs: LogCapture = captureLogs()): Promise<RunningSubmitter> => {
     const submitter = await startSubmitter({ config, logger: logs.logger, chainId: CHAIN_ID, options: FAST });
     running.push(submitter);
     return submitter;

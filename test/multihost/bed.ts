@@ -14,10 +14,10 @@ import { redisServerBinary } from "../harness/redis";
 import type { Stack, StackChain } from "../harness/stack";
 import { AMOUNT, CHAIN1, LIQUIDITY, RECEIVING, SENDING, type E2eStack } from "../e2e/e2e-fixture";
 import { DIST, supervise, type Supervised } from "../fault/router-procs";
-import { uniquePrefix } from "../integration/submitter-fixture";
 import { SUBNET, bedPrefix, createBed, destroyBed, type Host } from "./netns";
 import { PM2_START_TIMEOUT_MS, pm2Host, type Pm2Host } from "./pm2-host";
 import { waitFor } from "../harness/wait";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
  * The multi-host bed: six namespaces on one bridge.
