@@ -91,6 +91,28 @@ describe("docs links and citations (docs/protocol.md)", () => {
     expect(folders.filter((folder) => !described.has(folder))).toEqual([]);
   });
 
+  it("names in architecture.md's 'Where each rule lives' only functions the linked files define", () => {
+    const text = readFileSync(join(ROOT, "docs/architecture.md"), "utf8");
+    const section = /## Where each rule lives\n([\s\S]*?)\n## /.exec(text)?.[1] ?? "";
+    const rows = section.split("\n").filter((line) => line.startsWith("| **"));
+    const missing: string[] = [];
+    let named = 0;
+    for (const row of rows) {
+      const decidedIn = row.split(" | ")[1] ?? "";
+      // Each link to a source file, then the `names` written after it (up to the next link).
+      for (const match of decidedIn.matchAll(/\]\(([^)]+\.(?:ts|lua))\)([^[]*)/g)) {
+        const source = readFileSync(resolve(ROOT, "docs", match[1]!), "utf8");
+        for (const name of match[2]!.matchAll(/`([A-Za-z_]\w*)`/g)) {
+          named += 1;
+          if (!new RegExp(`\\b${name[1]!}\\b`).test(source)) missing.push(`${match[1]!}: ${name[1]!}`);
+        }
+      }
+    }
+    expect(rows.length).toBeGreaterThan(20);
+    expect(named).toBeGreaterThan(30);
+    expect(missing).toEqual([]);
+  });
+
   it("names only anchors docs/protocol.md has", () => {
     const missing: string[] = [];
     let cited = 0;
