@@ -1,7 +1,7 @@
 import { loadConfig } from "../../shared/config";
 import { chainHeadKey, pollerCursorKey, transferRecordKey } from "../../shared/queues";
 import { createTransferStore } from "../../shared/transfers/transfer-store";
-import { startRpcProxy, type RpcProxy } from "../fault/rpc-proxy";
+import { startRpcProxy, type RpcProxy } from "../harness/rpc-proxy";
 import {
   RECEIVING,
   pollerConfigJson,

@@ -7,7 +7,8 @@ import type { RouterStatus } from "../../services/admin/status";
 import { createApp } from "../../services/admin/app";
 import { closeServer, listen } from "../../services/admin/listen";
 import { captureLogs } from "../harness/logs";
-import { OPS_ADMIN_TOKEN, ANVIL_MNEMONIC } from "../integration/metrics-fixture";
+import { ANVIL_MNEMONIC } from "../harness/anvil";
+import { OPS_ADMIN_TOKEN } from "../integration/metrics-fixture";
 
 const CHAINS = {
   "1": { providers: ["http://127.0.0.1:9"] },

@@ -9,7 +9,7 @@ import type { TransactionData } from "../../shared/protocol/types";
 import { fulfillPayloadHash } from "../../shared/protocol/user-signatures";
 import { TX_JOB, transferKey, txJobId, txQueueName } from "../../shared/queues";
 import { createTransferStore } from "../../shared/transfers/transfer-store";
-import { startRpcProxy, type RpcProxy } from "../fault/rpc-proxy";
+import { startRpcProxy, type RpcProxy } from "../harness/rpc-proxy";
 import { startAuthServer } from "../harness/auth-server";
 import { nxtpContractAt, sendTx } from "../harness/deploy";
 import { startNats, type NatsServer } from "../harness/nats";

@@ -4,7 +4,7 @@ import { TX_JOB } from "../../shared/queues";
 import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
 import { ANVIL_MNEMONIC } from "../harness/anvil";
 import { waitFor } from "../harness/wait";
-import { startRpcProxy } from "../fault/rpc-proxy";
+import { startRpcProxy } from "../harness/rpc-proxy";
 import {
   SENDING,
   pollerConfig,

@@ -15,7 +15,7 @@ import {
   type TxJobData,
   type TxJobResult,
 } from "../../shared/queues";
-import { startRpcProxy, type RpcProxy } from "../fault/rpc-proxy";
+import { startRpcProxy, type RpcProxy } from "../harness/rpc-proxy";
 import { liveChildPids } from "../harness/child-process";
 import { waitFor } from "../harness/wait";
 import {

@@ -1,6 +1,6 @@
 import { RECEIVING, SENDING, startE2eStack, stopE2eStack, type E2eStack } from "../e2e/e2e-fixture";
 import { useStack } from "../harness/stack";
-import { startRpcProxy, type RpcProxy } from "./rpc-proxy";
+import { startRpcProxy, type RpcProxy } from "../harness/rpc-proxy";
 import { assertDistBuilt, startRouterProcs, type RouterProcs } from "./router-procs";
 import { auditRouterTxs, describeAudit, fundUsers, runSwap } from "./swap-audit";
 

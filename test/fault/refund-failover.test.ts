@@ -20,7 +20,7 @@ import {
   type Transfer,
 } from "../integration/lifecycle-fixture";
 import { transferEvents } from "../e2e/e2e-user";
-import { startRpcProxy, type RpcProxy } from "./rpc-proxy";
+import { startRpcProxy, type RpcProxy } from "../harness/rpc-proxy";
 
 /**
  * "A withdrawal is paid twice after a Redis failover", its last paragraph: the same loss can erase a

@@ -3,11 +3,11 @@ import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { redisServerBinary } from "../../scripts/local/binaries";
 import { redisAnswers, redisArgs } from "../../scripts/local/probes";
+import { ANVIL_MNEMONIC } from "../harness/anvil";
 import { spawnManaged, waitForReady, type ManagedProcess } from "../harness/child-process";
 
 export const DIST = resolve(__dirname, "../../dist");
 export const OPS_ADMIN_TOKEN = "ops-test-admin-token-0123456789abcdef";
-export const ANVIL_MNEMONIC = "test test test test test test test test test test test junk";
 const TM_ADDRESS = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
 
 /** A router config file for processes that never reach a chain (providers point at a closed port). */

@@ -463,6 +463,15 @@ export interface StoredCursor {
   readonly updatedAtMs: number;
 }
 
+/**
+ * A log cursor at `block` as the logs source stores it, without a hash (so nothing is verified against the chain):
+ * written under pollerCursorKey, it makes a poller skip the blocks up to `block`, as if eth_getLogs had answered
+ * them empty.
+ */
+export function cursorAt(block: number): string {
+  return JSON.stringify({ block, checkpoints: [{ block }], updatedAtMs: Date.now() });
+}
+
 /** The chain's log cursor as the suite's current test's pollers stored it. */
 export async function storedCursor(s: PollerSuite, chainId: number): Promise<StoredCursor | undefined> {
   const raw = await s.queues.redis.get(pollerCursorKey(s.prefix, chainId));

@@ -5,7 +5,7 @@ import type { RouterConfig } from "../../shared/config/types";
 import { TX_JOB, liquidityHoldsKey, txJobId, type CancelSenderJobData, type TxJobData } from "../../shared/queues";
 import { readTransferDecision } from "../../shared/queues/transfer-decision";
 import { liveChildPids } from "../harness/child-process";
-import { startRpcProxy, type RpcProxy } from "../fault/rpc-proxy";
+import { startRpcProxy, type RpcProxy } from "../harness/rpc-proxy";
 import {
   FAST,
   RECEIVING,
