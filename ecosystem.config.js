@@ -133,7 +133,7 @@ const common = {
   kill_timeout: 12000,
   wait_ready: true,
   listen_timeout: 20000,
-  // Restarts (issue 12): a fixed short delay, never PM2's exponential backoff, which under repeated crashes grew
+  // Restarts: a fixed short delay, never PM2's exponential backoff, which under repeated crashes grew
   // to 11.5 s with a submitter's chain stalled meanwhile. A SIGKILLed process is respawned after 250 ms and is
   // ready again ~1-2 s later. Crash loops: PM2 counts a restart as unstable when the process lived under
   // min_uptime (5 s: a bad config or an unreachable Redis kills a process within about a second on a quiet
@@ -154,7 +154,7 @@ const common = {
 };
 
 /**
- * Memory limits per role (issue 23; figures in docs/operating.md, measured with `npm run bench:memory`).
+ * Memory limits per role (figures in docs/operating.md, measured with `npm run bench:memory`).
  * - `--max-semi-space-size` (MB): node's default lets each of the young generation's two semi-spaces grow to
  *   16 MB under load and keeps them; an auction's, poller's or admin's requests allocate little that lives, so
  *   a few MB scavenge as fast (bench:auction) at a fraction of the resident memory.

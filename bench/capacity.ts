@@ -1,5 +1,5 @@
 /**
- * `npm run bench:capacity` (issue 15): what one complete swap costs the router's Redis. Starts the stack of
+ * `npm run bench:capacity`: what one complete swap costs the router's Redis. Starts the stack of
  * bench:recovery (anvil ×3, redis, nats, auth, the router under PM2, one auction instance) in a temporary
  * directory, then:
  *   1. an idle window (IDLE_MS): the background traffic of an idle router (pollers, leases, heartbeats, BullMQ
@@ -11,8 +11,8 @@
  * `MEMORY USAGE` of every key before and after the swaps, the bytes each kind of key grew by per swap, with its
  * TTL (what stays per completed swap, and for how long). A benchmark, not a test: it prints and exits 0 unless
  * the stack could not run. It also prints the router's receiving prepares under load: from each user's prepare mined
- * to the router's prepare seen mined (p50/p99/max), and prepares/s. Issue 23 item 2's figure (200 swaps in
- * flight): BENCH_SWAPS=200 BENCH_SWAP_WORKERS=200.
+ * to the router's prepare seen mined (p50/p99/max), and prepares/s. The figure with 200 swaps in
+ * flight: BENCH_SWAPS=200 BENCH_SWAP_WORKERS=200.
  * Env: BENCH_SWAPS (20), BENCH_SWAP_WORKERS (4), BENCH_IDLE_MS (15000).
  */
 import { mkdtempSync, rmSync } from "node:fs";

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:memory` (issue 23): the memory of each router process on the stack of `npm run local` (anvil ×3
+ * `npm run bench:memory`: the memory of each router process on the stack of `npm run local` (anvil ×3
  * with chain 1 for prices, redis, nats, auth, and every router app under PM2 with ecosystem.config.js: admin,
  * AUCTION_INSTANCES auctions (default 2, as shipped), a submitter and a poller per swap chain), in a temporary
  * directory of its own (.local/ is never touched). It reads RSS and PSS of each PM2 app's process from

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:recovery` (issue 12): how fast each role of the router is back at work after a SIGKILL, under
+ * `npm run bench:recovery`: how fast each role of the router is back at work after a SIGKILL, under
  * PM2 with ecosystem.config.js on local anvil chains (the stack of `npm run local`, in a temporary directory of
  * its own: .local/ is never touched). Swaps of 10 TEST 1337 → 1338 run continuously from three users, the way
  * an SDK user does them (auction over NATS, prepare, the router's prepare, fulfill, the router's claim). Each

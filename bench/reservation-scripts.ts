@@ -1,5 +1,5 @@
 /**
- * The reservation scripts' own time in Redis with 100 000 open promises (issue 22 item 5): every script must run in a
+ * The reservation scripts' own time in Redis with 100 000 open promises: every script must run in a
  * bounded time whatever the number of open or lapsed promises. Part of `npm run bench:auction` (bench/auction.ts),
  * on the bench's Redis under a prefix of its own, after the auction phases.
  *

@@ -15,7 +15,7 @@ export interface BidReadinessDeps {
 const MAX_LISTED = 4;
 
 /**
- * "Ready" for an auction instance means able to bid (issue 16): every pool asset on a configured chain has its
+ * "Ready" for an auction instance means able to bid: every pool asset on a configured chain has its
  * decimals, fresh prices and gas prices for the fees of both sides, and the pollers have written a fresh router
  * balance of it and a fresh gas balance of its chain. Returns undefined when all are, else a short list of what
  * is cold. PM2's `ready` and /readyz wait on this, so a process manager never routes quotes to an instance that

@@ -9,8 +9,9 @@ import { defineScript, reply } from "../../shared/redis/script-runner";
  * (`auctionClaimKey`) holds a claim in state `c` (claimed: the owner is working on it) or `r` (reserved: the bid's
  * promise is recorded in the same Lua step, bid-reservations.ts, and the owner signs and publishes), each with
  * its owner's token and lease end, `r` also with the bid; the value's format is written and read only by
- * shared/redis/scripts/includes/claim-value.lua, which every claim script includes. Anything else (`d`, written
- * by earlier versions) reads as settled. That a request is settled (answered, or
+ * shared/redis/scripts/includes/claim-value.lua, which every claim script includes. Anything else (a value no
+ * script writes) reads as settled: taking over a claim no script can read could answer a request twice. That a
+ * request is settled (answered, or
  * refused for good) travels on NATS instead, behind the answer itself (claimed-delivery.ts): a mark here could not
  * be written in the same step as the publish, so it would either lose a request or repeat its bid.
  * A watcher whose check finds the lease run out (or no claim at all) takes the request over under a new token (the fencing

@@ -8,7 +8,7 @@ export type PollerRole = "active" | "standby";
 /**
  * Takeover bound when the active poller dies without releasing the lease (SIGKILL, a lost host): a standby or
  * the restarted process polls again within about TTL + TTL/4 + one tick, about 4 s, which keeps a SIGKILLed
- * poller's recovery inside issue 12's 5 s target (bench/recovery.ts) and is far inside every transfer's expiry
+ * poller's recovery inside the 5 s recovery target (bench/recovery.ts) and is far inside every transfer's expiry
  * margins. Renewals run every TTL/4 on their own timer, so only an event-loop stall of about 2 s (a tick decoding
  * thousands of logs) loses the lease, and a lost lease costs only a pause and a reconcile of every open record.
  */

@@ -57,8 +57,7 @@ export function gasBalanceKey(prefix: string, chainId: number): string {
 
 /**
  * The poller's log cursor: the last block whose TransactionManager logs are stored, as JSON
- * `{block, hash, checkpoints: [{block, hash}], updatedAtMs}` (services/poller/sources/log-cursor.ts; a bare
- * block number written by earlier versions is still read). The hashes let the poller detect a re-org or reset.
+ * `{block, hash, checkpoints: [{block, hash}], updatedAtMs}` (services/poller/sources/log-cursor.ts). The hashes let the poller detect a re-org or reset.
  */
 export function pollerCursorKey(prefix: string, chainId: number): string {
   return routerKey(prefix, "cursor", chainId);

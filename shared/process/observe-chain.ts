@@ -8,11 +8,10 @@ import { readHeartbeats } from "../metrics/heartbeat";
 import { JOB_STATES, pendingTransactions, queueCounts, readChainState } from "../metrics/router-state";
 import { routerMetrics } from "../metrics/router-metrics";
 
-/** A provider further behind than this (or without any head) makes pollers and submitters unready. */
-export const READY_MAX_LAG_BLOCKS = 20;
-
 /**
- * Readiness of a per-chain process: at least one of the chain's providers answers and is within lag.
+ * Readiness of a per-chain process: at least one of the chain's providers answers and is within lag, i.e. not
+ * marked lagging by the chain provider (more than its `maxLagBlocks`, DEFAULT_MAX_LAG_BLOCKS = 5, behind the best
+ * head seen), so readiness and the provider's own choice of whom to read from use the one bound.
  * Also exports each provider's lag at scrape time.
  */
 export function observeProviders(obs: Observability, chainId: number, provider: ChainProvider): void {

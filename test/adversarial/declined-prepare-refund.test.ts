@@ -24,10 +24,11 @@ import {
   type PrepareParams,
   type UserTransfer,
 } from "../e2e/e2e-user";
-import { captureLogs, uniquePrefix } from "../integration/submitter-fixture";
+import { captureLogs } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
- * Issue 22, "Refunds wait 13 minutes": a user prepares on the sending chain with a bid the poller itself
+ * "Refunds wait 13 minutes": a user prepares on the sending chain with a bid the poller itself
  * declines (signed by another key, expired, or for more than the user locked). The router will never prepare
  * the receiving side, so the user's funds are refunded at once through the router's cancel-sender, like every
  * refund of the router's own refusal, not after the 780 s buffer. The pollers and submitters run in this

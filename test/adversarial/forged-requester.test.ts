@@ -12,7 +12,6 @@ import {
   SENDING,
   askFor,
   auctionConfig,
-  randomMnemonic,
   sdkPayload,
   startAuctionStack,
   startClient,
@@ -22,12 +21,13 @@ import {
   type AuctionStack,
   type Client,
 } from "../integration/auction-fixture";
-import { uniquePrefix } from "../integration/submitter-fixture";
+import { randomMnemonic } from "../harness/mnemonic";
+import { uniquePrefix } from "../harness/prefix";
 
 jest.setTimeout(180_000);
 
 /**
- * Issue 22, "anyone can get a chosen user's requests refused": the payload's `user` is anyone's to write, and the
+ * "Anyone can get a chosen user's requests refused": the payload's `user` is anyone's to write, and the
  * SDK's messaging key is a throw-away, so nothing keyed on them may refuse a request. Through NATS and a real
  * auction process: a stranger naming the victim's address gets none of the victim's requests refused, and a user's
  * second quote (a new transactionId) is answered. Then the bound itself (docs/auction.md, "Promises"): whatever

@@ -1,7 +1,7 @@
 import { loadConfig } from "../../shared/config";
 import { chainHeadKey, pollerCursorKey, transferRecordKey } from "../../shared/coordination/keys";
 import { createTransferStore } from "../../shared/transfers/transfer-store";
-import { startRpcProxy, type RpcProxy } from "../fault/rpc-proxy";
+import { startRpcProxy, type RpcProxy } from "../harness/rpc-proxy";
 import {
   RECEIVING,
   pollerConfigJson,
@@ -15,7 +15,7 @@ import {
 import { waitFor } from "../harness/wait";
 
 /**
- * Issue 22, "One lagging provider looks like a chain reset": a receiving chain whose only provider (a
+ * "One lagging provider looks like a chain reset": a receiving chain whose only provider (a
  * load-balanced endpoint, one backend far behind) answers a head more than 5 blocks behind the stored cursor.
  * Before, that counted as a chain reset: the poller read the chain again from its start block (up to 100 000
  * blocks) and re-created closed records that retention had already dropped. The poller must wait for the

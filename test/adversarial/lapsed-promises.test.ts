@@ -5,10 +5,10 @@ import { createBidReservations, promiseLapseMs, type ReserveParams } from "../..
 import { RESERVATION_GRACE_SEC } from "../../services/auction/bid/reserve-and-bid";
 import { BID_EXPIRY_SEC } from "../../shared/protocol/expiry";
 import { useRedis } from "../harness/redis";
-import { uniquePrefix } from "../integration/submitter-fixture";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
- * Issue 22, "lapsed promises keep counting": after 5 000 rotating-key bids had all lapsed, a 60 % request was still
+ * "Lapsed promises keep counting": after 5 000 rotating-key bids had all lapsed, a 60 % request was still
  * refused (c695758 pruned at most 1 000 lapsed transfers per script call, and that call blocked Redis 20.6 ms).
  * A lapsed promise must stop counting at its lapse time, whatever the backlog. The auction's own script on a real
  * Redis, with the times the auction uses (bidExpiry = now + 300 s, promised until bidExpiry + 120 s).

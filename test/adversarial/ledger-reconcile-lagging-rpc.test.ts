@@ -4,7 +4,7 @@ import { createLogger } from "../../shared/logging/create-logger";
 import { pollUntil } from "../../shared/timing";
 import { reconcileChain, type ReconcilerDeps } from "../../services/ledger/reconciler";
 import { startLedger } from "../../services/ledger/start-ledger";
-import { startRpcProxy, type RpcProxy } from "../fault/rpc-proxy";
+import { startRpcProxy, type RpcProxy } from "../harness/rpc-proxy";
 import { RECEIVING, useLedgerSwapSuite } from "../integration/ledger-swap-fixture";
 
 const logger = createLogger({ level: "silent", service: "ledger" });

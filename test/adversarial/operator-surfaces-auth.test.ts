@@ -7,7 +7,8 @@ import type { RouterStatus } from "../../services/admin/status";
 import { createApp } from "../../services/admin/app";
 import { closeServer, listen } from "../../services/admin/listen";
 import { captureLogs } from "../harness/logs";
-import { OPS_ADMIN_TOKEN, ANVIL_MNEMONIC } from "../integration/metrics-fixture";
+import { ANVIL_MNEMONIC } from "../harness/anvil";
+import { OPS_ADMIN_TOKEN } from "../integration/metrics-fixture";
 
 const CHAINS = {
   "1": { providers: ["http://127.0.0.1:9"] },
@@ -118,7 +119,7 @@ describe("operator surfaces: weak tokens and guessing", () => {
       );
       const refusedUnchecked = burst.filter((r) => r.status === 429).length;
       expect(refusedUnchecked).toBeGreaterThanOrEqual(20 - 4);
-      expect(burst.every((r) => r.status === 401 || r.status === 429)).toBe(true);
+      expect(burst.map((r) => r.status).filter((status) => status !== 401 && status !== 429)).toEqual([]);
       // The admin, from its own address, is neither refused nor made to wait behind the guesser.
       const admin = await status("127.0.0.1", OPS_ADMIN_TOKEN);
       expect(admin.status).toBe(200);

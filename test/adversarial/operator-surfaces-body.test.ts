@@ -3,8 +3,9 @@ import { request } from "node:http";
 import { loadConfig } from "../../shared/config";
 import { createApp } from "../../services/admin/app";
 import { closeServer, listen } from "../../services/admin/listen";
-import { captureLogs } from "../integration/submitter-fixture";
-import { OPS_ADMIN_TOKEN, ANVIL_MNEMONIC } from "../integration/metrics-fixture";
+import { ANVIL_MNEMONIC } from "../harness/anvil";
+import { OPS_ADMIN_TOKEN } from "../integration/metrics-fixture";
+import { captureLogs } from "../harness/logs";
 
 /**
  * The admin API's body rules as docs/admin-api.md states them, against a caller who holds the token (or

@@ -6,10 +6,11 @@ import { txRecordKey } from "../../shared/coordination/keys";
 import { closeServer } from "../../services/admin/listen";
 import type { RouterStatus } from "../../services/admin/status";
 import { startRedis, type RedisServer } from "../harness/redis";
-import { uniquePrefix } from "../integration/submitter-fixture";
-import { OPS_ADMIN_TOKEN, basicAuth } from "../integration/metrics-fixture";
+import { OPS_ADMIN_TOKEN } from "../integration/metrics-fixture";
 import { waitFor } from "../harness/wait";
 import { dashboardActionsConfig, serveDashboard } from "../e2e/dashboard-fixture";
+import { uniquePrefix } from "../harness/prefix";
+import { basicAuth } from "../harness/basic-auth";
 
 /**
  * The queue dashboard with `dashboardActions: true` (bull-board 9) attacked by an operator's browser or a

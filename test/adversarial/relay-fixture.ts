@@ -9,7 +9,7 @@ import type { TransactionData } from "../../shared/protocol/types";
 import { fulfillPayloadHash } from "../../shared/protocol/user-signatures";
 import { TX_JOB, transferKey, txJobId, txQueueName } from "../../shared/queues";
 import { createTransferStore } from "../../shared/transfers/transfer-store";
-import { startRpcProxy, type RpcProxy } from "../fault/rpc-proxy";
+import { startRpcProxy, type RpcProxy } from "../harness/rpc-proxy";
 import { startAuthServer } from "../harness/auth-server";
 import { nxtpContractAt, sendTx } from "../harness/deploy";
 import { startNats, type NatsServer } from "../harness/nats";
@@ -24,7 +24,7 @@ import {
   type Router,
 } from "../e2e/e2e-fixture";
 import { userPrepare, waitForEvent, type UserTransfer } from "../e2e/e2e-user";
-import { captureLogs, type CapturedLogger } from "../integration/submitter-fixture";
+import { captureLogs, type LogCapture } from "../harness/logs";
 
 /**
  * The relay bed of the adversarial relay tests: real contracts (e2e stack), the router's real pollers and
@@ -39,7 +39,7 @@ export interface RelayBed {
   readonly rpc: RpcProxy;
   /** The router's 1338 transaction queue (state reads, promotes). */
   readonly queue: Queue;
-  readonly auctionLogs: CapturedLogger;
+  readonly auctionLogs: LogCapture;
   /** Publishes a metatx request as the SDK does and waits for the router's answer. */
   ask(payload: unknown): Promise<RelayReply>;
   /** A status request as the SDK sends it; the answer's data, or undefined after `timeoutMs`. */

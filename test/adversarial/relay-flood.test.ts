@@ -49,7 +49,7 @@ describe("relay flood: bounded work and bounded log lines per request", () => {
     const answered: RelayReply[] = [];
     const asked = Array.from({ length: flood }, () => bed.ask(request).then((r) => answered.push(r)));
     await waitFor("the shed requests answered", async () => (answered.length >= 36 ? true : undefined), 30_000);
-    expect(answered.every((r) => r.error?.type === "RelayBusyError")).toBe(true);
+    expect(answered.filter((r) => r.error?.type !== "RelayBusyError")).toEqual([]);
     // The requests in flight hold their slots (the cold fee cache is retried for 60 s): no slot is freed, none
     // more is shed, and every later request is refused at once.
     const late = await bed.ask(request);

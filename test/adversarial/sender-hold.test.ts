@@ -13,13 +13,14 @@ import {
   userPrepare,
   type PollerStack,
 } from "../integration/poller-fixture";
-import { captureLogs, uniquePrefix } from "../integration/submitter-fixture";
 import { waitFor } from "../harness/wait";
+import { captureLogs } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 jest.setTimeout(180_000);
 
 /**
- * Issue 22, "a 1-wei prepare locks 99 % of the liquidity for an hour": a requester takes one bid for 99 % of the
+ * "A 1-wei prepare locks 99 % of the liquidity for an hour": a requester takes one bid for 99 % of the
  * free liquidity (allowed: a single transfer may exceed the 50 % share) and prepares on the sending chain with
  * it, locking 1 wei. The sending chain's poller must not turn that bid into a hard hold: an honest request for 10 %
  * is still answered. Real contracts, Redis and pollers at their shipped defaults (1 s ticks, default providers);

@@ -4,7 +4,7 @@ import { TX_JOB } from "../../shared/queues";
 import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
 import { ANVIL_MNEMONIC } from "../harness/anvil";
 import { waitFor } from "../harness/wait";
-import { startRpcProxy } from "../fault/rpc-proxy";
+import { startRpcProxy } from "../harness/rpc-proxy";
 import {
   SENDING,
   pollerConfig,
@@ -15,7 +15,7 @@ import {
 } from "../integration/poller-fixture";
 
 /**
- * Issue 22, "Batched reconcile decides on old reads": a due reconcile reads a batch of open transfers at once and
+ * "Batched reconcile decides on old reads": a due reconcile reads a batch of open transfers at once and
  * decides them one by one, so a cancel late in the batch was judged on reads taken before every earlier decision
  * of the batch. A cancel must read both sides again when its batch's reads are older than
  * MAX_CANCEL_READ_AGE_MS (1 s) at its decision. Here the sending chain's RPC answers each variant read (eth_call)

@@ -8,24 +8,24 @@ import {
 import { startSubmitter, type RunningSubmitter } from "../../services/submitter/start-submitter";
 import { TX_JOB, txJobId, txQueueName, workerConnection, type TxJobData, type TxJobResult } from "../../shared/queues";
 import { txRecordKey } from "../../shared/coordination/keys";
-import { startRpcProxy, type RpcProxy } from "../fault/rpc-proxy";
+import { startRpcProxy, type RpcProxy } from "../harness/rpc-proxy";
 import { liveChildPids } from "../harness/child-process";
 import { waitFor } from "../harness/wait";
 import {
   CHAIN_ID,
-  captureLogs,
   routerBalance,
   startSubmitterStack,
   submitterConfig,
   tokenBalance,
   txQueueClient,
-  uniquePrefix,
   type SubmitterStack,
   type TxQueueClient,
 } from "../integration/submitter-fixture";
+import { captureLogs } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
- * Issue 22: the router's one call the contract does not refuse a second time is a withdrawal. Each case is a way
+ * The router's one call the contract does not refuse a second time is a withdrawal. Each case is a way
  * found to make the router pay one twice, or pay one it never accepted; each asserts the recipient is paid once
  * (or never). Real anvil with the NXTP contracts, real redis-server, the real submitter at its shipped defaults.
  */

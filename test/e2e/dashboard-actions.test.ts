@@ -4,10 +4,11 @@ import { Redis } from "ioredis";
 import { txQueueName } from "../../shared/queues";
 import { closeServer } from "../../services/admin/listen";
 import { startRedis, type RedisServer } from "../harness/redis";
-import { uniquePrefix } from "../integration/submitter-fixture";
-import { OPS_ADMIN_TOKEN, basicAuth } from "../integration/metrics-fixture";
+import { OPS_ADMIN_TOKEN } from "../integration/metrics-fixture";
 import { waitFor } from "../harness/wait";
 import { dashboardActionsConfig, serveDashboard } from "./dashboard-fixture";
+import { uniquePrefix } from "../harness/prefix";
+import { basicAuth } from "../harness/basic-auth";
 
 /**
  * The dashboard with `dashboardActions` on: a job can be retried from the board's own origin, while the same

@@ -6,8 +6,9 @@ import type { RouterConfig } from "../../shared/config/types";
 import { createApp } from "../../services/admin/app";
 import { listen } from "../../services/admin/listen";
 import type { RouterStatus } from "../../services/admin/status";
-import { captureLogs } from "../integration/submitter-fixture";
-import { ANVIL_MNEMONIC, OPS_ADMIN_TOKEN } from "../integration/metrics-fixture";
+import { ANVIL_MNEMONIC } from "../harness/anvil";
+import { OPS_ADMIN_TOKEN } from "../integration/metrics-fixture";
+import { captureLogs } from "../harness/logs";
 
 /** A config with the dashboard's actions on and chain 1337's queue (its providers are never called). */
 export function dashboardActionsConfig(redisUrl: string, prefix: string): RouterConfig {

@@ -5,7 +5,6 @@ import { join, resolve } from "node:path";
 import type { BrowserContext } from "playwright-core";
 import type { StackChain } from "../harness/stack";
 import { getFreePort } from "../harness/free-port";
-import { sampleValue } from "../integration/metrics-fixture";
 import { transferEvents } from "./e2e-user";
 import { runSdkSwap, type SdkSwapParams } from "./run-sdk-swap";
 import {
@@ -18,6 +17,7 @@ import {
   type SdkStack,
 } from "./sdk-fixture";
 import { waitFor } from "../harness/wait";
+import { sampleValue } from "../harness/prometheus";
 
 /**
  * Operating the router after a real swap (the real SDK through the router's own processes from dist/, as in

@@ -18,8 +18,9 @@ import { spawnRouterProcess, waitForReady, type ManagedProcess } from "../harnes
 import { fundRouterLiquidity, mintToken, nxtpContractAt, sendTx } from "../harness/deploy";
 import { getFreePort } from "../harness/free-port";
 import { startStack, type Stack, type StackChain } from "../harness/stack";
-import { captureLogs, uniquePrefix, type CapturedLogger } from "../integration/submitter-fixture";
 import { waitFor } from "../harness/wait";
+import { captureLogs, type LogCapture } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
  * One stack for the whole e2e suite (redis + anvil 1, 1337, 1338 with NXTP), and per test a running router:
@@ -164,7 +165,7 @@ export function routerConfigJson(
 export interface Router {
   readonly config: RouterConfig;
   readonly prefix: string;
-  readonly logs: CapturedLogger;
+  readonly logs: LogCapture;
   readonly redis: Redis;
   /** http://127.0.0.1:port of the admin child, when started with `admin`. */
   readonly adminUrl?: string;

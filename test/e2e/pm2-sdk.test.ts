@@ -38,7 +38,7 @@ const AMOUNT = parseEther("10");
 const NATIVE_AMOUNT = parseEther("1");
 /** What the user offers the router for relaying; above its estimate (native and TEST share one oracle price). */
 const RELAYER_FEE = parseEther("0.001");
-/** Relayed swaps in a row per pool at the shipped defaults (issue 16: the SDK's relayed fulfill raced the poller). */
+/** Relayed swaps in a row per pool at the shipped defaults (the SDK's relayed fulfill once raced the poller). */
 const RELAYED_ROUNDS = 3;
 const STEP_TIMEOUT_MS = 15_000;
 const SWAP_TIMEOUT_MS = 25_000;

@@ -156,7 +156,7 @@ describe("PM2: ecosystem.config.js runs the router", () => {
     ]);
   });
 
-  it("restarts with a fixed short delay, never an exponential backoff (issue 12)", async () => {
+  it("restarts with a fixed short delay, never an exponential backoff", async () => {
     for (const app of await jlist()) {
       const env = app.pm2_env;
       expect({
@@ -171,7 +171,7 @@ describe("PM2: ecosystem.config.js runs the router", () => {
 
   it("a SIGKILLed admin API is relaunched within 1 s and answers again, every time of 4 kills in a row (the delay does not grow)", async () => {
     // Two figures per kill: PM2's part (kill → the new process launched: restart_delay plus PM2 noticing the exit),
-    // which is what issue 12 bounds and what an exponential backoff would grow, and the whole (kill → /ping
+    // which is what the recovery target bounds and what an exponential backoff would grow, and the whole (kill → /ping
     // answered), which adds the process's own start-up (module loading, Redis and chain connections) and so
     // follows the machine's load: under a loaded CI run it took 1.5–3.8 s, against about 1.3 s on a quiet machine.
     const relaunched: number[] = [];

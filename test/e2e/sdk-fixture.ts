@@ -11,7 +11,7 @@ import { fundRouterLiquidity, mintToken, nxtpContractAt, readBigInt, sendTx } fr
 import { startStack, type Stack, type StackChain } from "../harness/stack";
 import { startSubgraphServer, type SubgraphServer } from "../harness/subgraph-server";
 import { getFreePort } from "../harness/free-port";
-import { uniquePrefix } from "../integration/submitter-fixture";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
  * The stack the real SDK swaps on (test/e2e/sdk.test.ts): anvil 1, 1337, 1338 with NXTP, redis, nats, a

@@ -8,7 +8,6 @@ import {
   MIN_GAS,
   RECEIVING,
   SENDING,
-  randomMnemonic,
   sdkPayload,
   startAuctionStack,
   startClient,
@@ -16,12 +15,13 @@ import {
   type AuctionStack,
   type Client,
 } from "../integration/auction-fixture";
-import { uniquePrefix } from "../integration/submitter-fixture";
 import { DIST, assertDistBuilt, supervise, type Supervised } from "./router-procs";
 import { waitFor } from "../harness/wait";
+import { randomMnemonic } from "../harness/mnemonic";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
- * Issues 12 §3 and 16 §7: auction instances as real processes (dist/services/auction/main.js), restarted 250 ms
+ * Auction instances as real processes (dist/services/auction/main.js), restarted 250 ms
  * after they die as PM2 with ecosystem.config.js does. Every instance receives every request and one claims it in
  * Redis: with two instances a SIGKILLed one costs no request, not even those it was answering (a live instance
  * takes them over), and none is answered twice, not even with the same bid (the settled notice travels behind each

@@ -4,17 +4,11 @@ import { Queue } from "bullmq";
 import { LEDGER_QUEUE_NAME, type BookTransactionJobData } from "../../shared/queues";
 import { nonceKey } from "../../shared/coordination/keys";
 import { CHAIN_ID } from "../integration/submitter-fixture";
-import {
-  HOOK_ENTRY,
-  assertDistBuilt,
-  isMessage,
-  spawnSubmitterChild,
-  submitterCase,
-  useSubmitterSuite,
-} from "./fault-fixture";
+import { HOOK_ENTRY, assertDistBuilt, spawnSubmitterChild, submitterCase, useSubmitterSuite } from "./fault-fixture";
+import { isMessage } from "../harness/logs";
 
 /**
- * Issue 9: the submitter is SIGKILLed at each crash point of the send pipeline (a hook of the test entry kills
+ * The submitter is SIGKILLed at each crash point of the send pipeline (a hook of the test entry kills
  * the process the first time a job reaches the point); a restarted process must complete the job with exactly
  * one of its transactions mined and leave no nonce gap.
  */

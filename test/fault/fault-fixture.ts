@@ -6,11 +6,11 @@ import {
   startSubmitterStack,
   submitterConfig,
   txQueueClient,
-  uniquePrefix,
   type ConfigParams,
   type SubmitterStack,
   type TxQueueClient,
 } from "../integration/submitter-fixture";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
  * Submitter child processes for the fault tests: `node <entry>` with the router config file and the chain in
@@ -138,8 +138,3 @@ export async function submitterCase(s: SubmitterSuite, params: ConfigParams = {}
   s.afterTest(() => q.close());
   return { prefix, configFile, q };
 }
-
-export const isMessage =
-  (message: string) =>
-  (line: Record<string, unknown>): boolean =>
-    line.message === message;

@@ -8,7 +8,7 @@ import { auditRouterTxs, describeAudit, fundUsers, runPool, runSwap } from "./sw
 import { waitFor } from "../harness/wait";
 
 /**
- * Issue 9: real lock loss with two submitter instances alive. The receiving chain's sending submitter is
+ * Real lock loss with two submitter instances alive. The receiving chain's sending submitter is
  * SIGSTOPped with swaps in flight for longer than its BullMQ job lock and its sender lease (both about a
  * second here, as in production); the standby takes the chain over. The frozen one is then resumed, past its
  * lock, and must send nothing: the swaps complete with one router transaction each and contiguous nonces.
@@ -104,7 +104,7 @@ describe("fault: BullMQ lock loss with two submitters alive", () => {
       duplicates: audits.flatMap((a) => a.duplicates),
       gaps: audits.flatMap((a) => a.nonceGaps),
     }).toEqual({ reverted: [], duplicates: [], gaps: [] });
-    // Issue 16 item 9: a job whose transaction is on chain is never reported failed after the lock loss.
+    // A job whose transaction is on chain is never reported failed after the lock loss.
     expect(await failedJobs(procs)).toEqual([]);
     expect(audits[1].txs.filter((t) => t.method === "prepare")).toHaveLength(SWAPS);
     expect(audits[0].txs.filter((t) => t.method === "fulfill")).toHaveLength(SWAPS);

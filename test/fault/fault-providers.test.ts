@@ -1,11 +1,11 @@
 import { RECEIVING, SENDING, startE2eStack, stopE2eStack, type E2eStack } from "../e2e/e2e-fixture";
 import { useStack } from "../harness/stack";
-import { startRpcProxy, type RpcProxy } from "./rpc-proxy";
+import { startRpcProxy, type RpcProxy } from "../harness/rpc-proxy";
 import { assertDistBuilt, startRouterProcs, type RouterProcs } from "./router-procs";
 import { auditRouterTxs, describeAudit, fundUsers, runSwap } from "./swap-audit";
 
 /**
- * Issue 9: the router's processes over two providers per chain. The primary goes down mid-run (its port
+ * The router's processes over two providers per chain. The primary goes down mid-run (its port
  * refuses) and the fallback carries the next swaps; a primary stuck behind a fresh fallback is skipped (no
  * stall, no decision on its stale head). Judged from the chains: swaps fulfilled, no reverted or duplicate
  * router transaction.

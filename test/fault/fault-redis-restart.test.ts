@@ -7,7 +7,7 @@ import { assertDistBuilt, startRouterProcs } from "./router-procs";
 import { auditRouterTxs, describeAudit, fundUsers, runPool, runSwap } from "./swap-audit";
 
 /**
- * Issue 9: Redis restarted mid-run, with append-only persistence as docker-compose.yml runs it. Swaps are in
+ * Redis restarted mid-run, with append-only persistence as docker-compose.yml runs it. Swaps are in
  * flight when redis-server is SIGKILLed (no clean shutdown), it stays down a while and comes back on the same
  * port from its append-only file. No job may be lost: every swap completes, with no duplicate router transaction.
  * Twice: a blink (2 s), and an outage longer than every lease, BullMQ's stalled-job check (15 s) and ioredis's

@@ -7,7 +7,7 @@ import { assertDistBuilt, startRouterProcs } from "./router-procs";
 import { auditRouterTxs, describeAudit, fundUsers } from "./swap-audit";
 
 /**
- * Issue 9: a re-org while a router transaction waits for its confirmations (3 on the receiving chain). The
+ * A re-org while a router transaction waits for its confirmations (3 on the receiving chain). The
  * block holding the router's prepare is reverted away (anvil evm_snapshot / evm_revert, which drops its
  * transactions), then the chain grows again. The router must notice, send the prepare again, and end with
  * exactly one prepare on the canonical chain, the swap completing.

@@ -6,18 +6,18 @@ import { startSentinelGroup, type SentinelGroup } from "../harness/redis-sentine
 import { waitFor } from "../harness/wait";
 import {
   CHAIN_ID,
-  captureLogs,
   startSubmitterStack,
   storeUnsentTransaction,
   submitterConfig,
   txQueueClient,
-  uniquePrefix,
   type SubmitterStack,
   type TxQueueClient,
 } from "../integration/submitter-fixture";
+import { captureLogs } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
- * Issue 22, "the gap filler skips the replica wait": with `redis.minReplicas: 1`, the nonce-gap filler's re-send of
+ * "The gap filler skips the replica wait": with `redis.minReplicas: 1`, the nonce-gap filler's re-send of
  * a stored transaction must wait for the replica like every other send. A job stored a signed transaction at the
  * missing nonce and stopped before its broadcast (its writes unacknowledged); the replica is frozen (SIGSTOP), so a
  * failover could still forget that record. Real primary, replica and three sentinels.

@@ -21,10 +21,10 @@ import {
   type Transfer,
 } from "../integration/lifecycle-fixture";
 import { transferEvents } from "../e2e/e2e-user";
-import { startRpcProxy, type RpcProxy } from "./rpc-proxy";
+import { startRpcProxy, type RpcProxy } from "../harness/rpc-proxy";
 
 /**
- * Issue 22, "a withdrawal is paid twice after a Redis failover", its last paragraph: the same loss can erase a
+ * "A withdrawal is paid twice after a Redis failover", its last paragraph: the same loss can erase a
  * cancel-sender decision after the refund was broadcast, and a re-run of the prepare-receiver must not then prepare
  * the receiving side too (the user refunded and paid). The failover is reduced to what it leaves behind: the refund
  * in the sending chain's mempool (anvil's automine off), and no decision, cancel-sender job, send record or

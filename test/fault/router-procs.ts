@@ -7,8 +7,8 @@ import { isExecutable } from "../../scripts/local/binaries";
 import { withTimeout } from "../../shared/timing";
 import { createTransferStore, type TransferStore } from "../../shared/transfers/transfer-store";
 import { routerConfigJson, RECEIVING, SENDING, type E2eStack } from "../e2e/e2e-fixture";
-import { uniquePrefix } from "../integration/submitter-fixture";
 import { waitFor } from "../harness/wait";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
  * The router's processes as real child processes (dist/services/<role>/main.js), each restarted like PM2 with

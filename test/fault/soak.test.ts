@@ -5,7 +5,7 @@ import { assertDistBuilt, startRouterProcs } from "./router-procs";
 import { auditRouterTxs, describeAudit, fundUsers, percentile, runPool, runSwap } from "./swap-audit";
 
 /**
- * Issue 9 soak: SWAPS swaps end to end through the router's processes (submitter and poller of 1337 and
+ * Soak: SWAPS swaps end to end through the router's processes (submitter and poller of 1337 and
  * 1338, real child processes restarted 250 ms after they die, as PM2 with ecosystem.config.js does) while a
  * random one of them is SIGKILLed every 2-4 s (every process once per round of four, in random order). Every swap must end fulfilled on both sides, with no reverted
  * and no duplicate router transaction and contiguous nonces on both chains, judged from the chains' blocks.

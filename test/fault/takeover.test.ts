@@ -3,7 +3,6 @@ import { isTxJobProgress, type TxJobData, type TxJobProgress, type TxJobResult }
 import { CHAIN_ID, type ConfigParams, type TxQueueClient } from "../integration/submitter-fixture";
 import {
   assertDistBuilt,
-  isMessage,
   spawnSubmitterChild,
   submitterCase,
   useSubmitterSuite,
@@ -11,9 +10,10 @@ import {
   type SubmitterChild,
 } from "./fault-fixture";
 import { waitFor } from "../harness/wait";
+import { isMessage } from "../harness/logs";
 
 /**
- * Issue 12: submitter takeover in about a second, with real processes, Redis and anvil. The sender lease has a
+ * Submitter takeover in about a second, with real processes, Redis and anvil. The sender lease has a
  * 1 s TTL here (SUBMITTER_LEASE_TTL_MS, as in production); BullMQ's job lock keeps its 30 s default, so a
  * takeover within 5 s proves the new holder took the job back itself instead of waiting for the lock.
  */

@@ -19,16 +19,16 @@ import { startSentinelGroup, type SentinelGroup } from "../harness/redis-sentine
 import { waitFor } from "../harness/wait";
 import {
   CHAIN_ID,
-  captureLogs,
   startSubmitterStack,
   submitterConfig,
   tokenBalance,
-  uniquePrefix,
   type SubmitterStack,
 } from "../integration/submitter-fixture";
+import { captureLogs } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
- * Issue 22, "a withdrawal is paid twice after a Redis failover". `redis.minReplicas: 1` with two replicas, as
+ * "A withdrawal is paid twice after a Redis failover". `redis.minReplicas: 1` with two replicas, as
  * docs/scaling.md allowed: a withdrawal's writes are acknowledged by one replica, its transaction is mined and the
  * job completes. The primary and that replica are then lost, and Sentinel promotes the other replica, which holds
  * the job `waiting` with no send record. WAIT proves that n replicas received a write, not that the one Sentinel

@@ -30,3 +30,9 @@ export function captureLogs(service = "test"): LogCapture {
       lines().filter((l) => l.at === at && (message === undefined || String(l.message).includes(message))),
   };
 }
+
+/** A predicate on captured (or child-process) JSON log lines: the line's message is exactly `message`. */
+export const isMessage =
+  (message: string) =>
+  (line: Record<string, unknown>): boolean =>
+    line.message === message;

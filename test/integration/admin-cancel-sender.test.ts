@@ -222,7 +222,7 @@ describe("admin POST /cancel-sender (real app, redis, anvil, submitters)", () =>
     expect(await post(cancelBody(r, t))).toMatchObject({ status: 409, body: { error: "sender_too_new" } });
   });
 
-  // Issue 9 defect 1: this test used to assert that force cancels a sending side whose receiving side the router
+  // This test used to assert that force cancels a sending side whose receiving side the router
   // had prepared and which was live, i.e. the router losing the amount on purpose. A recorded receiving prepare
   // is now never overridden; force keeps skipping the other checks (here the 780 s rule).
   it("force: true never overrides a recorded receiving prepare (409 receiver_prepare_decided), but skips the other checks", async () => {

@@ -18,7 +18,8 @@ import { getFreePort } from "../harness/free-port";
 import { liveChildPids } from "../harness/child-process";
 import { startStack, type Stack } from "../harness/stack";
 import { createProcessResources } from "../../shared/process/process-resources";
-import { captureLogs, uniquePrefix } from "./submitter-fixture";
+import { captureLogs } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
  * GET /inventory and GET /rebalance/plan through the real admin process (startAdmin) over redis-server and two

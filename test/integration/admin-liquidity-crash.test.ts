@@ -7,13 +7,13 @@ import { mintToken, nxtpContractAt, readBigInt } from "../harness/deploy";
 import {
   HOOK_ENTRY,
   assertDistBuilt,
-  isMessage,
   spawnSubmitterChild,
   submitterCase,
   useSubmitterSuite,
 } from "../fault/fault-fixture";
 import { startSubmitter } from "../../services/submitter/start-submitter";
-import { CHAIN_ID, captureLogs, routerBalance, submitterConfig } from "./submitter-fixture";
+import { CHAIN_ID, routerBalance, submitterConfig } from "./submitter-fixture";
+import { isMessage, captureLogs } from "../harness/logs";
 
 /**
  * An add-liquidity-for job sends two transactions when the allowance lacks: the approval, then the add. The

@@ -16,6 +16,7 @@ import {
   usePollerSuite,
   userFulfill,
   userPrepare,
+  cursorAt,
 } from "./poller-fixture";
 
 const USER = 6;
@@ -39,7 +40,7 @@ describe("process-active-transactions (admin operation + both pollers, anvil 133
 
     // The receiving poller skips the next blocks, as if eth_getLogs had answered them without the fulfill.
     const skipTo = (await s.receiving.provider.getBlockNumber()) + 3;
-    await s.queues.redis.set(pollerCursorKey(s.prefix, RECEIVING), String(skipTo));
+    await s.queues.redis.set(pollerCursorKey(s.prefix, RECEIVING), cursorAt(skipTo));
     const fulfill = await userFulfill(s, prepared, receiverPrepare);
     expect(fulfill.receipt.blockNumber).toBeLessThanOrEqual(skipTo);
     await s.receiving.anvil.mine(4);

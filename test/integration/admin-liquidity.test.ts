@@ -14,19 +14,19 @@ import { mintToken, nxtpContractAt, readBigInt, sendTx } from "../harness/deploy
 import { getFreePort } from "../harness/free-port";
 import {
   CHAIN_ID,
-  captureLogs,
   routerBalance,
   startSubmitterStack,
   submitterConfig,
   tokenBalance,
   txQueueClient,
-  uniquePrefix,
   type SubmitterStack,
   type TxQueueClient,
 } from "./submitter-fixture";
+import { captureLogs } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
- * Issue 24 item 1: the liquidity routes through the real admin process (startAdmin), a real submitter, anvil with
+ * The liquidity routes through the real admin process (startAdmin), a real submitter, anvil with
  * the NXTP contracts and redis-server. The submitter's receipt polling is shortened (default 1 s) only to keep the
  * mined-receipt waits short; the admin's broadcast wait and every other interval are the shipped defaults.
  */

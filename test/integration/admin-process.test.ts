@@ -179,7 +179,7 @@ describe("admin process (dist/services/admin/main.js)", () => {
       await waitForPing(`http://127.0.0.1:${port}`, proc);
       const config = await fetch(`http://127.0.0.1:${port}/config`);
       expect(await config.json()).toEqual({ signerAddress: REMOTE_ADDRESS });
-      expect(signer.requests.some((r) => r.path === "/api/v1/eth1/publicKeys")).toBe(true);
+      expect(signer.requests).toContainEqual(expect.objectContaining({ path: "/api/v1/eth1/publicKeys" }));
     } finally {
       await signer.stop();
     }

@@ -127,12 +127,6 @@ export function auctionConfig(s: AuctionStack, p: AuctionConfigParams): RouterCo
   return loadConfig(raw, {}).config;
 }
 
-export function randomMnemonic(): string {
-  const phrase = Wallet.createRandom().mnemonic?.phrase;
-  if (!phrase) throw new Error("random wallet without mnemonic");
-  return phrase;
-}
-
 export interface AuctionInstance {
   readonly running: RunningAuction;
   readonly logs: LogCapture;

@@ -9,7 +9,6 @@ import {
   SENDING,
   askFor,
   auctionConfig,
-  randomMnemonic,
   sdkPayload,
   startAuctionStack,
   startClient,
@@ -19,7 +18,8 @@ import {
   type AuctionStack,
   type Client,
 } from "./auction-fixture";
-import { uniquePrefix } from "./submitter-fixture";
+import { randomMnemonic } from "../harness/mnemonic";
+import { uniquePrefix } from "../harness/prefix";
 
 jest.setTimeout(120_000);
 

@@ -14,8 +14,9 @@ import {
   userPrepare,
   type PollerStack,
 } from "./poller-fixture";
-import { captureLogs, uniquePrefix } from "./submitter-fixture";
 import { waitFor } from "../harness/wait";
+import { captureLogs } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 jest.setTimeout(120_000);
 

@@ -7,7 +7,6 @@ import {
   RECEIVING,
   askFor,
   auctionConfig,
-  randomMnemonic,
   sdkPayload,
   startAuctionStack,
   startClient,
@@ -17,12 +16,13 @@ import {
   type AuctionStack,
   type Client,
 } from "./auction-fixture";
-import { uniquePrefix } from "./submitter-fixture";
+import { randomMnemonic } from "../harness/mnemonic";
+import { uniquePrefix } from "../harness/prefix";
 
 jest.setTimeout(120_000);
 
 /**
- * Issue 16 items 3 and 4, end to end through NATS and a real auction process: a re-request never frees what an
+ * End to end through NATS and a real auction process: a re-request never frees what an
  * earlier bid promised, and requesters that rotate their keys and never prepare cannot make the router refuse
  * an honest request of up to half its free liquidity (docs/auction.md, "Promises").
  */

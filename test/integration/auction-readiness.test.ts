@@ -4,7 +4,6 @@ import {
   RECEIVING,
   SENDING,
   auctionConfig,
-  randomMnemonic,
   sdkPayload,
   startAuctionStack,
   startClient,
@@ -13,13 +12,14 @@ import {
   type AuctionStack,
   type Client,
 } from "./auction-fixture";
-import { uniquePrefix } from "./submitter-fixture";
 import { waitFor } from "../harness/wait";
+import { randomMnemonic } from "../harness/mnemonic";
+import { uniquePrefix } from "../harness/prefix";
 
 jest.setTimeout(60_000);
 
 /**
- * Ready means able to bid (issue 16 item 6): an auction instance started before the pollers wrote any balance
+ * Ready means able to bid: an auction instance started before the pollers wrote any balance
  * reports itself not ready, naming what is cold, and a quote that arrives then is answered with a bid as soon as
  * the balances are there, instead of being refused in silence (the SDK never asks twice).
  */

@@ -11,7 +11,6 @@ import {
   RECEIVING,
   SENDING,
   auctionConfig,
-  randomMnemonic,
   sdkPayload,
   startAuctionStack,
   startClient,
@@ -21,8 +20,9 @@ import {
   type AuctionStack,
   type Client,
 } from "./auction-fixture";
-import { uniquePrefix } from "./submitter-fixture";
 import { waitFor } from "../harness/wait";
+import { randomMnemonic } from "../harness/mnemonic";
+import { uniquePrefix } from "../harness/prefix";
 
 jest.setTimeout(120_000);
 

@@ -11,7 +11,7 @@ import {
 } from "../../shared/transfers/bid-reservations";
 import { createBalanceStore, type BalanceStore } from "../../shared/transfers/balance-store";
 import { useRedis } from "../harness/redis";
-import { uniquePrefix } from "./submitter-fixture";
+import { uniquePrefix } from "../harness/prefix";
 
 const MAX = (1n << 256n) - 1n;
 const ASSET = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512";

@@ -32,7 +32,7 @@ describe("npm run check-config", () => {
   it("prints config ok and the effective values with secrets masked, exit 0", () => {
     const { status, stdout } = run(valid);
     expect(status).toBe(0);
-    expect(stdout.startsWith("config ok\n")).toBe(true);
+    expect(stdout).toMatch(/^config ok\n/);
     const printed = JSON.parse(stdout.slice("config ok\n".length)) as Record<string, unknown>;
     expect(printed.port).toBe(8080);
     expect(stdout).not.toContain(TOKEN);

@@ -25,7 +25,7 @@ import {
 import { waitFor } from "../harness/wait";
 
 /**
- * Defect 4 of issue 9: a failed claim (fulfill-sender) used to end for good (alerted once, never retried). It is
+ * A failed claim (fulfill-sender) used to end for good (alerted once, never retried). It is
  * now parked and run again until the sending side's expiry, and the poller retries a failed claim job.
  */
 describe("fulfill-sender: a failed claim is retried until the sending expiry", () => {

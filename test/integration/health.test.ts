@@ -3,18 +3,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ManagedProcess } from "../harness/child-process";
 import { getFreePort } from "../harness/free-port";
-import { uniquePrefix } from "./submitter-fixture";
 import {
   OPS_ADMIN_TOKEN,
-  basicAuth,
   getText,
-  sampleValue,
   spawnService,
   startRedisOn,
   writeOpsConfig,
   type ServiceProcess,
 } from "./metrics-fixture";
 import { waitFor } from "../harness/wait";
+import { uniquePrefix } from "../harness/prefix";
+import { basicAuth } from "../harness/basic-auth";
+import { sampleValue } from "../harness/prometheus";
 
 /**
  * The admin process as PM2 runs it (dist/, IPC channel): /healthz, /readyz and /metrics on its metrics port,

@@ -8,7 +8,7 @@ import type { SenderTermStuckError } from "../../services/submitter/send/errors"
 import { captureLogs, type LogCapture } from "../harness/logs";
 import { useRedis } from "../harness/redis";
 import { waitFor } from "../harness/wait";
-import { uniquePrefix } from "./submitter-fixture";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
  * The fenced lease's moving parts on a real Redis, without a worker or a poll loop: the renew-or-take loop both

@@ -28,7 +28,8 @@ import type { RouterSigner } from "../../shared/signer/router-signer";
 import { fundRouterLiquidity, mintToken, nxtpContractAt, readBigInt, sendTx } from "../harness/deploy";
 import { anvilWallet } from "../harness/anvil";
 import { startStack, type Stack, type StackChain } from "../harness/stack";
-import { captureLogs, uniquePrefix, type CapturedLogger } from "./submitter-fixture";
+import { captureLogs, type LogCapture } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 /** Two anvil chains with NXTP, a redis-server, a router signer of its own, and a user who swaps between them. */
 export const SENDING = 1337;
@@ -314,7 +315,7 @@ export function pendingNonce(s: LifecycleStack, chain: StackChain): Promise<numb
 export interface LifecycleRun {
   readonly config: RouterConfig;
   readonly prefix: string;
-  readonly logs: CapturedLogger;
+  readonly logs: LogCapture;
   readonly queues: ReadonlyMap<number, Queue<TxJobData, TxJobResult>>;
   readonly events: ReadonlyMap<number, QueueEvents>;
   readonly redis: Redis;

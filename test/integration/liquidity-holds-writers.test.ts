@@ -3,7 +3,7 @@ import { createTxRecordStore } from "../../services/submitter/send/tx-record";
 import { useRedis } from "../harness/redis";
 
 /**
- * Issue 23 item 1: the holds' compare-and-set against a real Redis. A process decides against its mirror of the
+ * The holds' compare-and-set against a real Redis. A process decides against its mirror of the
  * hash (one read per term, no whole-hash read per change); a second writer on the same hash (the cross-process
  * case the fence and the version keep safe) makes it read again, never hold twice.
  */

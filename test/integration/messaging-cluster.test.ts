@@ -2,7 +2,6 @@ import { randomUUID } from "node:crypto";
 import { startNatsCluster, type NatsCluster } from "../harness/nats";
 import {
   auctionConfig,
-  randomMnemonic,
   sdkPayload,
   startAuctionStack,
   startClient,
@@ -13,6 +12,7 @@ import {
   type Client,
 } from "./auction-fixture";
 import { waitFor } from "../harness/wait";
+import { randomMnemonic } from "../harness/mnemonic";
 
 /**
  * `messagingUrl` listing a cluster of three real nats-servers: two auction instances of one router (as on two

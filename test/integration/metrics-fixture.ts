@@ -3,11 +3,11 @@ import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { redisServerBinary } from "../../scripts/local/binaries";
 import { redisAnswers, redisArgs } from "../../scripts/local/probes";
+import { ANVIL_MNEMONIC } from "../harness/anvil";
 import { spawnManaged, waitForReady, type ManagedProcess } from "../harness/child-process";
 
 export const DIST = resolve(__dirname, "../../dist");
 export const OPS_ADMIN_TOKEN = "ops-test-admin-token-0123456789abcdef";
-export const ANVIL_MNEMONIC = "test test test test test test test test test test test junk";
 const TM_ADDRESS = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
 
 /** A router config file for processes that never reach a chain (providers point at a closed port). */
@@ -90,21 +90,4 @@ export async function getText(
 ): Promise<{ status: number; text: string; headers: Headers }> {
   const res = await fetch(url, { headers });
   return { status: res.status, text: await res.text(), headers: res.headers };
-}
-
-export function basicAuth(token: string): Record<string, string> {
-  return { authorization: `Basic ${Buffer.from(`sre:${token}`).toString("base64")}` };
-}
-
-/** One sample's value from Prometheus text: `name{labels}` matched by name and a label subset. */
-export function sampleValue(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of text.split("\n")) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) {
-      continue;
-    }
-    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) {
-      return Number(line.slice(line.lastIndexOf(" ") + 1));
-    }
-  }
-  return undefined;
 }

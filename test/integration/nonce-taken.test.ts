@@ -5,16 +5,16 @@ import { startSubmitter, type RunningSubmitter } from "../../services/submitter/
 import { isTxJobProgress } from "../../shared/queues";
 import { liveChildPids } from "../harness/child-process";
 import {
-  captureLogs,
   startSubmitterStack,
   submitterConfig,
   tokenBalance,
   txQueueClient,
-  uniquePrefix,
   type SubmitterStack,
   type TxQueueClient,
 } from "./submitter-fixture";
 import { waitFor } from "../harness/wait";
+import { captureLogs } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 interface HidingProxy {
   readonly url: string;
@@ -64,7 +64,7 @@ async function startHidingProxy(target: string): Promise<HidingProxy> {
 }
 
 /**
- * Defect 6 of issue 9: a provider that misreports a remove-liquidity's nonce as taken by someone else (the count
+ * A provider that misreports a remove-liquidity's nonce as taken by someone else (the count
  * says used, our receipt is missing) used to make the submitter rebuild at a new nonce and withdraw twice. The
  * rebuild now needs proof: a receipt of one of the job's hashes anywhere settles it as mined; otherwise two
  * providers must agree, or nothing is rebuilt.

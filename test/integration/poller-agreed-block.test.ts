@@ -5,7 +5,7 @@ import type { TransferRecord } from "../../shared/protocol/types";
 import { agreedBlock } from "../../services/poller/sources/agreed-block";
 import { probeCursor } from "../../services/poller/sources/cursor-probe";
 import { parseCursor, type StoredCursor } from "../../services/poller/sources/log-cursor";
-import { captureLogs } from "./submitter-fixture";
+import { captureLogs } from "../harness/logs";
 
 /** Pure parts of the poller's recovery: block agreement between providers, the cursor format, the variant verdict. */
 
@@ -66,8 +66,9 @@ describe("agreedBlock", () => {
 });
 
 describe("parseCursor", () => {
-  it("reads the bare number of earlier versions and the JSON form", () => {
-    expect(parseCursor("42")).toEqual({ block: 42, checkpoints: [{ block: 42 }], updatedAtMs: 0 });
+  it("reads the JSON form, and refuses anything else naming it", () => {
+    expect(() => parseCursor("42")).toThrow("stored log cursor is not a cursor object with a block number: 42");
+    expect(() => parseCursor("null")).toThrow("not a cursor object");
     expect(parseCursor('{"block":7,"hash":"0xh","checkpoints":[{"block":7,"hash":"0xh"}],"updatedAtMs":5}')).toEqual({
       block: 7,
       hash: "0xh",

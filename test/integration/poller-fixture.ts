@@ -39,7 +39,8 @@ import { fundRouterLiquidity, mintToken, nxtpContractAt, sendTx } from "../harne
 import { spawnRouterProcess, type ManagedProcess } from "../harness/child-process";
 import { startStack, useStack, type Stack, type StackChain, type Suite } from "../harness/stack";
 import { waitFor } from "../harness/wait";
-import { captureLogs, uniquePrefix, type CapturedLogger } from "./submitter-fixture";
+import { captureLogs, type LogCapture } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 /** Two anvil chains with NXTP, redis, and a router signer of its own (account 0 of a fresh mnemonic). */
 export const SENDING = 1337;
@@ -142,7 +143,7 @@ export function pollerConfig(s: PollerStack, prefix: string, p: PollerConfigPara
 export interface PollerTest {
   readonly prefix: string;
   readonly queues: Queues;
-  readonly logs: CapturedLogger;
+  readonly logs: LogCapture;
 }
 
 export type PollerSuite = Suite<PollerStack, PollerTest>;
@@ -191,7 +192,7 @@ export function spawnPollerChild(
 export async function startPollers(
   s: PollerStack,
   config: RouterConfig,
-  logs: CapturedLogger,
+  logs: LogCapture,
   options: PollerOptions = {},
 ): Promise<RunningPoller[]> {
   return Promise.all(
@@ -209,7 +210,7 @@ export async function startPollers(
 /** One chain's poller for the suite's current test (its log capture, FAST unless overridden), stopped after it. */
 export async function startTestPoller(
   s: PollerSuite,
-  p: { config: RouterConfig; chainId: number; options?: PollerOptions; logs?: CapturedLogger },
+  p: { config: RouterConfig; chainId: number; options?: PollerOptions; logs?: LogCapture },
 ): Promise<RunningPoller> {
   const logger = (p.logs ?? s.logs).logger;
   return s.stopAfterTest(
@@ -452,13 +453,22 @@ export function openQueues(
   };
 }
 
-export function enqueueLines(logs: CapturedLogger, key?: string): Array<Record<string, unknown>> {
+export function enqueueLines(logs: LogCapture, key?: string): Array<Record<string, unknown>> {
   return logs.lines().filter((l) => l.at === "poller.enqueue" && (key === undefined || l.transferKey === key));
 }
 
 export interface StoredCursor {
   readonly block: number;
   readonly updatedAtMs: number;
+}
+
+/**
+ * A log cursor at `block` as the logs source stores it, without a hash (so nothing is verified against the chain):
+ * written under pollerCursorKey, it makes a poller skip the blocks up to `block`, as if eth_getLogs had answered
+ * them empty.
+ */
+export function cursorAt(block: number): string {
+  return JSON.stringify({ block, checkpoints: [{ block }], updatedAtMs: Date.now() });
 }
 
 /** The chain's log cursor as the suite's current test's pollers stored it. */

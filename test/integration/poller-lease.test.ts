@@ -29,11 +29,11 @@ import {
   type StoredCursor,
   type UserPrepared,
 } from "./poller-fixture";
-import { captureLogs, type CapturedLogger } from "./submitter-fixture";
 import { waitFor } from "../harness/wait";
+import { captureLogs, type LogCapture } from "../harness/logs";
 
 /**
- * Issue 15 item 4, poller part: one active poller per chain under a fenced Redis lease (docs/poller.md,
+ * One active poller per chain under a fenced Redis lease (docs/poller.md,
  * "One active poller per chain"). Two pollers of one chain: only the lease holder polls and writes; the standby
  * takes over when the holder stops or dies and continues from the stored cursor; a poller whose write is delayed
  * past its lease cannot move the cursor back nor overwrite a newer record. Child processes run dist/
@@ -49,7 +49,7 @@ describe("poller lease: one active poller per chain (anvil 1337 → 1338, redis)
   const cursorOf = (): Promise<StoredCursor | undefined> => storedCursor(s, SENDING);
   const leaseValue = (): Promise<string | null> => s.queues.redis.get(pollerLeaseKey(s.prefix, SENDING));
   const prepareJob = (p: UserPrepared) => s.queues.job(RECEIVING, TX_JOB.prepareReceiver, p.transferKey);
-  const start = (logs: CapturedLogger, options: PollerOptions): Promise<RunningPoller> =>
+  const start = (logs: LogCapture, options: PollerOptions): Promise<RunningPoller> =>
     startTestPoller(s, { config: pollerConfig(s, s.prefix), chainId: SENDING, options, logs });
   /** The sending chain's poller as PM2 instance `instance` (its own metrics port, as under PM2). */
   const spawnSending = (instance: number, startBlock: number, metricsPort: number): ManagedProcess =>

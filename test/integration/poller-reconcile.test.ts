@@ -17,13 +17,14 @@ import {
   userPrepare,
   type UserFulfilled,
   type UserPrepared,
+  cursorAt,
 } from "./poller-fixture";
 import { waitFor } from "../harness/wait";
-import { startRpcProxy } from "../fault/rpc-proxy";
+import { startRpcProxy } from "../harness/rpc-proxy";
 import { DECISION_BATCH_SIZE } from "../../services/poller/decide-open";
 
 /**
- * Issue 9: a receiving-side fulfill log the poller never saw (a lookback that starts after it, a log dropped by
+ * A receiving-side fulfill log the poller never saw (a lookback that starts after it, a log dropped by
  * a lagging backend) must still end in the router's claim on the sending side, never in a cancel: the poller
  * reconciles open transfers against `variantTransactionData` on both chains and finds the missed fulfill.
  */
@@ -84,8 +85,8 @@ describe("poller reconcile (missed receiving fulfill, anvil 1337 → 1338, redis
     await receivingPoller.stop();
 
     const fulfill = await userFulfill(s, prepared, receiverPrepare);
-    // As if eth_getLogs had answered this range without the fulfill: the cursor is past it (older bare format).
-    await s.queues.redis.set(pollerCursorKey(s.prefix, RECEIVING), String(fulfill.receipt.blockNumber));
+    // As if eth_getLogs had answered this range without the fulfill: the cursor is past it.
+    await s.queues.redis.set(pollerCursorKey(s.prefix, RECEIVING), cursorAt(fulfill.receipt.blockNumber));
     await startOne(config, RECEIVING, {});
 
     expectClaim(await fulfillJob(prepared), prepared, fulfill);
@@ -128,7 +129,7 @@ describe("poller reconcile (missed receiving fulfill, anvil 1337 → 1338, redis
 
     // The running receiving poller skips the next blocks (a cursor a little ahead: it waits for the head to pass).
     const skipTo = (await s.receiving.provider.getBlockNumber()) + 3;
-    await s.queues.redis.set(pollerCursorKey(s.prefix, RECEIVING), String(skipTo));
+    await s.queues.redis.set(pollerCursorKey(s.prefix, RECEIVING), cursorAt(skipTo));
     const fulfill = await userFulfill(s, prepared, receiverPrepare);
     expect(fulfill.receipt.blockNumber).toBeLessThanOrEqual(skipTo);
     // Last in this file: the receiving chain's clock moves 3 days on. The receiving side is expired by the store's view.

@@ -18,7 +18,7 @@ import {
 import { waitFor } from "../harness/wait";
 
 /**
- * Issue 9, the cursor's side: the logs source stores the hash of the block it read up to, rewinds when that
+ * Re-orgs, the cursor's side: the logs source stores the hash of the block it read up to, rewinds when that
  * block was re-orged away, and starts again from the start block when the stored cursor is ahead of the chain
  * (a chain reset or redeploy under an existing Redis) instead of waiting for ever.
  */
@@ -86,7 +86,10 @@ describe("poller log cursor (re-org, chain reset; anvil 1337 → 1338, redis)", 
   const otherChainHash = (): string => hexlify(randomBytes(32));
   /** The cursor a poller of the chain before its reset left in Redis, in each stored form. */
   const resetCursors: Array<[string, (head: number) => string]> = [
-    ["a bare block number (an earlier version: nothing to probe, reset as before)", (head) => String(head + 1_000)],
+    [
+      "a cursor without a hash (nothing to probe with: reset)",
+      (head) => JSON.stringify({ block: head + 1_000, checkpoints: [{ block: head + 1_000 }], updatedAtMs: 1 }),
+    ],
     [
       "a hashed cursor whose older checkpoint the chain has under another hash",
       (head) =>

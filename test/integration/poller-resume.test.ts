@@ -17,7 +17,7 @@ import {
 import { waitFor } from "../harness/wait";
 
 /**
- * Issue 12 for the poller: ready only once it has taken back what it owns (cursor loaded, a first tick done),
+ * A poller is ready only once it has taken back what it owns (cursor loaded, a first tick done),
  * and a poller killed mid-work (SIGKILL, then respawned at once as PM2 does) stores its next cursor within the
  * poller lease's TTL + 2 s of the kill (the respawned process is a new lease owner: it waits for the dead one's
  * lease to lapse; poller-lease.ts), with nothing missed or enqueued twice. The child runs dist/ (`npx tsc -p tsconfig.build.json`).

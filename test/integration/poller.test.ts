@@ -28,8 +28,9 @@ import {
   type UserPrepareParams,
   type UserPrepared,
 } from "./poller-fixture";
-import { captureLogs, uniquePrefix } from "./submitter-fixture";
 import { waitFor } from "../harness/wait";
+import { captureLogs } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 /** Pollers of both chains in-process (startPoller, as main.ts runs them) against two anvil chains + redis. */
 

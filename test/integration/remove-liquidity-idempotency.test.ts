@@ -8,7 +8,7 @@ import {
 import type { RemoveLiquidityRequest } from "../../services/admin/types";
 import { TX_JOB, producerConnection, txJobId, txQueueName, workerConnection } from "../../shared/queues";
 import { startRedis, type RedisServer } from "../harness/redis";
-import { captureLogs } from "./submitter-fixture";
+import { captureLogs } from "../harness/logs";
 
 const CHAIN_ID = 1337;
 const TX_HASH = `0x${"cd".repeat(32)}`;
@@ -20,7 +20,7 @@ const REQUEST: RemoveLiquidityRequest = {
 };
 
 /**
- * Defect 5 of issue 9: a remove-liquidity retried after a 504 without the first X-Request-Id (so under a new,
+ * A remove-liquidity retried after a 504 without the first X-Request-Id (so under a new,
  * generated request id) used to enqueue a second job and withdraw twice. Identical requests within the window
  * are now one withdrawal. Real redis-server and BullMQ; a worker plays the submitter.
  */

@@ -12,8 +12,8 @@ import { startAuthServer } from "../harness/auth-server";
 import { captureLogs } from "../harness/logs";
 import { startNats, type NatsServer } from "../harness/nats";
 import { useRedis } from "../harness/redis";
-import { uniquePrefix } from "./submitter-fixture";
 import { waitFor } from "../harness/wait";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
  * The auction's request claims (services/auction/request-claims.ts) and the reservation step fenced on them,
@@ -82,11 +82,11 @@ describe("auction request claims (real Redis)", () => {
     }
   };
 
-  it("gives a request to one claimant; a watcher sees it held; a settled mark of an earlier version reads done", async () => {
+  it("gives a request to one claimant; a watcher sees it held; a value no script writes reads done, never taken over", async () => {
     expect(await claims.claim("r1", "a.1")).toBe(true);
     expect(await claims.claim("r1", "b.1")).toBe(false);
     expect(await claims.check([{ requestId: "r1", token: "b.2" }])).toEqual([{ status: "held" }]);
-    await suite.redis.set(claims.key("r1"), "d", "KEEPTTL"); // written by versions before the settled notice
+    await suite.redis.set(claims.key("r1"), "d", "KEEPTTL"); // unreadable: it must not be taken over
     expect(await claims.check([{ requestId: "r1", token: "b.3" }])).toEqual([{ status: "done" }]);
     expect(await claims.claim("r1", "b.4")).toBe(false);
   });

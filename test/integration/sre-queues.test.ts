@@ -8,9 +8,9 @@ import { getFreePort } from "../harness/free-port";
 import { startRedis, type RedisServer } from "../harness/redis";
 import { TX_JOB, transferKey, txQueueName } from "../../shared/queues";
 import { transferRecordKey, txRecordKey } from "../../shared/coordination/keys";
-import { uniquePrefix } from "./submitter-fixture";
 import { DIST, OPS_ADMIN_TOKEN, writeOpsConfig } from "./metrics-fixture";
 import { waitFor } from "../harness/wait";
+import { uniquePrefix } from "../harness/prefix";
 
 const CHAIN = 1337;
 const USER = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";

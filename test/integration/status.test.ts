@@ -16,8 +16,9 @@ import { startAuthServer } from "../harness/auth-server";
 import { getFreePort } from "../harness/free-port";
 import { startNats, type NatsServer } from "../harness/nats";
 import { startRedis, type RedisServer } from "../harness/redis";
-import { captureLogs, uniquePrefix } from "./submitter-fixture";
 import { waitFor } from "../harness/wait";
+import { captureLogs } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
  * `status.request` through the real auction process (startAuction) on real nats-server and Redis; the

@@ -17,17 +17,10 @@ import {
 } from "../../shared/queues";
 import { liveChildPids } from "../harness/child-process";
 import { startSentinelGroup, type SentinelGroup } from "../harness/redis-sentinel";
-import {
-  CHAIN_ID,
-  captureLogs,
-  startSubmitterStack,
-  submitterConfig,
-  tokenBalance,
-  uniquePrefix,
-  type CapturedLogger,
-  type SubmitterStack,
-} from "./submitter-fixture";
+import { CHAIN_ID, startSubmitterStack, submitterConfig, tokenBalance, type SubmitterStack } from "./submitter-fixture";
 import { waitFor } from "../harness/wait";
+import { captureLogs, type LogCapture } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
  * A sender with a job in flight rides a Redis Sentinel failover (#15): the primary is SIGKILLed while the job waits
@@ -79,7 +72,7 @@ describe("submitter: a Redis Sentinel failover with a job in flight", () => {
     });
 
     const stuck: SenderTermStuckError[] = [];
-    const start = async (logs: CapturedLogger): Promise<RunningSubmitter> => {
+    const start = async (logs: LogCapture): Promise<RunningSubmitter> => {
       const submitter = await startSubmitter({
         config,
         logger: logs.logger,

@@ -18,7 +18,6 @@ import { txRecordKey } from "../../shared/coordination/keys";
 import { anvilWallet } from "../harness/anvil";
 import { fundRouterLiquidity, mintToken, readBigInt } from "../harness/deploy";
 import { startStack, type Stack, type StackChain } from "../harness/stack";
-import { captureLogs, type LogCapture } from "../harness/logs";
 
 /** Shared set-up of the submitter tests: one anvil + NXTP + redis, and a router signer of its own. */
 export const CHAIN_ID = 1337;
@@ -107,14 +106,6 @@ export function submitterConfig(
   };
   return { raw, config: loadConfig(raw, {}).config };
 }
-
-export function uniquePrefix(): string {
-  return `t${randomUUID().replace(/-/g, "").slice(0, 12)}`;
-}
-
-/** The shared log capture (test/harness/logs.ts), under the name these fixtures' users know. */
-export type CapturedLogger = LogCapture;
-export { captureLogs };
 
 /** Producer side of one chain's tx queue, with the progress events it saw. */
 export interface TxQueueClient {

@@ -17,7 +17,7 @@ const JOBS = 300;
 const COLLAPSE_TX_PER_SEC = 20;
 
 /**
- * Issue 23 item 3: the CI guard against the next throughput collapse of the submitter. It runs the real bench
+ * The CI guard against the next throughput collapse of the submitter. It runs the real bench
  * (dist/bench/submitter.js: two anvil chains, a redis-server, two submitters) with JOBS jobs in flight per chain
  * at confirmations 1 and reads its JSON figures line.
  */

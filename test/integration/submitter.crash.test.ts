@@ -9,11 +9,11 @@ import {
   startSubmitterStack,
   submitterConfig,
   txQueueClient,
-  uniquePrefix,
   type SubmitterStack,
   type TxQueueClient,
 } from "./submitter-fixture";
 import { waitFor } from "../harness/wait";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
  * Crash safety with the real process: `node dist/services/submitter/main.js` is SIGKILLed after its

@@ -6,7 +6,7 @@ import { TX_JOB, txJobId, type CancelSenderJobData, type TxJobData } from "../..
 import { liquidityHoldsKey } from "../../shared/coordination/keys";
 import { readTransferDecision } from "../../shared/coordination/transfer-decision";
 import { liveChildPids } from "../harness/child-process";
-import { startRpcProxy, type RpcProxy } from "../fault/rpc-proxy";
+import { startRpcProxy, type RpcProxy } from "../harness/rpc-proxy";
 import {
   FAST,
   RECEIVING,
@@ -23,7 +23,7 @@ import {
 import { waitFor } from "../harness/wait";
 
 /**
- * Issue 16 items 5 and 9. The receiving chain's submitters talk to it through a proxy whose eth_estimateGas runs
+ * The receiving chain's submitters talk to it through a proxy whose eth_estimateGas runs
  * against `latest` (as some RPCs do): the estimate then never sees our own pending transactions, so only the
  * liquidity holds in Redis keep a prepare from being sent into a revert (#P:018) with its decision claimed.
  */

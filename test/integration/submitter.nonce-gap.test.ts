@@ -11,19 +11,19 @@ import { ledgerWithDefaults } from "../../shared/config";
 import { liveChildPids } from "../harness/child-process";
 import {
   CHAIN_ID,
-  captureLogs,
   startSubmitterStack,
   storeUnsentTransaction,
   submitterConfig,
   txQueueClient,
-  uniquePrefix,
   type SubmitterStack,
   type TxQueueClient,
 } from "./submitter-fixture";
 import { waitFor } from "../harness/wait";
+import { captureLogs } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
- * Issue 9: a nonce gap is closed. Reproduced as reported: the stored next nonce is one above the chain's
+ * A nonce gap is closed. Reproduced as reported: the stored next nonce is one above the chain's
  * pending count, so the next job is sent behind a nonce no node has; the sender's tracker fills the gap.
  * Also: the sender lease's fencing refuses writes of a holder that lost it.
  */

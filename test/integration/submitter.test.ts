@@ -10,18 +10,17 @@ import { RETENTION_MARGIN_SEC } from "../../shared/protocol/retention";
 import { liveChildPids } from "../harness/child-process";
 import {
   CHAIN_ID,
-  captureLogs,
   routerBalance,
   startSubmitterStack,
   submitterConfig,
   tokenBalance,
   txQueueClient,
-  uniquePrefix,
-  type CapturedLogger,
   type SubmitterStack,
   type TxQueueClient,
 } from "./submitter-fixture";
 import { waitFor } from "../harness/wait";
+import { captureLogs, type LogCapture } from "../harness/logs";
+import { uniquePrefix } from "../harness/prefix";
 
 /** The submitter in-process (startSubmitter, as main.ts runs it) against anvil + NXTP + a real redis-server. */
 
@@ -33,7 +32,7 @@ describe("submitter (in-process)", () => {
   let client: TxQueueClient;
   const running: RunningSubmitter[] = [];
 
-  const start = async (config: RouterConfig, logs: CapturedLogger = captureLogs()): Promise<RunningSubmitter> => {
+  const start = async (config: RouterConfig, logs: LogCapture = captureLogs()): Promise<RunningSubmitter> => {
     const submitter = await startSubmitter({ config, logger: logs.logger, chainId: CHAIN_ID, options: FAST });
     running.push(submitter);
     return submitter;
@@ -276,7 +275,7 @@ describe("submitter (in-process)", () => {
     expect((await client.queue.getJob(id))?.attemptsMade).toBe(1);
   });
 
-  // Issue 9 defect 6: a remove-liquidity now rebuilds only once two providers confirm the nonce taken, so this
+  // A remove-liquidity now rebuilds only once two providers confirm the nonce taken, so this
   // test lists the node twice (two providers); with one provider it would wait instead (test/integration/nonce-taken.test.ts).
   it("sends a new transaction when an operator's manual transaction took the job's nonce", async () => {
     const config = await setUp({ providers: [s.chain.anvil.url, s.chain.anvil.url] });
@@ -362,7 +361,7 @@ describe("submitter (in-process)", () => {
     const wantedMs = (expiry + RECEIVER_EXPIRY_OFFSET_SEC + RETENTION_MARGIN_SEC - nowSec) * 1000;
     expect(await ttlOf("job-claim")).toBeGreaterThan(wantedMs - 60_000);
     expect(await ttlOf("job-claim")).toBeLessThanOrEqual(wantedMs);
-    // A withdrawal's record is never dropped: the contract pays a second removeLiquidity (issue 22).
+    // A withdrawal's record is never dropped: the contract pays a second removeLiquidity.
     const removal = await store.save({ ...draft("job-removal"), nonce: 2 });
     await store.save({ ...removal, status: "confirmed" });
     expect(await ttlOf("job-removal")).toBe(-1);

@@ -25,7 +25,7 @@ import {
 import { waitFor } from "../harness/wait";
 
 /**
- * Defect 1 of issue 9: a receiving prepare and a sender cancel of one transfer must exclude each other, also
+ * A receiving prepare and a sender cancel of one transfer must exclude each other, also
  * while one of them is only in a mempool (automine off) or merely queued. Both submitters run in process on
  * two anvil chains with the real NXTP contracts.
  */

@@ -7,7 +7,7 @@ import { createTransferStore, type TransferStore } from "../../shared/transfers/
 import { MAX_TIMEOUT_SEC, RECEIVER_EXPIRY_OFFSET_SEC } from "../../shared/protocol/expiry";
 import { MIN_RETENTION_SEC, RETENTION_MARGIN_SEC } from "../../shared/protocol/retention";
 import { useRedis } from "../harness/redis";
-import { uniquePrefix } from "./submitter-fixture";
+import { uniquePrefix } from "../harness/prefix";
 
 const USER = "0x1111111111111111111111111111111111111111";
 const DAY_SEC = 86_400;

@@ -14,13 +14,13 @@ import { redisServerBinary } from "../harness/redis";
 import type { Stack, StackChain } from "../harness/stack";
 import { AMOUNT, CHAIN1, LIQUIDITY, RECEIVING, SENDING, type E2eStack } from "../e2e/e2e-fixture";
 import { DIST, supervise, type Supervised } from "../fault/router-procs";
-import { uniquePrefix } from "../integration/submitter-fixture";
 import { SUBNET, bedPrefix, createBed, destroyBed, type Host } from "./netns";
 import { PM2_START_TIMEOUT_MS, pm2Host, type Pm2Host } from "./pm2-host";
 import { waitFor } from "../harness/wait";
+import { uniquePrefix } from "../harness/prefix";
 
 /**
- * The multi-host bed (issue 15 item 5): six namespaces on one bridge.
+ * The multi-host bed: six namespaces on one bridge.
  *   a  admin, auction, submitters and pollers (instance 0), messaging-auth; sentinel 1; nats 1
  *   b  auction, standby submitters and pollers (instance 1); sentinel 2; nats 2
  *   c  Redis primary
@@ -91,7 +91,7 @@ export interface Bed {
   stop(): Promise<void>;
 }
 
-/** ROUTER_ROLES of each router host under PM2 (issue 15 item 5: a is the active host, b the standby). */
+/** ROUTER_ROLES of each router host under PM2 (a is the active host, b the standby). */
 export const PM2_ROLES = { a: "admin,auction,submitter,poller", b: "auction,submitter,poller" } as const;
 
 export interface BedOptions {

@@ -25,7 +25,7 @@ import type { Pm2Host } from "./pm2-host";
 import { waitFor } from "../harness/wait";
 
 /**
- * Issue 15 item 5, as an operator deploys it: the bed of multihost.test.ts, but each router host runs
+ * As an operator deploys it: the bed of multihost.test.ts, but each router host runs
  * `pm2 start ecosystem.config.js` (the project's pm2, a PM2_HOME of its own) with its ROUTER_ROLES:
  * a "admin,auction,submitter,poller", b "auction,submitter,poller" (b's submitters and pollers are the
  * standbys: a holds the leases first). The real @connext/nxtp-sdk swaps through it from the test process, and

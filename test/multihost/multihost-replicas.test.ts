@@ -19,14 +19,14 @@ import { cleanupBeds, heal, killIn, netnsUnavailable, partition, type Host } fro
 import { waitFor } from "../harness/wait";
 
 /**
- * Issue 15, `redis.minReplicas: 1` across hosts: a write the replica has not acknowledged is never followed by a
+ * `redis.minReplicas: 1` across hosts: a write the replica has not acknowledged is never followed by a
  * broadcast. The replica (d) is cut off from the primary (c) in both directions, a user prepares, and the router
  * records the receiving prepare on c but holds it (REDIS_NOT_REPLICATED); c is SIGKILLed in that window, so the
  * sentinels promote d, which never received the job. Until a replica is back nothing may be sent (d alone cannot
  * acknowledge anything); once c rejoins as d's replica, the router rebuilds the job from the chain (its poller's
  * cursor on d is older than the prepare) and sends it exactly once. Judged on chain. Needs root (ip netns add).
  */
-/** The file's bound (issue 15: the multi-host tests within 5 minutes of CI): a run takes 35–50 s on 2 cores. */
+/** The file's bound (the multi-host tests within 5 minutes of CI): a run takes 35–50 s on 2 cores. */
 const START_TIMEOUT_MS = 80_000;
 const CASE_TIMEOUT_MS = 90_000;
 

@@ -18,12 +18,12 @@ import { addLatency, cleanupBeds, heal, killIn, latencyUnavailable, netnsUnavail
 import { waitFor } from "../harness/wait";
 
 /**
- * Issue 15 item 5: the router spread over hosts (network namespaces on one bridge, test/multihost/bed.ts),
+ * The router spread over hosts (network namespaces on one bridge, test/multihost/bed.ts),
  * with faults injected by ip/tc/kill inside those namespaces only. Every case judges what reached the chains.
  * Needs root (ip netns add); without it the suite is skipped with one line saying why.
  */
 /**
- * The suite's bound (issue 15: at most 5 minutes of CI): once this much has passed (set-up included), each
+ * The suite's bound (the multi-host tests get at most 5 minutes of CI): once this much has passed (set-up included), each
  * remaining case fails at once instead of starting; with the longest case timeout (150 s, the latency case, which
  * runs last) and the teardown the whole file stays within about 5 minutes. A normal run takes about 100 s on a
  * 2-core machine, 55 s of it the latency case where it runs (tc netem or the delay line).

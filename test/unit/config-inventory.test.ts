@@ -94,7 +94,7 @@ describe("swapPools[i].inventory (docs/config.md, Inventory targets)", () => {
     ],
   ])("refuses %s, naming the key", (_what, inventory, expected) => {
     const problems = problemsOf(withInventory(inventory));
-    expect(problems.some((p) => p.startsWith(expected))).toBe(true);
+    expect(problems.map((p) => p.slice(0, expected.length))).toContain(expected);
   });
 
   it("refuses a target on a chain where the pool has two assets", () => {

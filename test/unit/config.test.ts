@@ -226,7 +226,7 @@ describe("loadConfig: every key refuses a bad value and names it", () => {
 
   it.each(cases)("%s = %j is refused with a problem naming %s", (path, value, expectedPath) => {
     const problems = problemsOf(withValue(path, value));
-    expect(problems.some((p) => p.startsWith(`${expectedPath}: `))).toBe(true);
+    expect(problems.map((p) => p.slice(0, expectedPath.length + 2))).toContain(`${expectedPath}: `);
   });
 
   it("reports every problem at once, one line each", () => {
@@ -235,7 +235,7 @@ describe("loadConfig: every key refuses a bad value and names it", () => {
     (raw.chainConfig as Record<string, Record<string, unknown>>)["1337"].minGas = "x";
     const problems = problemsOf(raw);
     expect(problems).toHaveLength(3);
-    expect(problems.every((p) => !p.includes("\n"))).toBe(true);
+    expect(problems.filter((p) => p.includes("\n"))).toEqual([]);
   });
 
   it("never echoes a secret or a value in its messages", () => {

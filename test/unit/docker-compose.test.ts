@@ -165,7 +165,7 @@ describe("docker-compose.yml", () => {
       POLLER_STANDBYS: "",
     });
     const targets = [...generated.matchAll(/"router:(\d+)"/g)].map((m) => Number(m[1]));
-    expect(targets.length).toBe(7);
+    expect(targets).toHaveLength(7);
     expect(exampleInContainer().config.metricsHost).toBe("0.0.0.0");
     const publishedContainerPorts = (service("router").ports ?? []).map((p) => Number(p.split(":").pop()));
     expect(targets.filter((t) => publishedContainerPorts.includes(t))).toEqual([]);

@@ -17,7 +17,7 @@ class Coded extends RouterError {
   }
 }
 
-/** Issue 9 defect 4: the claim's retry policy (backoff, escalation, which failures end it). */
+/** The claim's retry policy (backoff, escalation, which failures end it). */
 describe("claim retry policy", () => {
   it("doubles the park from 5 s up to 5 min, never past the expiry", () => {
     const now = 1_000_000;

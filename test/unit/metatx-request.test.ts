@@ -90,7 +90,7 @@ describe("metatx.request payload validation", () => {
     ["a non-decimal callDataGas", sdkRequest({}, { callDataGas: "0x10" })],
   ])("refuses %s as an invalid payload", (_label, data) => {
     const result = validateMetaTxRequest(data);
-    expect(result.ok).toBe(false);
+    expect(result).toMatchObject({ ok: false });
     expect(!result.ok && result.reason).toBe("invalid-payload");
   });
 
@@ -106,7 +106,7 @@ describe("metatx.request payload validation", () => {
       reason: "invalid-payload",
     });
     const withCall = { ...TX_DATA, callDataHash: keccak256("0xabcd") };
-    expect(validateMetaTxRequest(sdkRequest({}, { callData: "0xabcd", txData: withCall })).ok).toBe(true);
+    expect(validateMetaTxRequest(sdkRequest({}, { callData: "0xabcd", txData: withCall }))).toMatchObject({ ok: true });
   });
 
   it("refuses a relayer fee above the amount (the contract would revert #F:023), accepts one equal to it", () => {
@@ -115,7 +115,7 @@ describe("metatx.request payload validation", () => {
       ok: false,
       reason: "invalid-payload",
     });
-    expect(validateMetaTxRequest(sdkRequest({}, { relayerFee: TX_DATA.amount })).ok).toBe(true);
+    expect(validateMetaTxRequest(sdkRequest({}, { relayerFee: TX_DATA.amount }))).toMatchObject({ ok: true });
   });
 
   it("keeps the reply short when a huge value is refused", () => {

@@ -36,7 +36,7 @@ function payload(): Record<string, unknown> {
 describe("parseAuctionPayload", () => {
   it("accepts the SDK's payload, keeps values exactly and ignores extra fields", () => {
     const result = parseAuctionPayload({ ...payload(), extra: 1 });
-    expect(result.ok).toBe(true);
+    expect(result).toMatchObject({ ok: true });
     if (!result.ok) return;
     expect(result.amount).toBe(10n ** 19n);
     expect(result.payload).toEqual(payload());
@@ -70,7 +70,7 @@ describe("parseAuctionPayload", () => {
     ["a missing field", { callTo: undefined }, "ParamsInvalid"],
   ])("refuses %s", (_name, patch, code) => {
     const result = parseAuctionPayload({ ...payload(), ...patch });
-    expect(result.ok).toBe(false);
+    expect(result).toMatchObject({ ok: false });
     if (result.ok) return;
     expect(result.refusal.code).toBe(code);
   });

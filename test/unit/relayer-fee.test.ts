@@ -27,8 +27,8 @@ describe("relayer fee threshold (docs/protocol.md#relayer-fee)", () => {
   });
 
   it("honours a threshold of 0: the offer must cover the whole estimate (the original replaced 0 by 10)", () => {
-    expect(checkRelayerFee({ offeredFee: 999n, expectedFee: 1000n, thresholdPercent: 0 }).ok).toBe(false);
-    expect(checkRelayerFee({ offeredFee: 1000n, expectedFee: 1000n, thresholdPercent: 0 }).ok).toBe(true);
+    expect(checkRelayerFee({ offeredFee: 999n, expectedFee: 1000n, thresholdPercent: 0 })).toMatchObject({ ok: false });
+    expect(checkRelayerFee({ offeredFee: 1000n, expectedFee: 1000n, thresholdPercent: 0 })).toMatchObject({ ok: true });
   });
 
   it("accepts anything with a threshold of 100, and any offer when the estimate is 0 (no oracle)", () => {
@@ -36,7 +36,7 @@ describe("relayer fee threshold (docs/protocol.md#relayer-fee)", () => {
       ok: true,
       lowerBound: 0n,
     });
-    expect(checkRelayerFee({ offeredFee: 0n, expectedFee: 0n, thresholdPercent: 10 }).ok).toBe(true);
+    expect(checkRelayerFee({ offeredFee: 0n, expectedFee: 0n, thresholdPercent: 10 })).toMatchObject({ ok: true });
   });
 
   it("rounds the bound down and keeps fractional thresholds exact in bigint", () => {

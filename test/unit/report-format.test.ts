@@ -81,6 +81,6 @@ describe("npm run report: output", () => {
     expect(byColumn[0]).toMatchObject({ from: String(REPORT.from), to: String(NOW), net_usd: "-1.125", unpriced: "1" });
     expect(byColumn[1]).toMatchObject({ sending_asset_id: A, receiving_chain_id: "1338", fee_earned_usd: "0.005" });
     expect(byColumn[2]).toMatchObject({ chain_id: "1337", gas_spent_wei: "412883002890181", transactions: "3" });
-    expect(rows.every((r) => r.length === header.length)).toBe(true);
+    expect(rows.filter((r) => r.length !== header.length)).toEqual([]);
   });
 });

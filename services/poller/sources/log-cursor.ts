@@ -5,7 +5,7 @@ import { FENCED_SET } from "../../../shared/redis/common-scripts";
 /** One block the logs source read up to, with the hash it had then. */
 export interface BlockCheckpoint {
   readonly block: number;
-  /** Undefined for a cursor stored by an older version (a bare block number) or before any block (−1). */
+  /** Undefined before any block (−1), or when the provider had no block at that height as it was stored. */
   readonly hash?: string;
 }
 
@@ -19,7 +19,7 @@ export interface StoredCursor extends BlockCheckpoint {
   readonly updatedAtMs: number;
   /**
    * Block 0's hash on the chain the cursor was read from: tells a chain reset (another genesis) from a provider
-   * that lags behind every checkpoint. Undefined in cursors written before it was kept.
+   * that lags behind every checkpoint. Undefined when the provider returned no block 0 as the cursor was reset.
    */
   readonly genesisHash?: string;
 }
@@ -35,7 +35,7 @@ export interface LogCursorStore {
    * the chain whose genesis is `genesisHash` (default: the one stored).
    */
   reset(position: BlockCheckpoint, genesisHash?: string): Promise<StoredCursor>;
-  /** Stores the chain's genesis hash with the loaded cursor (one written before it was kept). */
+  /** Stores the chain's genesis hash with the loaded cursor (one reset while the provider gave no block 0). */
   setGenesis(genesisHash: string): Promise<StoredCursor>;
 }
 
@@ -79,18 +79,14 @@ function genesisOf(genesisHash: string | undefined): { genesisHash?: string } {
   return genesisHash === undefined ? {} : { genesisHash };
 }
 
-/** A stored cursor in either format: JSON (this version) or a bare block number (earlier versions). */
+/** The stored cursor (the JSON `save` and `reset` write); anything else is an error naming what is wrong. */
 export function parseCursor(stored: string | null): StoredCursor | undefined {
   if (stored === null) {
     return undefined;
   }
-  if (/^-?\d+$/.test(stored)) {
-    const block = Number(stored);
-    return { block, checkpoints: [{ block }], updatedAtMs: 0 };
-  }
-  const parsed = JSON.parse(stored) as Partial<StoredCursor>;
-  if (typeof parsed.block !== "number") {
-    throw new Error("stored log cursor has no block number");
+  const parsed = JSON.parse(stored) as Partial<StoredCursor> | null;
+  if (parsed === null || typeof parsed !== "object" || typeof parsed.block !== "number") {
+    throw new Error(`stored log cursor is not a cursor object with a block number: ${stored.slice(0, 80)}`);
   }
   const hash = typeof parsed.hash === "string" ? parsed.hash : undefined;
   const checkpoints = Array.isArray(parsed.checkpoints) ? parsed.checkpoints : [{ block: parsed.block, hash }];

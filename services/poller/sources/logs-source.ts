@@ -177,7 +177,8 @@ function createCursorResume(p: LogsSourceParams, cursors: CursorStore): (head: n
       return cursor;
     }
     if (stored.block > head + CURSOR_AHEAD_SLACK_BLOCKS) {
-      // A cursor without a hash (written before hashes were kept) has nothing to probe with: reset as before.
+      // A cursor without a hash (the provider had no block at that height when it was stored) has nothing to
+      // probe with: it is reset.
       const probe =
         stored.hash === undefined
           ? ({ kind: "replaced", evidence: "the stored cursor has no hash" } as const)
@@ -213,7 +214,7 @@ function createCursorResume(p: LogsSourceParams, cursors: CursorStore): (head: n
       return cursor;
     }
     if (stored.hash === undefined || stored.block > head) {
-      return stored.block; // nothing to verify (older format, or the provider is a little behind: wait for it)
+      return stored.block; // nothing to verify (no hash stored, or the provider is a little behind: wait for it)
     }
     const onChain = (await checkpointAt(stored.block)).hash;
     if (onChain === undefined) {
@@ -221,7 +222,8 @@ function createCursorResume(p: LogsSourceParams, cursors: CursorStore): (head: n
     }
     if (onChain === stored.hash) {
       if (stored.genesisHash === undefined) {
-        // A cursor written before the genesis was kept: kept from now on, to tell a reset from a lagging provider.
+        // A cursor reset while the provider gave no block 0: the genesis is kept now, to tell a reset from a
+        // lagging provider.
         const genesis = await genesisHash();
         if (genesis !== undefined) {
           await cursors.setGenesis(genesis);

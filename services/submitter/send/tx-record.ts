@@ -74,7 +74,7 @@ export interface TxRecord {
   readonly call: TxCall;
   /**
    * The expiry (unix seconds, either side's) of the transfer the job acts on; absent for a job that acts on
-   * none (remove-liquidity, a nonce-gap filler) and in records written before it existed. Sets how long the
+   * none (remove-liquidity, a nonce-gap filler). Sets how long the
    * finished record is kept (finishedRecordTtlMs).
    */
   readonly transferExpirySec?: number;

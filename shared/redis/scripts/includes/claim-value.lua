@@ -2,8 +2,9 @@
 -- written and read only through these functions:
 --   c|<token>|<leaseUntilMs>                                          claimed: the owner is working on it;
 --   r|<token>|<leaseUntilMs>|<amountReceived>|<bidExpiry>|<gasFee>    reserved: the bid's promise is recorded.
--- Anything else (`d`, written by earlier versions) reads as settled. Times come from Redis (TIME), so instances on
--- hosts with skewed clocks agree on when a lease ran out.
+-- Anything else (a value no script writes) reads as settled: taking over a claim no script can read could answer
+-- a request twice. Times come from Redis (TIME), so instances on hosts with skewed clocks agree on when a lease ran
+-- out.
 
 local function claimNowMs()
   local t = redis.call('TIME')

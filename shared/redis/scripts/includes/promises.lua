@@ -10,8 +10,6 @@
 -- Zsets: the lapse times with a sum (`lz`), and the transfers by their last lapse time (`tz`).
 -- A prune subtracts every sum whose time has come: at most one per step of the longest promise, never a number
 -- that grows with the promises open or lapsed.
--- Fields of earlier versions (`r:`, `s:`, `u:`, a `total` without `wm`) are not counted: an upgrade forgets the
--- open promises (the receiving prepare still checks the liquidity on chain).
 --- @include "digit-math"
 
 -- The step lapse times are rounded up to (ms): LAPSE_STEP_MS of bid-reservations.ts, which its test compares.
@@ -87,7 +85,6 @@ end
 local function writeRecord(h, tz, lz, member, hard, entries, wm)
   local oldHard, old = readRecord(h, member)
   if oldHard ~= nil then account(h, lz, oldHard, old, wm, -1) end
-  redis.call('HDEL', h, 'r:' .. member, 's:' .. member)
   local parts, last = {}, nil
   for _, b in ipairs(entries) do
     if b[2] > wm then
@@ -116,7 +113,6 @@ end
 -- Every sum whose time has come stops counting; a few records with nothing live left are forgotten. Returns wm.
 local function prune(h, tz, lz, nowMs)
   local stored = redis.call('HGET', h, 'wm')
-  if not stored then redis.call('HDEL', h, 'total', 'hard') end
   local wm = tonumber(stored or '0')
   if nowMs > wm then wm = nowMs end
   local due = redis.call('ZRANGEBYSCORE', lz, '-inf', wm)
@@ -144,7 +140,7 @@ local function prune(h, tz, lz, nowMs)
   end
   redis.call('HSET', h, 'wm', fmt(wm))
   for _, member in ipairs(redis.call('ZRANGEBYSCORE', tz, '-inf', wm, 'LIMIT', 0, FORGET_PER_CALL)) do
-    redis.call('HDEL', h, 'p:' .. member, 'r:' .. member, 's:' .. member)
+    redis.call('HDEL', h, 'p:' .. member)
     redis.call('ZREM', tz, member)
   end
   return wm
