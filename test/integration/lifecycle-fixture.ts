@@ -164,6 +164,8 @@ export interface Transfer {
 export interface MakeTransferParams {
   readonly mode: RouterMode;
   readonly amount?: bigint;
+  /** What the bid promises on the receiving chain, in its base units; default amount × 0.9995 (same decimals). */
+  readonly amountReceived?: bigint;
   /** Signs the bid instead of the router signer (a forged bid). */
   readonly bidSigner?: RouterSigner;
 }
@@ -182,7 +184,7 @@ export async function makeTransfer(s: LifecycleStack, p: MakeTransferParams): Pr
     amount: amount.toString(),
     receivingChainId: RECEIVING,
     receivingAssetId: s.receiving.deployment.token,
-    amountReceived: ((amount * 9995n) / 10000n).toString(),
+    amountReceived: (p.amountReceived ?? (amount * 9995n) / 10000n).toString(),
     receivingAddress: s.user.address,
     transactionId: hexlify(randomBytes(32)),
     expiry: nowSec + EXPIRY_OFFSET_SEC,
