@@ -17,7 +17,7 @@ interface Op {
 
 function disassemble(code: Uint8Array): Op[] {
   const ops: Op[] = [];
-  for (let at = 0; at < code.length; ) {
+  for (let at = 0; at < code.length;) {
     const op = code[at];
     const size = op >= PUSH1 && op <= PUSH32 ? op - PUSH1 + 1 : 0;
     ops.push({ at, op, arg: Buffer.from(code.subarray(at + 1, at + 1 + size)).toString("hex") });

@@ -206,8 +206,7 @@ describe.each([
     expect(claimedAmount).toBe(c.amount);
     expect(lockedAmount).toBe(c.amountReceived);
     const scale = 10n ** BigInt(Math.abs(c.sendingDecimals - c.receivingDecimals));
-    const normalised =
-      c.sendingDecimals < c.receivingDecimals ? claimedAmount * scale : claimedAmount / scale; // bigint division truncates
+    const normalised = c.sendingDecimals < c.receivingDecimals ? claimedAmount * scale : claimedAmount / scale; // bigint division truncates
     const fee = normalised - lockedAmount;
     expect(fee).toBeGreaterThan(0n);
     if (c.sendingDecimals > c.receivingDecimals) {
