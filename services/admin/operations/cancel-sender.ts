@@ -1,4 +1,3 @@
-import type { Queue, QueueEvents } from "bullmq";
 import { withTimeout } from "../../../shared/timing";
 import { waitForBroadcast, type BroadcastOutcome } from "../../../shared/queues/wait-for-broadcast";
 import type { Redis } from "ioredis";
@@ -29,7 +28,7 @@ import { TX_JOB, txJobOptions, transferKey, txJobId, type CancelSenderJobData } 
 import { findPrepareReceiverInFlight } from "../../../shared/coordination/in-flight";
 import { readTransferDecision } from "../../../shared/coordination/transfer-decision";
 import type { CancelSenderRequest, OperationContext, TransactionResponse } from "../types";
-import { DEFAULT_BROADCAST_TIMEOUT_MS, QUEUE_CALL_TIMEOUT_MS, queueCall } from "./enqueue-and-wait";
+import { DEFAULT_BROADCAST_TIMEOUT_MS, QUEUE_CALL_TIMEOUT_MS, queueCall, type TxRequestDeps } from "./enqueue-and-wait";
 import { ChainUnavailableError, QueueUnavailableError, TransactionNotFoundError } from "./errors";
 
 /**
@@ -46,20 +45,16 @@ export type FindTransfer = (
   user: string,
 ) => Promise<TransferRecord | undefined>;
 
-export interface CancelSenderDeps {
+export interface CancelSenderDeps extends TxRequestDeps {
   readonly config: RouterConfig;
   /** `invariant.router` of our transfers: the Router contract in router-contract mode, else the signer. */
   readonly routerAddress: string;
-  queueFor(chainId: number): Queue;
-  queueEventsFor(chainId: number): QueueEvents;
   /** For the receiving chain's prepare-receiver transaction record and the transfer's decision. */
   readonly redis: Pick<Redis, "hget" | "get">;
   /** Read provider of a configured chain. */
   readProvider(chainId: number): ChainProvider;
   readonly findTransfer?: FindTransfer;
-  readonly broadcastTimeoutMs?: number;
   readonly senderLookbackBlocks?: number;
-  readonly logger: Logger;
 }
 
 export type CancelSenderOperation = (
