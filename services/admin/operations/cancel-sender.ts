@@ -23,6 +23,7 @@ import { RouterError, errorCode } from "../../../shared/errors";
 import type { Logger } from "../../../shared/logging/create-logger";
 import { classifyVariant, invariantDigest, invariantOf } from "../../../shared/protocol/digests";
 import type { TransactionData, TransferRecord } from "../../../shared/protocol/types";
+import type { TransferLookup } from "../../../shared/transfers/transfer-store";
 import { sameHex } from "../../../shared/protocol/values";
 import { TX_JOB, txJobOptions, transferKey, txJobId, type CancelSenderJobData } from "../../../shared/queues";
 import { findPrepareReceiverInFlight } from "../../../shared/coordination/in-flight";
@@ -38,13 +39,6 @@ import { ChainUnavailableError, QueueUnavailableError, TransactionNotFoundError 
  */
 export const DEFAULT_SENDER_LOOKBACK_BLOCKS = 100_000;
 
-/** The transfer store's lookup (shared/transfers/transfer-store.ts): a record per (chain, transactionId, user). */
-export type FindTransfer = (
-  chainId: number,
-  transactionId: string,
-  user: string,
-) => Promise<TransferRecord | undefined>;
-
 export interface CancelSenderDeps extends TxRequestDeps {
   readonly config: RouterConfig;
   /** `invariant.router` of our transfers: the Router contract in router-contract mode, else the signer. */
@@ -53,7 +47,7 @@ export interface CancelSenderDeps extends TxRequestDeps {
   readonly redis: Pick<Redis, "hget" | "get">;
   /** Read provider of a configured chain. */
   readProvider(chainId: number): ChainProvider;
-  readonly findTransfer?: FindTransfer;
+  readonly findTransfer?: TransferLookup;
   readonly senderLookbackBlocks?: number;
 }
 
