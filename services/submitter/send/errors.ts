@@ -1,3 +1,4 @@
+import { ReplicaAckTimeoutError } from "../../../shared/coordination/replication";
 import { RouterError, errorClass } from "../../../shared/errors";
 
 /**
@@ -61,3 +62,11 @@ export class SenderTermStuckError extends errorClass(RouterError, "SENDER_TERM_S
  * claim's reverted record is archived only after that (the not-yet park comes before the claim's).
  */
 export class LedgerNamingError extends errorClass(RouterError, "LEDGER_NAMING_FAILED", "not-yet") {}
+
+/**
+ * A broadcast stopped before anything went out, by this process's own guards: its sender lease is gone, or the
+ * writes before it did not reach the replicas. The caller rethrows it; it is never the node refusing the transaction.
+ */
+export function isStoppedBeforeSending(err: unknown): boolean {
+  return err instanceof SenderLeaseLostError || err instanceof ReplicaAckTimeoutError;
+}
