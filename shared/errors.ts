@@ -26,6 +26,33 @@ export abstract class RouterError extends Error {
   }
 }
 
+/**
+ * How callers treat every throw of a condition: retried (with backoff), refused for good, or "not yet" (retriable,
+ * parked until its `retryAtMs` without spending an attempt; RouterError.notYet).
+ */
+export type ErrorKind = "retriable" | "terminal" | "not-yet";
+
+type ErrorFamily<A extends unknown[], T extends RouterError> = abstract new (...args: A) => T;
+
+/**
+ * The one way a condition is declared: `class XError extends errorClass(Family, "X_CODE", "terminal") {}`, where
+ * Family is RouterError or an abstract family of it (whose constructor and fields the class keeps). The class
+ * stays a class of its own, so callers still branch with `instanceof` and its name is the error's `name`.
+ */
+export function errorClass<A extends unknown[], T extends RouterError>(
+  Family: ErrorFamily<A, T>,
+  code: string,
+  kind: ErrorKind,
+): ErrorFamily<A, T & Pick<RouterError, "code" | "retriable">> {
+  // The cast lets a mixin extend an abstract class with its own constructor; the return type restores both.
+  abstract class Declared extends (Family as unknown as ErrorFamily<unknown[], RouterError>) {
+    readonly code = code;
+    readonly retriable = kind !== "terminal";
+    override readonly notYet = kind === "not-yet";
+  }
+  return Declared as unknown as ErrorFamily<A, T & Pick<RouterError, "code" | "retriable">>;
+}
+
 /** An unknown throw is treated as retriable: keeping a job alive is the recoverable direction to fail in. */
 export function isRetriable(err: unknown): boolean {
   return err instanceof RouterError ? err.retriable : true;

@@ -8,9 +8,11 @@ import type { TransferStore } from "../../shared/transfers/transfer-store";
 import type { ChainQueues } from "./chain-queues";
 import { createAddLiquidityForOperation } from "./operations/add-liquidity-for";
 import { createCancelSenderOperation } from "./operations/cancel-sender";
+import type { ContentClaimDeps } from "./operations/content-claim";
 import { createMigrateLiquidityOperation } from "./operations/migrate-liquidity";
 import { createProcessActiveTransactionsOperation } from "./operations/process-active-transactions";
-import { createRemoveLiquidityOperation, DEFAULT_BROADCAST_TIMEOUT_MS } from "./operations/remove-liquidity";
+import { DEFAULT_BROADCAST_TIMEOUT_MS, type TxRequestDeps } from "./operations/enqueue-and-wait";
+import { createRemoveLiquidityOperation } from "./operations/remove-liquidity";
 import type { AdminOperations } from "./types";
 
 export interface AdminOperationsDeps {
@@ -32,51 +34,47 @@ export interface AdminOperationsDeps {
 export function createAdminOperations(d: AdminOperationsDeps): AdminOperations {
   const { config, logger, queues, redis, transfers } = d;
   const listOpen = (chainId: number) => transfers.listOpen(chainId);
+  const txRequests: TxRequestDeps = {
+    queueFor: queues.queueFor,
+    queueEventsFor: queues.queueEventsFor,
+    broadcastTimeoutMs: DEFAULT_BROADCAST_TIMEOUT_MS,
+    logger,
+  };
+  /** A money request's content claim, on replicas when redis.minReplicas asks (content-claim.ts). */
+  const contentClaims: ContentClaimDeps = {
+    redis,
+    redisPrefix: config.redisPrefix,
+    replication: replicationGuard(redis, config.redisPrefix, config.redisReplication),
+  };
   return {
     removeLiquidity: createRemoveLiquidityOperation({
-      queueFor: queues.queueFor,
-      queueEventsFor: queues.queueEventsFor,
+      ...txRequests,
+      ...contentClaims,
       readUnlockedBalance: d.readUnlockedBalance,
-      redis,
-      redisPrefix: config.redisPrefix,
-      replication: replicationGuard(redis, config.redisPrefix, config.redisReplication),
-      broadcastTimeoutMs: DEFAULT_BROADCAST_TIMEOUT_MS,
-      logger,
     }),
     cancelSender: createCancelSenderOperation({
       config,
       routerAddress: d.routerAddress,
-      queueFor: queues.queueFor,
-      queueEventsFor: queues.queueEventsFor,
+      ...txRequests,
       redis,
       readProvider: d.readProvider,
       findTransfer: (chainId, transactionId, user) => transfers.get(chainId, transactionId, user),
-      broadcastTimeoutMs: DEFAULT_BROADCAST_TIMEOUT_MS,
-      logger,
     }),
     addLiquidityFor: createAddLiquidityForOperation({
       config,
       routerAddress: d.routerAddress,
       signerAddress: d.signerAddress,
-      queueFor: queues.queueFor,
-      queueEventsFor: queues.queueEventsFor,
+      ...txRequests,
+      ...contentClaims,
       readProvider: d.readProvider,
-      redis,
-      redisPrefix: config.redisPrefix,
-      replication: replicationGuard(redis, config.redisPrefix, config.redisReplication),
-      broadcastTimeoutMs: DEFAULT_BROADCAST_TIMEOUT_MS,
-      logger,
     }),
     migrateLiquidity: createMigrateLiquidityOperation({
       config,
       signerAddress: d.signerAddress,
-      queueFor: queues.queueFor,
-      queueEventsFor: queues.queueEventsFor,
+      ...txRequests,
       readProvider: d.readProvider,
       readUnlockedBalance: d.readUnlockedBalance,
       listOpen,
-      broadcastTimeoutMs: DEFAULT_BROADCAST_TIMEOUT_MS,
-      logger,
     }),
     processActiveTransactions: createProcessActiveTransactionsOperation({ config, redis, listOpen, logger }),
   };

@@ -7,7 +7,7 @@ import type { ServiceContext } from "../../shared/process/run-service";
 import { producerConnection, workerConnection } from "../../shared/queues/connection";
 import { LEDGER_QUEUE_NAME, type BookTransactionJobData } from "../../shared/queues/ledger-jobs";
 import { createSigner } from "../../shared/signer/create-signer";
-import { RouterError } from "../../shared/errors";
+import { RouterError, errorClass } from "../../shared/errors";
 import { createDecimalsLookup } from "../../shared/ledger/chain-reads";
 import { createLedgerPricer } from "../../shared/ledger/prices";
 import { createLedgerProcessor, type LedgerJobResult } from "./processor";
@@ -15,10 +15,7 @@ import { startReconciler } from "./reconciler";
 import { startRepricer } from "./repricer";
 
 /** The ledger app runs only with a `ledger` section (ecosystem.config.js); started without one, it says so. */
-export class LedgerNotConfiguredError extends RouterError {
-  readonly code = "LEDGER_NOT_CONFIGURED";
-  readonly retriable = false;
-}
+export class LedgerNotConfiguredError extends errorClass(RouterError, "LEDGER_NOT_CONFIGURED", "terminal") {}
 
 /**
  * The ledger process (docs/accounting.md): migrates the books' schema (one instance at a time), then books

@@ -1,4 +1,4 @@
-import { RouterError } from "../../shared/errors";
+import { RouterError, errorClass } from "../../shared/errors";
 import type { TransferRecord } from "../../shared/protocol/types";
 import { sameHex } from "../../shared/protocol/values";
 import type { BookTransactionJobData } from "../../shared/queues";
@@ -9,10 +9,7 @@ import type { SourceBatch } from "./sources/transfer-source";
  * Redis refused to name a batch's transactions to the ledger: nothing of the batch was stored and the source's
  * cursor did not move, so the next tick reads the same changes and names them again (pull-changes.ts).
  */
-export class LedgerNamingPendingError extends RouterError {
-  readonly code = "LEDGER_NAMING_PENDING";
-  readonly retriable = true;
-}
+export class LedgerNamingPendingError extends errorClass(RouterError, "LEDGER_NAMING_PENDING", "retriable") {}
 
 /**
  * The transactions of this router's TransactionManager events in what a source or a reconcile read: each record's

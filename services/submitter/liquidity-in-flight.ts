@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import { RouterError } from "../../shared/errors";
+import { RouterError, errorClass } from "../../shared/errors";
 import { liquidityHoldsKey } from "../../shared/coordination/keys";
 import type { ScriptClient } from "../../shared/redis/script-runner";
 import {
@@ -92,10 +92,7 @@ export interface ReconcileResult {
 }
 
 /** The holds kept changing under a concurrent writer, or a balance stayed below dropped holds; the job parks. */
-export class LiquidityHoldsBusyError extends RouterError {
-  readonly code = "LIQUIDITY_HOLDS_BUSY";
-  readonly retriable = true;
-}
+export class LiquidityHoldsBusyError extends errorClass(RouterError, "LIQUIDITY_HOLDS_BUSY", "retriable") {}
 
 /**
  * A hold with no transaction record this old was left by a run that ended without settling it (a Redis error

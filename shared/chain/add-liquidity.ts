@@ -1,5 +1,5 @@
 import { ZeroAddress, type BlockTag } from "ethers";
-import { RouterError } from "../errors";
+import { RouterError, errorClass } from "../errors";
 import { abiAddress, parseUint } from "../protocol/values";
 import type { ChainProvider } from "./chain-provider";
 import { contractInterface } from "./contracts";
@@ -91,22 +91,17 @@ export function encodeTmAddLiquidityFor(args: { amount: bigint | string; assetId
 }
 
 /** The router to credit is neither approved on the TransactionManager nor is router ownership renounced (`#AL:003`). */
-export class RouterNotApprovedError extends RouterError {
-  readonly code = "ROUTER_NOT_APPROVED";
-  readonly retriable = false;
-}
+export class RouterNotApprovedError extends errorClass(RouterError, "ROUTER_NOT_APPROVED", "terminal") {}
 
 /** The asset is neither approved on the TransactionManager nor is asset ownership renounced (`#AL:004`). */
-export class AssetNotApprovedError extends RouterError {
-  readonly code = "ASSET_NOT_APPROVED";
-  readonly retriable = false;
-}
+export class AssetNotApprovedError extends errorClass(RouterError, "ASSET_NOT_APPROVED", "terminal") {}
 
 /** The router's wallet holds less of the asset than the amount to add. */
-export class InsufficientWalletBalanceError extends RouterError {
-  readonly code = "INSUFFICIENT_WALLET_BALANCE";
-  readonly retriable = false;
-}
+export class InsufficientWalletBalanceError extends errorClass(
+  RouterError,
+  "INSUFFICIENT_WALLET_BALANCE",
+  "terminal",
+) {}
 
 /**
  * The first refusal of an add, checked in this order, or undefined when the contract would take it (gas aside:

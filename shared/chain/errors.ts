@@ -1,5 +1,5 @@
 import { isError } from "ethers";
-import { RouterError } from "../errors";
+import { RouterError, errorClass } from "../errors";
 import { findRevertCode, revertReason } from "./revert-codes";
 
 /**
@@ -9,16 +9,10 @@ import { findRevertCode, revertReason } from "./revert-codes";
  */
 
 /** The node could not be reached or answered like a broken server: connection refused/reset, timeout, 5xx, 429. */
-export class RpcUnavailableError extends RouterError {
-  readonly code = "RPC_UNAVAILABLE";
-  readonly retriable = true;
-}
+export class RpcUnavailableError extends errorClass(RouterError, "RPC_UNAVAILABLE", "retriable") {}
 
 /** Every provider that answered is too far behind the best head seen to be trusted for this read. */
-export class ProviderLaggingError extends RouterError {
-  readonly code = "PROVIDER_LAGGING";
-  readonly retriable = true;
-}
+export class ProviderLaggingError extends errorClass(RouterError, "PROVIDER_LAGGING", "retriable") {}
 
 /**
  * The call reverts (at estimation, or a mined receipt with status 0). Not retriable: the same call against
@@ -48,40 +42,22 @@ export class TransactionRevertedError extends RouterError {
 }
 
 /** The nonce is already used on chain. Retriable: rebuild the transaction with a fresh nonce. */
-export class NonceTooLowError extends RouterError {
-  readonly code = "NONCE_TOO_LOW";
-  readonly retriable = true;
-}
+export class NonceTooLowError extends errorClass(RouterError, "NONCE_TOO_LOW", "retriable") {}
 
 /** A same-nonce replacement was not priced high enough above the transaction it replaces. */
-export class ReplacementUnderpricedError extends RouterError {
-  readonly code = "REPLACEMENT_UNDERPRICED";
-  readonly retriable = true;
-}
+export class ReplacementUnderpricedError extends errorClass(RouterError, "REPLACEMENT_UNDERPRICED", "retriable") {}
 
 /** The signer cannot pay gas × price + value. Retriable once an operator tops up: hold and alert, never bump. */
-export class InsufficientFundsError extends RouterError {
-  readonly code = "INSUFFICIENT_FUNDS";
-  readonly retriable = true;
-}
+export class InsufficientFundsError extends errorClass(RouterError, "INSUFFICIENT_FUNDS", "retriable") {}
 
 /** The node already has this exact transaction: the broadcast succeeded earlier. */
-export class TransactionAlreadyKnownError extends RouterError {
-  readonly code = "TRANSACTION_ALREADY_KNOWN";
-  readonly retriable = true;
-}
+export class TransactionAlreadyKnownError extends errorClass(RouterError, "TRANSACTION_ALREADY_KNOWN", "retriable") {}
 
 /** A node error we have no class for. Retriable (unknown errors keep the job alive), but not failed over. */
-export class ChainRequestError extends RouterError {
-  readonly code = "CHAIN_REQUEST_FAILED";
-  readonly retriable = true;
-}
+export class ChainRequestError extends errorClass(RouterError, "CHAIN_REQUEST_FAILED", "retriable") {}
 
 /** No gas price from stations, providers or the configured default. */
-export class GasPriceUnavailableError extends RouterError {
-  readonly code = "GAS_PRICE_UNAVAILABLE";
-  readonly retriable = true;
-}
+export class GasPriceUnavailableError extends errorClass(RouterError, "GAS_PRICE_UNAVAILABLE", "retriable") {}
 
 type ChainErrorFactory = (message: string, cause: unknown) => RouterError;
 
@@ -229,7 +205,4 @@ function shortMessage(err: unknown, text: string): string {
 }
 
 /** The chain's provider list cannot be used at all (no http(s) URL). */
-export class ChainProviderConfigError extends RouterError {
-  readonly code = "CHAIN_PROVIDER_CONFIG_INVALID";
-  readonly retriable = false;
-}
+export class ChainProviderConfigError extends errorClass(RouterError, "CHAIN_PROVIDER_CONFIG_INVALID", "terminal") {}

@@ -1,4 +1,4 @@
-import { RouterError } from "../errors";
+import { RouterError, errorClass } from "../errors";
 import type { SenderCancelVerdict } from "./sender-cancel-check";
 
 /**
@@ -10,67 +10,38 @@ import type { SenderCancelVerdict } from "./sender-cancel-check";
  */
 
 /** The sending side is not prepared on chain: never was, or already fulfilled or cancelled. */
-export class SenderNotPreparedError extends RouterError {
-  readonly code = "SENDER_NOT_PREPARED";
-  readonly retriable = false;
-}
+export class SenderNotPreparedError extends errorClass(RouterError, "SENDER_NOT_PREPARED", "terminal") {}
 
 /** The receiving side is prepared and not expired: the user can still be paid there. */
-export class ReceiverLiveError extends RouterError {
-  readonly code = "RECEIVER_LIVE";
-  readonly retriable = false;
-}
+export class ReceiverLiveError extends errorClass(RouterError, "RECEIVER_LIVE", "terminal") {}
 
 /** The receiving side was fulfilled: the sending side is the router's claim, cancelling it loses the funds. */
-export class ReceiverFulfilledError extends RouterError {
-  readonly code = "RECEIVER_FULFILLED";
-  readonly retriable = false;
-}
+export class ReceiverFulfilledError extends errorClass(RouterError, "RECEIVER_FULFILLED", "terminal") {}
 
 /**
  * The receiving side expired but is still prepared: it must be cancelled first. Not retriable: the receiver
  * cancel, once seen, makes the lifecycle plan the sender cancel afresh.
  */
-export class ReceiverNotCancelledError extends RouterError {
-  readonly code = "RECEIVER_NOT_CANCELLED";
-  readonly retriable = false;
-}
+export class ReceiverNotCancelledError extends errorClass(RouterError, "RECEIVER_NOT_CANCELLED", "terminal") {}
 
 /** The receiving chain shows a receiving side its events do not explain: an operator must look. */
-export class ReceiverStateUnknownError extends RouterError {
-  readonly code = "RECEIVER_STATE_UNKNOWN";
-  readonly retriable = false;
-}
+export class ReceiverStateUnknownError extends errorClass(RouterError, "RECEIVER_STATE_UNKNOWN", "terminal") {}
 
 /** A prepare-receiver job can still run or has a transaction the chain may not show yet; the chain tells later. */
-export class ReceiverBeingPreparedError extends RouterError {
-  readonly code = "RECEIVER_BEING_PREPARED";
-  readonly retriable = true;
-}
+export class ReceiverBeingPreparedError extends errorClass(RouterError, "RECEIVER_BEING_PREPARED", "retriable") {}
 
 /** The receiving chain is not configured: the sending side can be cancelled after its expiry (`retryAtMs`). */
-export class ReceiverUnverifiableError extends RouterError {
-  readonly code = "RECEIVER_UNVERIFIABLE";
-  readonly retriable = true;
-  override readonly notYet = true;
-}
+export class ReceiverUnverifiableError extends errorClass(RouterError, "RECEIVER_UNVERIFIABLE", "not-yet") {}
 
 /** docs/protocol.md#cancel-rules: before the sender's expiry the sending prepare must be 780 s old (`retryAtMs`). */
-export class SenderTooNewError extends RouterError {
-  readonly code = "SENDER_TOO_NEW";
-  readonly retriable = true;
-  override readonly notYet = true;
-}
+export class SenderTooNewError extends errorClass(RouterError, "SENDER_TOO_NEW", "not-yet") {}
 
 /**
  * A receiving prepare is the transfer's recorded decision (shared/coordination/transfer-decision.ts) and the receiving
  * chain does not show that side cancelled: its transaction may be in flight or in blocks a provider lags behind.
  * The chain tells later (then RECEIVER_LIVE, or cancelled and the refund goes ahead). `force` never overrides it.
  */
-export class ReceiverPrepareDecidedError extends RouterError {
-  readonly code = "RECEIVER_PREPARE_DECIDED";
-  readonly retriable = true;
-}
+export class ReceiverPrepareDecidedError extends errorClass(RouterError, "RECEIVER_PREPARE_DECIDED", "retriable") {}
 
 export interface RefusalOptions {
   /** Wall-clock ms after which a time rule may pass (SENDER_TOO_NEW, RECEIVER_UNVERIFIABLE); put in the context. */

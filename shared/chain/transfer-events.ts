@@ -1,5 +1,5 @@
 import { zeroPadValue } from "ethers";
-import { RouterError } from "../errors";
+import { RouterError, errorClass } from "../errors";
 import { classifyVariant, invariantDigest, invariantOf, NOT_PREPARED_VARIANT_DIGEST } from "../protocol/digests";
 import { RECEIVER_EXPIRY_MAX_WINDOW_SEC, RECEIVER_EXPIRY_OFFSET_SEC } from "../protocol/expiry";
 import type { TransactionData, TransferRecord } from "../protocol/types";
@@ -31,10 +31,7 @@ export const MAX_LOG_CHUNKS = 400;
 export const CLOCK_SKEW_MARGIN_SEC = 3_600;
 
 /** The requested log range would take more than MAX_LOG_CHUNKS requests. */
-export class LogRangeTooLargeError extends RouterError {
-  readonly code = "LOG_RANGE_TOO_LARGE";
-  readonly retriable = false;
-}
+export class LogRangeTooLargeError extends errorClass(RouterError, "LOG_RANGE_TOO_LARGE", "terminal") {}
 
 export interface FindTransferEventsParams {
   readonly provider: Pick<ChainProvider, "read">;
@@ -127,10 +124,7 @@ export async function blockTimestamp(
 }
 
 /** A block the caller knows exists was not returned (a lagging or pruned provider). */
-export class BlockUnavailableError extends RouterError {
-  readonly code = "BLOCK_UNAVAILABLE";
-  readonly retriable = true;
-}
+export class BlockUnavailableError extends errorClass(RouterError, "BLOCK_UNAVAILABLE", "retriable") {}
 
 export type ReceivingSide =
   | { readonly state: "not-prepared" }

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Redis } from "ioredis";
-import { RouterError } from "../errors";
+import { RouterError, errorClass } from "../errors";
 import { DELETE_IF_EQUAL } from "../redis/common-scripts";
 import { defineScript, reply } from "../redis/script-runner";
 
@@ -27,10 +27,7 @@ export interface Fence {
 export type FenceSource = () => Fence | undefined;
 
 /** A fenced write was refused: this process no longer holds the lease (locally expired, or Redis says so). */
-export class LeaseLostError extends RouterError {
-  readonly code = "LEASE_LOST";
-  readonly retriable = true;
-}
+export class LeaseLostError extends errorClass(RouterError, "LEASE_LOST", "retriable") {}
 
 /**
  * The error a refused fenced write throws: LeaseLostError, or a process's own class for its lease (the

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import type { RedisReplication } from "../config/types";
-import { RouterError } from "../errors";
+import { RouterError, errorClass } from "../errors";
 import { routerKey } from "./keys";
 
 /**
@@ -9,11 +9,7 @@ import { routerKey } from "./keys";
  * them may follow. Retriable, and "not yet": nothing was broadcast, so the caller waits REPLICA_RETRY_MS (a replica
  * outage never uses up a job's attempts); the next run reads what Redis really holds and waits again.
  */
-export class ReplicaAckTimeoutError extends RouterError {
-  readonly code = "REDIS_NOT_REPLICATED";
-  readonly retriable = true;
-  override readonly notYet = true;
-
+export class ReplicaAckTimeoutError extends errorClass(RouterError, "REDIS_NOT_REPLICATED", "not-yet") {
   constructor(message: string, context: Record<string, unknown> = {}, options?: { cause?: unknown }) {
     super(message, { retryAtMs: Date.now() + REPLICA_RETRY_MS, ...context }, options);
   }

@@ -1,7 +1,7 @@
 import type { ChainProvider } from "../chain/chain-provider";
 import { decodeTmLogs, isTransferEvent, undecodableLogFields, type TmEvent } from "../chain/tm-log-decoder";
 import type { RouterConfig } from "../config/types";
-import { RouterError } from "../errors";
+import { RouterError, errorClass } from "../errors";
 import type { LedgerPool } from "./database";
 import type { Logger } from "../logging/create-logger";
 import { gasFiguresOf, usdOf, usdPerToken } from "../protocol/ledger";
@@ -11,16 +11,10 @@ import { bookRows, type BookResult, type EventRow, type TransactionRow } from ".
 import type { LedgerPricer, PricePoint } from "./prices";
 
 /** The chain does not show the transaction as mined and confirmed yet (or a lagging node): look again later. */
-export class ReceiptNotReadyError extends RouterError {
-  readonly code = "LEDGER_RECEIPT_NOT_READY";
-  readonly retriable = true;
-}
+export class ReceiptNotReadyError extends errorClass(RouterError, "LEDGER_RECEIPT_NOT_READY", "retriable") {}
 
 /** The job names a chain this router does not run: nothing can ever be booked for it. */
-export class LedgerJobRefusedError extends RouterError {
-  readonly code = "LEDGER_JOB_REFUSED";
-  readonly retriable = false;
-}
+export class LedgerJobRefusedError extends errorClass(RouterError, "LEDGER_JOB_REFUSED", "terminal") {}
 
 export type BookOutcome = "booked" | "known" | "not_ours";
 

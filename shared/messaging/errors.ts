@@ -1,4 +1,4 @@
-import { RouterError } from "../errors";
+import { RouterError, errorClass } from "../errors";
 
 /** Why an incoming message was refused before any handler saw it; each reason is throttled separately in logs. */
 export type EnvelopeRejectReason =
@@ -26,10 +26,7 @@ export class InvalidEnvelopeError extends RouterError {
 }
 
 /** A subject that is not `<to>.<from>.<topic>.request|response` with checksummed addresses and a known topic. */
-export class InvalidSubjectError extends RouterError {
-  readonly code = "INVALID_SUBJECT";
-  readonly retriable = false;
-}
+export class InvalidSubjectError extends errorClass(RouterError, "INVALID_SUBJECT", "terminal") {}
 
 export type AuthStep = "nonce" | "sign" | "token";
 
@@ -37,9 +34,7 @@ export type AuthStep = "nonce" | "sign" | "token";
  * The auth flow (docs/protocol.md#login) failed at `step` (HTTP status in context when there was one). Retriable: auth
  * servers restart and networks blip. Never carries the token: the failing step is the one that did not produce it.
  */
-export class MessagingAuthError extends RouterError {
-  readonly code = "MESSAGING_AUTH_FAILED";
-  readonly retriable = true;
+export class MessagingAuthError extends errorClass(RouterError, "MESSAGING_AUTH_FAILED", "retriable") {
   readonly step: AuthStep;
   readonly status: number | undefined;
 
@@ -56,19 +51,10 @@ export class MessagingAuthError extends RouterError {
 }
 
 /** The messaging parameters cannot work (no server, a WebSocket URL the node client cannot dial, bad URL). */
-export class MessagingConfigError extends RouterError {
-  readonly code = "MESSAGING_CONFIG_INVALID";
-  readonly retriable = false;
-}
+export class MessagingConfigError extends errorClass(RouterError, "MESSAGING_CONFIG_INVALID", "terminal") {}
 
 /** Publishing after close(), or the connection refused the publish (closed, payload over the server limit). */
-export class MessagingPublishError extends RouterError {
-  readonly code = "MESSAGING_PUBLISH_FAILED";
-  readonly retriable = true;
-}
+export class MessagingPublishError extends errorClass(RouterError, "MESSAGING_PUBLISH_FAILED", "retriable") {}
 
 /** No messaging server accepted the first connection. Retriable: servers come back; PM2 restarts the process. */
-export class MessagingUnavailableError extends RouterError {
-  readonly code = "MESSAGING_UNAVAILABLE";
-  readonly retriable = true;
-}
+export class MessagingUnavailableError extends errorClass(RouterError, "MESSAGING_UNAVAILABLE", "retriable") {}

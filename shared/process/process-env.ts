@@ -1,4 +1,4 @@
-import { RouterError } from "../errors";
+import { RouterError, errorClass } from "../errors";
 import type { ChainConfig, RouterConfig } from "../config/types";
 
 /**
@@ -6,10 +6,7 @@ import type { ChainConfig, RouterConfig } from "../config/types";
  * variable: it refuses to start. One config file serves every chain's process, so these come from the
  * process's environment (ecosystem.config.js sets them).
  */
-export class ProcessEnvError extends RouterError {
-  readonly code = "PROCESS_ENV_INVALID";
-  readonly retriable = false;
-}
+export class ProcessEnvError extends errorClass(RouterError, "PROCESS_ENV_INVALID", "terminal") {}
 
 /** CHAIN_ID: a positive decimal integer; whether it is configured is checked by `chainConfigFor`. */
 export function readChainIdEnv(env: NodeJS.ProcessEnv): number {

@@ -1,5 +1,5 @@
 import type { Queue, QueueEvents } from "bullmq";
-import { RouterError } from "../errors";
+import { RouterError, errorClass } from "../errors";
 import { isTxJobProgress } from "./jobs";
 import { withTimeout } from "../timing";
 
@@ -21,16 +21,10 @@ export interface BroadcastOutcome {
 }
 
 /** No broadcast was reported in time; the job stays queued (or running). */
-export class BroadcastWaitTimeoutError extends RouterError {
-  readonly code = "BROADCAST_TIMEOUT";
-  readonly retriable = true;
-}
+export class BroadcastWaitTimeoutError extends errorClass(RouterError, "BROADCAST_TIMEOUT", "retriable") {}
 
 /** The submitter gave up on the job (attempts exhausted or a terminal failure), or it completed without a hash. */
-export class TxJobFailedError extends RouterError {
-  readonly code = "TRANSACTION_FAILED";
-  readonly retriable = false;
-}
+export class TxJobFailedError extends errorClass(RouterError, "TRANSACTION_FAILED", "terminal") {}
 
 export interface WaitForBroadcastParams {
   readonly queue: Pick<Queue, "getJob">;

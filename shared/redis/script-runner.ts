@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
-import { RouterError } from "../errors";
+import { RouterError, errorClass } from "../errors";
 import { loadScript, sourceOf, type LoadedScript } from "./script-loader";
 
 /**
@@ -52,12 +52,11 @@ export interface RedisScript<K extends string, A extends string, R, OK extends s
   run(redis: ScriptClient, call: ScriptCall<K, A, OK, OA>): Promise<R>;
 }
 
-/** A Redis error raised inside a script, with the .lua file and line it points at. */
-export class RedisScriptError extends RouterError {
-  readonly code = "REDIS_SCRIPT_ERROR";
-  // As any unknown Redis error was before: a retry reads Redis again (a foreign write may have been the cause).
-  readonly retriable = true;
-}
+/**
+ * A Redis error raised inside a script, with the .lua file and line it points at. Retriable, as any unknown Redis
+ * error: a retry reads Redis again (a foreign write may have been the cause).
+ */
+export class RedisScriptError extends errorClass(RouterError, "REDIS_SCRIPT_ERROR", "retriable") {}
 
 /** A script's slot names as its definition gives them: what its .lua header must name, in order. */
 export interface DefinedSlots {

@@ -38,6 +38,9 @@ export interface TransferStore {
  * `conflict`: the record names another transfer (another invariant) under a stored one's (transactionId, user);
  * the stored one stays (mergeTransferRecord).
  */
+/** One record's lookup by (chain, transactionId, user): what a reader that needs no more of the store takes. */
+export type TransferLookup = TransferStore["get"];
+
 export type PutOutcome = "created" | "updated" | "unchanged" | "stale" | "conflict";
 
 /** One side of a transfer: the record of (transactionId, user) on `chainId`. */

@@ -1,4 +1,3 @@
-import type { Queue, QueueEvents } from "bullmq";
 import { getAddress } from "ethers";
 import {
   addLiquidityRefusal,
@@ -10,26 +9,22 @@ import type { ChainProvider } from "../../../shared/chain/chain-provider";
 import { poolAssetsOf } from "../../../shared/config/pools";
 import type { RouterConfig } from "../../../shared/config/types";
 import { errorCode } from "../../../shared/errors";
-import type { Logger } from "../../../shared/logging/create-logger";
-import { TX_JOB, txJobId, type AddLiquidityForJobData } from "../../../shared/queues";
+import { TX_JOB, type AddLiquidityForJobData } from "../../../shared/queues";
 import { withTimeout } from "../../../shared/timing";
 import type { AddLiquidityForRequest, OperationContext, TransactionResponse } from "../types";
-import { PRE_ENQUEUE_READ_TIMEOUT_MS, moneyRequest, type ContentClaim, type ContentClaimDeps } from "./content-claim";
-import { DEFAULT_BROADCAST_TIMEOUT_MS } from "./enqueue-and-wait";
+import { PRE_ENQUEUE_READ_TIMEOUT_MS, type ContentClaimDeps } from "./content-claim";
+import type { TxRequestDeps } from "./enqueue-and-wait";
+import { moneyRequest } from "./money-request";
 import { ChainUnavailableError } from "./errors";
 import { AssetNotInPoolError } from "./liquidity-errors";
 
-export interface AddLiquidityForDeps extends ContentClaimDeps {
+export interface AddLiquidityForDeps extends ContentClaimDeps, TxRequestDeps {
   readonly config: RouterConfig;
   /** The router credited by default: the Router contract in router-contract mode, else the signer. */
   readonly routerAddress: string;
   /** The wallet that pays: the router's signer. */
   readonly signerAddress: string;
-  queueFor(chainId: number): Queue;
-  queueEventsFor(chainId: number): QueueEvents;
   readProvider(chainId: number): Pick<ChainProvider, "call" | "getBalance">;
-  readonly broadcastTimeoutMs?: number;
-  readonly logger: Logger;
 }
 
 export type AddLiquidityForOperation = (
@@ -51,9 +46,7 @@ export type AddLiquidityForOperation = (
  *    allowance lacks, and sends the add (services/submitter/operations/add-liquidity-for.ts).
  */
 export function createAddLiquidityForOperation(deps: AddLiquidityForDeps): AddLiquidityForOperation {
-  const timeoutMs = deps.broadcastTimeoutMs ?? DEFAULT_BROADCAST_TIMEOUT_MS;
-  return async (params, ctx) => {
-    const jobId = txJobId(TX_JOB.addLiquidityFor, ctx.requestId);
+  return (params, ctx) => {
     const data: AddLiquidityForJobData = {
       chainId: params.chainId,
       assetId: params.assetId,
@@ -61,38 +54,17 @@ export function createAddLiquidityForOperation(deps: AddLiquidityForDeps): AddLi
       router: params.routerAddress ?? deps.routerAddress,
       requestId: ctx.requestId,
     };
-    const queue = deps.queueFor(params.chainId);
-    const logger = deps.logger.child({ requestId: ctx.requestId, jobId, chainId: params.chainId });
-
-    // Steps 1-5 (above) in the one flow both money requests share (content-claim.ts moneyRequest).
-    const transactionHash = await moneyRequest(deps, {
-      queue,
-      events: deps.queueEventsFor(params.chainId),
-      claim: contentClaimOf(data, jobId),
+    // Steps 1-5 (above) in the one flow both money requests share (money-request.ts).
+    return moneyRequest(deps, ctx, {
+      kind: TX_JOB.addLiquidityFor,
+      chainId: data.chainId,
       data,
+      contentFields: [data.chainId, data.assetId, data.amount, data.router],
       precheck: () => assertPoolAsset(deps.config, params.chainId, params.assetId),
       check: () => assertAddAccepted(deps, data),
-      timeoutMs,
-      logger,
       at: "admin.addLiquidityFor",
+      logged: { assetId: data.assetId, amount: data.amount, router: data.router },
     });
-    logger.info("add-liquidity-for broadcast", {
-      at: "admin.addLiquidityFor",
-      transactionHash,
-      assetId: data.assetId,
-      amount: data.amount,
-      router: data.router,
-    });
-    return { transactionHash };
-  };
-}
-
-function contentClaimOf(data: AddLiquidityForJobData, jobId: string): ContentClaim {
-  return {
-    kind: TX_JOB.addLiquidityFor,
-    chainId: data.chainId,
-    fields: [data.chainId, data.assetId, data.amount, data.router],
-    jobId,
   };
 }
 

@@ -1,4 +1,3 @@
-import type { Queue, QueueEvents } from "bullmq";
 import { withTimeout } from "../../../shared/timing";
 import { waitForBroadcast, type BroadcastOutcome } from "../../../shared/queues/wait-for-broadcast";
 import type { Redis } from "ioredis";
@@ -24,12 +23,13 @@ import { RouterError, errorCode } from "../../../shared/errors";
 import type { Logger } from "../../../shared/logging/create-logger";
 import { classifyVariant, invariantDigest, invariantOf } from "../../../shared/protocol/digests";
 import type { TransactionData, TransferRecord } from "../../../shared/protocol/types";
+import type { TransferLookup } from "../../../shared/transfers/transfer-store";
 import { sameHex } from "../../../shared/protocol/values";
 import { TX_JOB, txJobOptions, transferKey, txJobId, type CancelSenderJobData } from "../../../shared/queues";
 import { findPrepareReceiverInFlight } from "../../../shared/coordination/in-flight";
 import { readTransferDecision } from "../../../shared/coordination/transfer-decision";
 import type { CancelSenderRequest, OperationContext, TransactionResponse } from "../types";
-import { DEFAULT_BROADCAST_TIMEOUT_MS, QUEUE_CALL_TIMEOUT_MS, queueCall } from "./enqueue-and-wait";
+import { DEFAULT_BROADCAST_TIMEOUT_MS, QUEUE_CALL_TIMEOUT_MS, queueCall, type TxRequestDeps } from "./enqueue-and-wait";
 import { ChainUnavailableError, QueueUnavailableError, TransactionNotFoundError } from "./errors";
 
 /**
@@ -39,27 +39,16 @@ import { ChainUnavailableError, QueueUnavailableError, TransactionNotFoundError 
  */
 export const DEFAULT_SENDER_LOOKBACK_BLOCKS = 100_000;
 
-/** The transfer store's lookup (shared/transfers/transfer-store.ts): a record per (chain, transactionId, user). */
-export type FindTransfer = (
-  chainId: number,
-  transactionId: string,
-  user: string,
-) => Promise<TransferRecord | undefined>;
-
-export interface CancelSenderDeps {
+export interface CancelSenderDeps extends TxRequestDeps {
   readonly config: RouterConfig;
   /** `invariant.router` of our transfers: the Router contract in router-contract mode, else the signer. */
   readonly routerAddress: string;
-  queueFor(chainId: number): Queue;
-  queueEventsFor(chainId: number): QueueEvents;
   /** For the receiving chain's prepare-receiver transaction record and the transfer's decision. */
   readonly redis: Pick<Redis, "hget" | "get">;
   /** Read provider of a configured chain. */
   readProvider(chainId: number): ChainProvider;
-  readonly findTransfer?: FindTransfer;
-  readonly broadcastTimeoutMs?: number;
+  readonly findTransfer?: TransferLookup;
   readonly senderLookbackBlocks?: number;
-  readonly logger: Logger;
 }
 
 export type CancelSenderOperation = (

@@ -1,8 +1,7 @@
 import { createHash } from "node:crypto";
-import type { Job, Queue, QueueEvents } from "bullmq";
+import type { Job, Queue } from "bullmq";
 import type { Redis } from "ioredis";
-import { txJobOptions, type TxJobData, type TxJobName } from "../../../shared/queues";
-import { waitForBroadcast } from "../../../shared/queues/wait-for-broadcast";
+import type { TxJobName } from "../../../shared/queues";
 import { adminRequestContentKey } from "../../../shared/coordination/keys";
 import { txRecordStatus } from "../../../shared/coordination/in-flight";
 import type { ReplicationGuard } from "../../../shared/coordination/replication";
@@ -10,7 +9,6 @@ import type { Logger } from "../../../shared/logging/create-logger";
 import { DELETE_IF_EQUAL } from "../../../shared/redis/common-scripts";
 import { defineScript, reply, type ScriptClient } from "../../../shared/redis/script-runner";
 import { QUEUE_CALL_TIMEOUT_MS, queueCall } from "./enqueue-and-wait";
-import { assertSameJobData } from "./same-request";
 
 /**
  * Identical money requests (a withdrawal, a deposit) within this long of an accepted one are the same request,
@@ -145,55 +143,4 @@ export async function claimOrJoin(
       throw err;
     });
   return undefined;
-}
-
-/** One admin money request (a withdrawal or a deposit) as moneyRequest runs it. */
-export interface MoneyRequest {
-  readonly queue: Queue;
-  readonly events: QueueEvents;
-  /** The job under the request id, with its data and the content claim of that data. */
-  readonly claim: ContentClaim;
-  readonly data: TxJobData;
-  /** Checks that need no chain read and come before the claim (a pool asset); throw to refuse. */
-  readonly precheck?: () => void;
-  /** The chain reads before enqueuing (balance, approvals); throw to refuse. The claim is dropped then. */
-  readonly check: () => Promise<void>;
-  readonly timeoutMs: number;
-  readonly logger: Logger;
-  /** The log lines' `at`. */
-  readonly at: string;
-}
-
-/**
- * Runs a money request once, whatever retries it meets, and answers with its transaction's hash once broadcast:
- * 1. the same request id finds the same job (same fields, or REQUEST_ID_CONFLICT) and waits on it;
- * 2. otherwise the prechecks, then the content claim: an identical request within the window answers this one
- *    (claimOrJoin), else the chain's checks pass and the claim reaches the replicas;
- * 3. the job is enqueued (unless joined) and the answer is its broadcast, never its confirmations.
- */
-export async function moneyRequest(deps: ContentClaimDeps, r: MoneyRequest): Promise<string> {
-  const { queue, claim } = r;
-  // 1. The same request id: the same job.
-  const existing = await queueCall(() => queue.getJob(claim.jobId));
-  let waitOn = claim.jobId;
-  if (existing) {
-    assertSameJobData(existing, r.data, claim.jobId, claim.kind);
-    r.logger.info(`${claim.kind} retried: waiting on the existing job`, { at: r.at });
-  } else {
-    // 2. Prechecks, then the same content within the window, else the chain's checks and the claim.
-    r.precheck?.();
-    waitOn = (await claimOrJoin(deps, queue, claim, r.check, { logger: r.logger, at: r.at })) ?? claim.jobId;
-  }
-  // 3. Enqueue (unless joined) and answer once broadcast.
-  const { transactionHash } = await waitForBroadcast({
-    queue,
-    events: r.events,
-    jobId: waitOn,
-    timeoutMs: r.timeoutMs,
-    enqueue:
-      existing || waitOn !== claim.jobId
-        ? undefined
-        : () => queueCall(() => queue.add(claim.kind, r.data, txJobOptions(claim.kind, claim.jobId))),
-  });
-  return transactionHash;
 }

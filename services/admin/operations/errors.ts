@@ -1,4 +1,4 @@
-import { RouterError } from "../../../shared/errors";
+import { RouterError, errorClass } from "../../../shared/errors";
 
 /**
  * Conditions of admin operations. Their codes are keys of HTTP_STATUS (services/admin/errors.ts), which is
@@ -7,37 +7,19 @@ import { RouterError } from "../../../shared/errors";
  */
 
 /** The router's unlocked balance on the chain is below the amount asked for. */
-export class InsufficientLiquidityError extends RouterError {
-  readonly code = "INSUFFICIENT_LIQUIDITY";
-  readonly retriable = false;
-}
+export class InsufficientLiquidityError extends errorClass(RouterError, "INSUFFICIENT_LIQUIDITY", "terminal") {}
 
 /** The request id names an existing job whose data differs: a reused X-Request-Id, not a retry. */
-export class RequestIdConflictError extends RouterError {
-  readonly code = "REQUEST_ID_CONFLICT";
-  readonly retriable = false;
-}
+export class RequestIdConflictError extends errorClass(RouterError, "REQUEST_ID_CONFLICT", "terminal") {}
 
 /** The unlocked balance could not be read (provider down or too slow); nothing was enqueued. */
-export class BalanceUnavailableError extends RouterError {
-  readonly code = "BALANCE_UNAVAILABLE";
-  readonly retriable = true;
-}
+export class BalanceUnavailableError extends errorClass(RouterError, "BALANCE_UNAVAILABLE", "retriable") {}
 
 /** Redis did not take or answer a queue command in time; the job may or may not exist. */
-export class QueueUnavailableError extends RouterError {
-  readonly code = "QUEUE_UNAVAILABLE";
-  readonly retriable = true;
-}
+export class QueueUnavailableError extends errorClass(RouterError, "QUEUE_UNAVAILABLE", "retriable") {}
 
 /** No sending-side transaction for (senderChainId, transactionId, user) naming this router. */
-export class TransactionNotFoundError extends RouterError {
-  readonly code = "TRANSACTION_NOT_FOUND";
-  readonly retriable = false;
-}
+export class TransactionNotFoundError extends errorClass(RouterError, "TRANSACTION_NOT_FOUND", "terminal") {}
 
 /** A chain read the decision needs failed (no provider answered); nothing was enqueued. */
-export class ChainUnavailableError extends RouterError {
-  readonly code = "CHAIN_UNAVAILABLE";
-  readonly retriable = true;
-}
+export class ChainUnavailableError extends errorClass(RouterError, "CHAIN_UNAVAILABLE", "retriable") {}

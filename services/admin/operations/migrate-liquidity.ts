@@ -2,7 +2,6 @@ import type { Job, Queue, QueueEvents } from "bullmq";
 import { poolAssetsOf } from "../../../shared/config/pools";
 import type { RouterConfig } from "../../../shared/config/types";
 import { errorCode, errorMessage } from "../../../shared/errors";
-import type { Logger } from "../../../shared/logging/create-logger";
 import type { TransferRecord } from "../../../shared/protocol/types";
 import {
   TX_JOB,
@@ -20,7 +19,7 @@ import {
 import { withTimeout } from "../../../shared/timing";
 import type { MigrateLiquidityEntry, MigrateLiquidityRequest, OperationContext } from "../types";
 import { readChainState } from "./add-liquidity-for";
-import { DEFAULT_BROADCAST_TIMEOUT_MS, queueCall } from "./enqueue-and-wait";
+import { DEFAULT_BROADCAST_TIMEOUT_MS, queueCall, type TxRequestDeps } from "./enqueue-and-wait";
 import { BalanceUnavailableError } from "./errors";
 import {
   CleanUpModeOffError,
@@ -39,20 +38,16 @@ import type { ChainProvider } from "../../../shared/chain/chain-provider";
 export const DEFAULT_REMOVAL_TIMEOUT_MS = 120_000;
 const BALANCE_READ_TIMEOUT_MS = 10_000;
 
-export interface MigrateLiquidityDeps {
+export interface MigrateLiquidityDeps extends TxRequestDeps {
   readonly config: RouterConfig;
   /** The signer: the direct-mode router whose liquidity moves, and the wallet the add spends from. */
   readonly signerAddress: string;
-  queueFor(chainId: number): Queue;
-  queueEventsFor(chainId: number): QueueEvents;
   readProvider(chainId: number): Pick<ChainProvider, "call" | "getBalance">;
   /** The signer's unlocked liquidity in the TransactionManager, base units. */
   readUnlockedBalance(chainId: number, assetId: string): Promise<bigint>;
   /** Prepared transfer sides the pollers stored on a chain (the transfer store's open index). */
   listOpen(chainId: number): Promise<readonly TransferRecord[]>;
-  readonly broadcastTimeoutMs?: number;
   readonly removalTimeoutMs?: number;
-  readonly logger: Logger;
 }
 
 export type MigrateLiquidityOperation = (

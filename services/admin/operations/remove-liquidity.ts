@@ -1,22 +1,16 @@
 import { withTimeout } from "../../../shared/timing";
-import type { Queue, QueueEvents } from "bullmq";
-import type { Logger } from "../../../shared/logging/create-logger";
-import { TX_JOB, txJobId, type RemoveLiquidityJobData } from "../../../shared/queues";
+import { TX_JOB } from "../../../shared/queues";
 import type { OperationContext, RemoveLiquidityRequest, TransactionResponse } from "../types";
-import { PRE_ENQUEUE_READ_TIMEOUT_MS, moneyRequest, type ContentClaim, type ContentClaimDeps } from "./content-claim";
-import { DEFAULT_BROADCAST_TIMEOUT_MS } from "./enqueue-and-wait";
+import { PRE_ENQUEUE_READ_TIMEOUT_MS, type ContentClaimDeps } from "./content-claim";
+import type { TxRequestDeps } from "./enqueue-and-wait";
+import { moneyRequest } from "./money-request";
 import { BalanceUnavailableError, InsufficientLiquidityError } from "./errors";
 
 export { DEFAULT_BROADCAST_TIMEOUT_MS } from "./enqueue-and-wait";
 
-export interface RemoveLiquidityDeps extends ContentClaimDeps {
-  queueFor(chainId: number): Queue;
-  queueEventsFor(chainId: number): QueueEvents;
+export interface RemoveLiquidityDeps extends ContentClaimDeps, TxRequestDeps {
   /** The router's unlocked liquidity in the TransactionManager, base units. */
   readUnlockedBalance(chainId: number, assetId: string): Promise<bigint>;
-  /** How long a request waits for the submitter's broadcast; 30 s by default. */
-  broadcastTimeoutMs?: number;
-  logger: Logger;
 }
 
 export type RemoveLiquidityOperation = (
@@ -35,40 +29,16 @@ export type RemoveLiquidityOperation = (
  *   nothing on chain (no send record, or its transaction reverted).
  */
 export function createRemoveLiquidityOperation(deps: RemoveLiquidityDeps): RemoveLiquidityOperation {
-  const timeoutMs = deps.broadcastTimeoutMs ?? DEFAULT_BROADCAST_TIMEOUT_MS;
-  return async (params, ctx) => {
-    const jobId = txJobId(TX_JOB.removeLiquidity, ctx.requestId);
-    const data: RemoveLiquidityJobData = { ...params, requestId: ctx.requestId };
-    const queue = deps.queueFor(params.chainId);
-    const logger = deps.logger.child({ requestId: ctx.requestId, jobId, chainId: params.chainId });
-    const transactionHash = await moneyRequest(deps, {
-      queue,
-      events: deps.queueEventsFor(params.chainId),
-      claim: contentClaimOf(params, jobId),
-      data,
+  return (params, ctx) =>
+    moneyRequest(deps, ctx, {
+      kind: TX_JOB.removeLiquidity,
+      chainId: params.chainId,
+      data: { ...params, requestId: ctx.requestId },
+      contentFields: [params.chainId, params.assetId, params.amount, params.recipientAddress],
       check: () => assertUnlockedBalance(deps, params),
-      timeoutMs,
-      logger,
       at: "admin.removeLiquidity",
+      logged: { assetId: params.assetId, amount: params.amount, recipientAddress: params.recipientAddress },
     });
-    logger.info("remove-liquidity broadcast", {
-      at: "admin.removeLiquidity",
-      transactionHash,
-      assetId: params.assetId,
-      amount: params.amount,
-      recipientAddress: params.recipientAddress,
-    });
-    return { transactionHash };
-  };
-}
-
-function contentClaimOf(params: RemoveLiquidityRequest, jobId: string): ContentClaim {
-  return {
-    kind: TX_JOB.removeLiquidity,
-    chainId: params.chainId,
-    fields: [params.chainId, params.assetId, params.amount, params.recipientAddress],
-    jobId,
-  };
 }
 
 async function assertUnlockedBalance(deps: RemoveLiquidityDeps, params: RemoveLiquidityRequest): Promise<void> {

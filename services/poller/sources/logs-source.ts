@@ -2,6 +2,7 @@ import { getAddress, zeroPadValue, type Log } from "ethers";
 import type { Redis } from "ioredis";
 import type { ChainProvider } from "../../../shared/chain/chain-provider";
 import type { Logger } from "../../../shared/logging/create-logger";
+import type { TransferLookup } from "../../../shared/transfers/transfer-store";
 import type { TransferRecord } from "../../../shared/protocol/types";
 import { transferKey } from "../../../shared/queues";
 import { pollerCursorKey } from "../../../shared/coordination/keys";
@@ -27,13 +28,7 @@ import { routerLogFilters } from "../../../shared/chain/router-logs";
 import { agreedBlock } from "./agreed-block";
 import { probeCursor } from "./cursor-probe";
 import { createLogCursorStore, type BlockCheckpoint, type StoredCursor } from "./log-cursor";
-import {
-  SyncAbortedError,
-  type LiquidityEvent,
-  type SourceBatch,
-  type StoredRecordLookup,
-  type TransferSource,
-} from "./transfer-source";
+import { SyncAbortedError, type LiquidityEvent, type SourceBatch, type TransferSource } from "./transfer-source";
 import { createUndecodableReporter, type ReportUndecodable } from "./undecodable-logs";
 
 /** Blocks per eth_getLogs: small enough for every public RPC's range cap and response size limit. */
@@ -50,7 +45,8 @@ export interface LogsSourceParams {
   readonly routerAddress: string;
   readonly redis: Redis;
   readonly prefix: string;
-  readonly lookup: StoredRecordLookup;
+  /** What the store already holds, so the source can skip work it has done before. */
+  readonly lookup: TransferLookup;
   readonly logger: Logger;
   /** First block to read when no cursor is stored (env POLLER_START_BLOCK). */
   readonly startBlock?: number;

@@ -1,4 +1,4 @@
-import { RouterError, errorMessage } from "../../../shared/errors";
+import { RouterError, errorMessage, errorClass } from "../../../shared/errors";
 import { redactUrl } from "../../../shared/logging/redact";
 import { SUBGRAPH_TRANSACTION_FIELDS, type SubgraphTransaction } from "./subgraph-mapping";
 
@@ -28,10 +28,7 @@ export const DEFAULT_SUBGRAPH_TIMEOUT_MS = 10_000;
 export const SUBGRAPH_PAGE_SIZE = 1_000;
 
 /** Every subgraph URL failed a query (network, HTTP status, GraphQL errors or a malformed reply). */
-export class SubgraphUnavailableError extends RouterError {
-  readonly code = "SUBGRAPH_UNAVAILABLE";
-  readonly retriable = true;
-}
+export class SubgraphUnavailableError extends errorClass(RouterError, "SUBGRAPH_UNAVAILABLE", "retriable") {}
 
 export interface SubgraphClient {
   /** `_meta.block.number` of one subgraph. */

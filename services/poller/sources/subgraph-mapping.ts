@@ -1,5 +1,5 @@
 import { getAddress } from "ethers";
-import { RouterError } from "../../../shared/errors";
+import { RouterError, errorClass } from "../../../shared/errors";
 import type { TransactionData, TransferRecord, TransferStatus } from "../../../shared/protocol/types";
 import { isBytes32, isHexBytes, toSafeNumber } from "../../../shared/protocol/values";
 
@@ -48,10 +48,7 @@ export const SUBGRAPH_TRANSACTION_FIELDS =
   "fulfillTransactionHash cancelTransactionHash";
 
 /** A subgraph answered with data the router cannot trust; treated like a failed query. */
-export class SubgraphDataError extends RouterError {
-  readonly code = "SUBGRAPH_DATA_INVALID";
-  readonly retriable = true;
-}
+export class SubgraphDataError extends errorClass(RouterError, "SUBGRAPH_DATA_INVALID", "retriable") {}
 
 const STATUSES: readonly TransferStatus[] = ["Prepared", "Fulfilled", "Cancelled"];
 

@@ -3,6 +3,7 @@ import { errorMessage } from "../../../shared/errors";
 import type { Logger } from "../../../shared/logging/create-logger";
 import { redactUrl } from "../../../shared/logging/redact";
 import { completionBlockOf } from "../../../shared/protocol/completion-block";
+import type { TransferLookup } from "../../../shared/transfers/transfer-store";
 import type { TransferRecord } from "../../../shared/protocol/types";
 import { transferKey } from "../../../shared/queues";
 import {
@@ -13,7 +14,7 @@ import {
   type SubgraphQueryName,
 } from "./subgraph-client";
 import { subgraphToRecord, type SubgraphTransaction } from "./subgraph-mapping";
-import type { StoredRecordLookup, SyncParams, SyncResult, TransferSource } from "./transfer-source";
+import type { SyncParams, SyncResult, TransferSource } from "./transfer-source";
 
 /** Larger than any expiry: GetReceiverTransactions with it lists every open receiving side, expired or not. */
 const ANY_EXPIRY = String(Number.MAX_SAFE_INTEGER);
@@ -35,7 +36,8 @@ export interface SubgraphSourceParams {
   readonly syncBuffer: number;
   readonly client: SubgraphClient;
   readonly provider: ChainProvider;
-  readonly lookup: StoredRecordLookup;
+  /** What the store already holds, so the source can skip work it has done before. */
+  readonly lookup: TransferLookup;
   readonly watched: () => Promise<WatchedTransfers>;
   readonly logger: Logger;
 }

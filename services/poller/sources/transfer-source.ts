@@ -47,13 +47,6 @@ export interface TransferSource {
   sync(params: SyncParams): Promise<SyncResult>;
 }
 
-/** Looks up what the store already holds, so a source can skip work it has done before. */
-export type StoredRecordLookup = (
-  chainId: number,
-  transactionId: string,
-  user: string,
-) => Promise<TransferRecord | undefined>;
-
 /** Thrown between ranges when the tick is aborted, so no half-done range is reported as synced. */
 export class SyncAbortedError extends Error {
   constructor() {

@@ -7,7 +7,7 @@ import {
   readAddLiquidityState,
   readAllowance,
 } from "../../../shared/chain/add-liquidity";
-import { RouterError } from "../../../shared/errors";
+import { RouterError, errorClass } from "../../../shared/errors";
 import { type AddLiquidityForJobData } from "../../../shared/queues";
 import { approvalRecordId } from "../../../shared/coordination/keys";
 import type { SubmitterContext } from "../context";
@@ -20,10 +20,7 @@ import { GAS_LIMIT_HEADROOM_PERCENT } from "./estimated-call";
  * After its approval was mined, the allowance read does not cover the add: a lagging provider (retried), or another
  * add of the same asset used it up (fails once the attempts run out; a new request approves again).
  */
-export class AllowanceShortError extends RouterError {
-  readonly code = "ALLOWANCE_SHORT";
-  readonly retriable = true;
-}
+export class AllowanceShortError extends errorClass(RouterError, "ALLOWANCE_SHORT", "retriable") {}
 
 /**
  * The call an add-liquidity-for job sends (the router's wallet pays, `data.router` is credited):

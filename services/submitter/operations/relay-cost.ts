@@ -1,3 +1,4 @@
+import { errorClass } from "../../../shared/errors";
 import { getGasPrice } from "../../../shared/chain/gas-price";
 import { readOraclePrice } from "../../../shared/chain/oracle-price";
 import { createDecimalsReader } from "../../../shared/chain/router-balances";
@@ -12,19 +13,13 @@ import { LifecycleError } from "./errors";
 import { chainConfigOf, readProviderOf, type LifecycleContext } from "./lifecycle";
 
 /** The user's relayer fee does not pay for the gas the relay needs (the estimate, at today's fee per gas). */
-export class RelayFeeNotCoveredError extends LifecycleError {
-  readonly code = "RELAY_FEE_NOT_COVERED";
-  readonly retriable = false;
-}
+export class RelayFeeNotCoveredError extends errorClass(LifecycleError, "RELAY_FEE_NOT_COVERED", "terminal") {}
 
 /**
  * The relay's fee cannot be priced (no oracle, or a price of 0), so it pays for nothing, and the chain's
  * `allowUnpricedRelay` is off (the default): the router does not spend gas no fee covers.
  */
-export class RelayUnpricedError extends LifecycleError {
-  readonly code = "RELAY_UNPRICED";
-  readonly retriable = false;
-}
+export class RelayUnpricedError extends errorClass(LifecycleError, "RELAY_UNPRICED", "terminal") {}
 
 /** What a relay's send needs beyond the lifecycle: the fee a new transaction would pay now. */
 export interface RelayCostContext extends LifecycleContext {

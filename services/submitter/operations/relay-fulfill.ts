@@ -1,3 +1,4 @@
+import { errorClass } from "../../../shared/errors";
 import { contractInterface } from "../../../shared/chain/contracts";
 import { isTransactionExpired } from "../../../shared/protocol/expiry";
 import { abiFulfillArgs } from "../../../shared/protocol/router-signatures";
@@ -11,29 +12,20 @@ import { noop, openPreparedSide, readSideState, revertCodeOf } from "./lifecycle
 import { relayGas, type RelayCostContext } from "./relay-cost";
 
 /** The receiving side expired before the relay could be sent: the contract refuses the fulfill (#F:020). */
-export class RelayReceiverExpiredError extends LifecycleError {
-  readonly code = "RELAY_RECEIVER_EXPIRED";
-  readonly retriable = false;
-}
+export class RelayReceiverExpiredError extends errorClass(LifecycleError, "RELAY_RECEIVER_EXPIRED", "terminal") {}
 
 /**
  * The node's pending state shows the receiving side no longer as the job's (a fulfill or cancel waits in its
  * mempool) while the latest block still does: retried with the job's backoff; the run after it is mined is a no-op.
  */
-export class RelayReceiverChangingError extends LifecycleError {
-  readonly code = "RELAY_RECEIVER_CHANGING";
-  readonly retriable = true;
-}
+export class RelayReceiverChangingError extends errorClass(LifecycleError, "RELAY_RECEIVER_CHANGING", "retriable") {}
 
 /**
  * The receiving side is not on chain yet, but this router's own prepare of it can still run or has a sending or
  * confirmed transaction (a provider behind the auction's, or a prepare not mined yet): retried with the job's
  * backoff, not terminal. Once that prepare is over and the chain still shows nothing, RECEIVER_NOT_PREPARED.
  */
-export class RelayReceiverPendingError extends LifecycleError {
-  readonly code = "RELAY_RECEIVER_PENDING";
-  readonly retriable = true;
-}
+export class RelayReceiverPendingError extends errorClass(LifecycleError, "RELAY_RECEIVER_PENDING", "retriable") {}
 
 /**
  * The user's receiving-side fulfill, relayed for them (docs/relaying.md), on the receiving chain:

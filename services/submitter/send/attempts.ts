@@ -4,12 +4,11 @@ import { errorCode, errorMessage } from "../../../shared/errors";
 import { clampFee, feeToJson, type Fee } from "../../../shared/protocol/gas";
 import type { UnsignedTransaction } from "../../../shared/signer/router-signer";
 import { confirmNonceTaken, nonceTakenUnconfirmed } from "./confirm-nonce-taken";
-import { NonceRetriesExhaustedError, SenderLeaseLostError } from "./errors";
+import { NonceRetriesExhaustedError, SenderLeaseLostError, isStoppedBeforeSending } from "./errors";
 import type { SendContext, SendJob } from "./send-context";
 import { throwIfShuttingDown } from "./timing";
 import { feeCeilingOf, type TxAttempt, type TxCall, type TxRecord } from "./tx-record";
 import { routerMetrics } from "../../../shared/metrics/router-metrics";
-import { ReplicaAckTimeoutError } from "../../../shared/coordination/replication";
 
 /** A node that keeps answering "nonce too low" for fresh nonces means someone else is sending: stop and retry later. */
 export const MAX_FRESH_NONCE_TRIES = 5;
@@ -196,7 +195,7 @@ export async function rebroadcastLatest(
     await broadcastAttempt(ctx, job, latest);
   } catch (err) {
     // Unreplicated: nothing went out, and the job must not wait on a transaction no node has (resume path).
-    if (err instanceof SenderLeaseLostError || err instanceof ReplicaAckTimeoutError) {
+    if (isStoppedBeforeSending(err)) {
       throw err;
     }
     const chainError = toChainError(err);

@@ -1,9 +1,8 @@
 import { toChainError } from "../../../shared/chain/errors";
 import { errorMessage } from "../../../shared/errors";
-import { ReplicaAckTimeoutError } from "../../../shared/coordination/replication";
 import { persistNewAttempt, broadcastAttempt } from "./attempts";
 import { bumpOrRebroadcast } from "./bump";
-import { LedgerNamingError, SenderLeaseLostError } from "./errors";
+import { LedgerNamingError, isStoppedBeforeSending } from "./errors";
 import { nameMined } from "./name-mined";
 import type { SendContext, SendJob } from "./send-context";
 import { newTxRecord, type TxAttempt, type TxRecord } from "./tx-record";
@@ -112,7 +111,7 @@ export async function fillNonceGap(outer: SendContext, nonce: number): Promise<G
       });
       return { kind: "rebroadcast", jobId: record.jobId, transactionHash: stored.hash };
     } catch (err) {
-      if (err instanceof SenderLeaseLostError || err instanceof ReplicaAckTimeoutError) {
+      if (isStoppedBeforeSending(err)) {
         throw err;
       }
       ctx.logger.warn("nonce gap: the stored transaction was refused; filling with a self-transfer", {
@@ -150,7 +149,7 @@ export async function fillNonceGap(outer: SendContext, nonce: number): Promise<G
   try {
     await broadcastAttempt(ctx, job, attempt);
   } catch (err) {
-    if (err instanceof SenderLeaseLostError || err instanceof ReplicaAckTimeoutError) {
+    if (isStoppedBeforeSending(err)) {
       throw err;
     }
     // Persisted: the next fill rebroadcasts or bumps it.
