@@ -2,11 +2,10 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Queue } from "bullmq";
-import { ContractFactory, MaxUint256, Wallet, parseEther } from "ethers";
+import { MaxUint256, Wallet, parseEther } from "ethers";
 import { Redis } from "ioredis";
 import { startPoller, type PollerOptions, type RunningPoller } from "../../services/poller/start-poller";
 import { startSubmitter, type RunningSubmitter, type SubmitterOptions } from "../../services/submitter/start-submitter";
-import { packageArtifact } from "../../scripts/nxtp-package";
 import { loadConfig } from "../../shared/config";
 import type { RouterConfig } from "../../shared/config/types";
 import { txQueueName, type TxJobData, type TxJobResult } from "../../shared/queues";
@@ -15,7 +14,7 @@ import type { RouterSigner } from "../../shared/signer/router-signer";
 import { createTransferStore, type ChainHead } from "../../shared/transfers/transfer-store";
 import { anvilWallet } from "../harness/anvil";
 import { spawnRouterProcess, waitForReady, type ManagedProcess } from "../harness/child-process";
-import { fundRouterLiquidity, mintToken, nxtpContractAt, sendTx } from "../harness/deploy";
+import { deployContract, fundRouterLiquidity, mintToken, nxtpContractAt, sendTx } from "../harness/deploy";
 import { getFreePort } from "../harness/free-port";
 import { startStack, type Stack, type StackChain } from "../harness/stack";
 import { waitFor } from "../harness/wait";
@@ -83,9 +82,7 @@ export async function startE2eStack(): Promise<E2eStack> {
     });
   }
   const user = anvilWallet(5, sending.provider);
-  const { abi, bytecode } = packageArtifact("TestERC20");
-  const other = await new ContractFactory(abi, bytecode, anvilWallet(4, sending.provider)).deploy();
-  await other.waitForDeployment();
+  const other = await deployContract("TestERC20", anvilWallet(4, sending.provider));
   const otherToken = await other.getAddress();
   await sendTx(sending.deployment.contracts.transactionManager, "addAssetId", [otherToken]);
   for (const token of [sending.deployment.token, otherToken]) {
