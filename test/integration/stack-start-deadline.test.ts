@@ -1,5 +1,5 @@
 import { Wallet, parseEther } from "ethers";
-import { liveChildPids } from "../harness/child-process";
+import { isProcessAlive, liveChildPids } from "../harness/child-process";
 import { sendTx } from "../harness/deploy";
 import { startStackAnd, type Stack } from "../harness/stack";
 
@@ -8,15 +8,6 @@ import { startStackAnd, type Stack } from "../harness/stack";
  * timeout stops nothing, and children left running fail the next files' leak checks.
  */
 const CHAIN = 1337;
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function pidsOf(stack: Stack): number[] {
   return [...[...stack.chains.values()].map((c) => c.anvil.pid), stack.redis?.pid ?? -1].filter((p) => p > 0);
@@ -48,7 +39,7 @@ describe("stack start: a failed or overdue start leaves no child running", () =>
       "stack start did not finish within 3000 ms (at: preparing the stack (funding, approvals))",
     );
     expect(pids).toHaveLength(2);
-    expect(pids.filter(isAlive)).toEqual([]);
+    expect(pids.filter(isProcessAlive)).toEqual([]);
     expect(liveChildPids()).toEqual([]);
     // The deadline, then at most the stop's SIGTERM grace and SIGKILL wait: far inside jest's bound.
     expect(elapsedMs).toBeLessThan(3_000 + 8_000);
@@ -66,7 +57,7 @@ describe("stack start: a failed or overdue start leaves no child running", () =>
 
     expect((outcome as Error).message).toMatch(/insufficient funds/i);
     expect(pids).toHaveLength(2);
-    expect(pids.filter(isAlive)).toEqual([]);
+    expect(pids.filter(isProcessAlive)).toEqual([]);
     expect(liveChildPids()).toEqual([]);
   }, 30_000);
 });
