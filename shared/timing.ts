@@ -51,11 +51,14 @@ export function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-/** `promise`, or a rejection `no answer within <ms> ms` after `timeoutMs` (the promise itself runs on). */
-export function withTimeout<T>(promise: Promise<T>, timeoutMs: number): Promise<T> {
+/**
+ * `promise`, or a rejection after `timeoutMs` (the promise itself runs on): `timedOut()`'s error, built when the
+ * time runs out (so it can name the step reached), or `no answer within <ms> ms`.
+ */
+export function withTimeout<T>(promise: Promise<T>, timeoutMs: number, timedOut?: () => Error): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    timer = setTimeout(() => reject(timedOut?.() ?? new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

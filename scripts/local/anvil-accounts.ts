@@ -1,4 +1,4 @@
-import { HDNodeWallet, JsonRpcProvider, Wallet, type Provider } from "ethers";
+import { FetchRequest, HDNodeWallet, JsonRpcProvider, Wallet, type Provider } from "ethers";
 
 /** anvil's well-known development accounts: public test keys, funded with 10 000 ETH on every fresh chain. */
 export const ANVIL_MNEMONIC = "test test test test test test test test test test test junk";
@@ -24,12 +24,18 @@ export function anvilWallet(index: number, provider?: Provider): Wallet {
   return new Wallet(key, provider ?? null);
 }
 
+/** ethers' own bound is 5 minutes, longer than any stack start may take: a stuck request fails well inside it. */
+const ANVIL_REQUEST_TIMEOUT_MS = 20_000;
+
 /**
  * ethers provider tuned for a local chain: no network detection round-trip, fast polling, no batching delay,
- * and no 250 ms request cache (it served a stale `getTransactionCount` and caused "nonce too low").
+ * no 250 ms request cache (it served a stale `getTransactionCount` and caused "nonce too low"), and a bound on
+ * each request.
  */
 export function anvilProvider(url: string, chainId: number): JsonRpcProvider {
-  return new JsonRpcProvider(url, chainId, {
+  const request = new FetchRequest(url);
+  request.timeout = ANVIL_REQUEST_TIMEOUT_MS;
+  return new JsonRpcProvider(request, chainId, {
     staticNetwork: true,
     pollingInterval: 50,
     batchMaxCount: 1,

@@ -1,6 +1,7 @@
-import { NonceManager, Wallet, ZeroAddress, parseEther, type JsonRpcProvider } from "ethers";
+import { NonceManager, Wallet, ZeroAddress, parseEther, type JsonRpcProvider, type Signer } from "ethers";
 import { anvilProvider, anvilWallet } from "./anvil-accounts";
 import { deployNxtp, fundRouterLiquidity, sendTx, type NxtpDeployment } from "./deploy-nxtp";
+import { waitForReceipt } from "./receipts";
 
 /**
  * The local chains' contents: the real NXTP contracts and a test token on each, chain 1's oracle prices,
@@ -41,10 +42,15 @@ export async function setMainnetPrices(chain: LocalChainHandle): Promise<void> {
   await sendTx(oracle, "setDirectPrice", [ZeroAddress, ETH_PRICE_WEI]);
 }
 
+/** A plain native transfer, its receipt awaited with a bound. */
+async function sendNative(payer: Signer, to: string, value: bigint): Promise<void> {
+  const tx = await payer.sendTransaction({ to, value });
+  await waitForReceipt({ provider: tx.provider, hash: tx.hash, what: `transfer to ${to}`, chainId: tx.chainId });
+}
+
 /** Gas for the router's signer on every chain (its submitters send from it). */
 export async function fundSignerGas(chain: LocalChainHandle, signer: string): Promise<void> {
-  const tx = await anvilWallet(1, chain.provider).sendTransaction({ to: signer, value: SIGNER_GAS_WEI });
-  await tx.wait();
+  await sendNative(anvilWallet(1, chain.provider), signer, SIGNER_GAS_WEI);
 }
 
 /** Token and native liquidity for the router on a swap chain, paid by anvil account 1 (mints TEST first). */
@@ -62,7 +68,7 @@ export async function addRouterLiquidity(chain: LocalChainHandle, router: string
 /** The demo user: gas on both swap chains, TEST on the sending chain. */
 export async function fundUser(chain: LocalChainHandle, user: Wallet, withToken: boolean): Promise<void> {
   const payer = new NonceManager(anvilWallet(2, chain.provider));
-  await (await payer.sendTransaction({ to: user.address, value: USER_GAS_WEI })).wait();
+  await sendNative(payer, user.address, USER_GAS_WEI);
   if (withToken) {
     await sendTx(chain.deployment.contracts.token.connect(payer) as typeof chain.deployment.contracts.token, "mint", [
       user.address,

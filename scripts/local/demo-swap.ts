@@ -6,7 +6,7 @@ import type { Messaging, MessagingResponse, MessagingTopic } from "../../shared/
 import { recoverBidSigner } from "../../shared/protocol/bid";
 import type { AuctionBid, TransactionData } from "../../shared/protocol/types";
 import type { LocalChainHandle } from "./chains";
-import { nxtpContractAt, readBigInt } from "./deploy-nxtp";
+import { nxtpContractAt, readBigInt, sendTx } from "./deploy-nxtp";
 import { findTransferEvents, fulfillAsUser, prepareWithBid, type UserChain } from "./swap-user";
 import { sleep } from "../../shared/timing";
 
@@ -76,7 +76,7 @@ export async function runDemoSwap(p: DemoSwapParams): Promise<DemoSwapResult> {
     );
 
     const approveTm = nxtpContractAt("ERC20", p.sending.token, p.user.connect(p.sending.provider));
-    await (await approveTm.getFunction("approve").send(p.sending.transactionManager, BigInt(bid.amount))).wait();
+    await sendTx(approveTm, "approve", [p.sending.transactionManager, BigInt(bid.amount)]);
     const sent = await prepareWithBid(p.sending, p.user, bid, bidSignature);
     p.onPrepared?.("user", Date.now());
     step(`user: prepare on ${p.sending.chainId} in block ${sent.blockNumber} (tx ${sent.transactionHash})`);

@@ -1,16 +1,17 @@
 import {
   Contract,
   ContractFactory,
+  ContractTransactionReceipt,
   NonceManager,
   ZeroAddress,
   getAddress,
   type ContractRunner,
-  type ContractTransactionReceipt,
   type Overrides,
   type Signer,
 } from "ethers";
 // Bytecode comes from the dev-dependency package; the router itself only has the vendored ABIs.
 import { packageArtifact, type NxtpContractName } from "../nxtp-package";
+import { waitForReceipt } from "./receipts";
 
 export interface NxtpContracts {
   readonly transactionManager: Contract;
@@ -53,14 +54,33 @@ export function nxtpContractAt(name: NxtpContractName, address: string, runner: 
   return new Contract(address, packageArtifact(name).abi, runner);
 }
 
-async function deploy(name: NxtpContractName, deployer: Signer, args: readonly unknown[]): Promise<Contract> {
+/**
+ * Deploys `name` from `deployer` and waits, bounded, for the deployment's receipt, then checks that code is at the
+ * address (ethers' waitForDeployment() waits on block events and can miss one for ever).
+ */
+export async function deployContract(
+  name: NxtpContractName,
+  deployer: Signer,
+  args: readonly unknown[] = [],
+): Promise<Contract> {
   const { abi, bytecode } = packageArtifact(name);
   const deployed = await new ContractFactory(abi, bytecode, deployer).deploy(...args);
-  await deployed.waitForDeployment();
-  return nxtpContractAt(name, await deployed.getAddress(), deployer);
+  const tx = deployed.deploymentTransaction();
+  if (!tx) throw new Error(`deploy ${name}: no deployment transaction`);
+  const what = `deploy ${name}`;
+  const receipt = await waitForReceipt({ provider: tx.provider, hash: tx.hash, what, chainId: tx.chainId });
+  const address = receipt.contractAddress ?? (await deployed.getAddress());
+  if ((await tx.provider.getCode(address)) === "0x") {
+    throw new Error(`${what}: transaction ${tx.hash} on chain ${tx.chainId} left no code at ${address}`);
+  }
+  return nxtpContractAt(name, address, deployer);
 }
 
-/** Sends one transaction and waits for its receipt; reverts surface as ethers CALL_EXCEPTION errors. */
+/**
+ * Sends one transaction and waits, bounded, for its receipt. A revert at estimation surfaces as ethers'
+ * CALL_EXCEPTION; a mined status-0 receipt as TransactionRevertedError, a missing one as ReceiptTimeoutError,
+ * each naming the method, the transaction and the chain.
+ */
 export async function sendTx(
   contract: Contract,
   method: string,
@@ -68,11 +88,8 @@ export async function sendTx(
   overrides: Overrides = {},
 ): Promise<ContractTransactionReceipt> {
   const tx = await contract.getFunction(method).send(...args, overrides);
-  const receipt = await tx.wait();
-  if (receipt === null) {
-    throw new Error(`${method}: transaction ${tx.hash} was dropped`);
-  }
-  return receipt;
+  const receipt = await waitForReceipt({ provider: tx.provider, hash: tx.hash, what: method, chainId: tx.chainId });
+  return new ContractTransactionReceipt(contract.interface, tx.provider, receipt);
 }
 
 async function readValue(contract: Contract, method: string, args: readonly unknown[]): Promise<unknown> {
@@ -119,11 +136,11 @@ export async function deployNxtp(params: DeployNxtpParams): Promise<NxtpDeployme
   const owner = await params.deployer.getAddress();
   const deployer = new NonceManager(params.deployer);
 
-  const transactionManager = await deploy("TransactionManager", deployer, [chainId]);
-  const token = await deploy("TestERC20", deployer, []);
-  const priceOracle = await deploy("ConnextPriceOracle", deployer, [ZeroAddress]);
-  const multicall = await deploy("Multicall", deployer, []);
-  const routerFactory = await deploy("RouterFactory", deployer, [owner]);
+  const transactionManager = await deployContract("TransactionManager", deployer, [chainId]);
+  const token = await deployContract("TestERC20", deployer, []);
+  const priceOracle = await deployContract("ConnextPriceOracle", deployer, [ZeroAddress]);
+  const multicall = await deployContract("Multicall", deployer, []);
+  const routerFactory = await deployContract("RouterFactory", deployer, [owner]);
 
   const tmAddress = await transactionManager.getAddress();
   const tokenAddress = await token.getAddress();

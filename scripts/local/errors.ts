@@ -31,3 +31,9 @@ export class StepFailedError extends RouterError {
     this.logFiles = logFiles;
   }
 }
+
+/** No receipt for a transaction within the bound: names the transaction, what sent it and the chain. */
+export class ReceiptTimeoutError extends RouterError {
+  readonly code = "LOCAL_RECEIPT_TIMEOUT";
+  readonly retriable = false;
+}

@@ -2,11 +2,10 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Queue } from "bullmq";
-import { ContractFactory, MaxUint256, Wallet, parseEther } from "ethers";
+import { MaxUint256, Wallet, parseEther } from "ethers";
 import { Redis } from "ioredis";
 import { startPoller, type PollerOptions, type RunningPoller } from "../../services/poller/start-poller";
 import { startSubmitter, type RunningSubmitter, type SubmitterOptions } from "../../services/submitter/start-submitter";
-import { packageArtifact } from "../../scripts/nxtp-package";
 import { loadConfig } from "../../shared/config";
 import type { RouterConfig } from "../../shared/config/types";
 import { txQueueName, type TxJobData, type TxJobResult } from "../../shared/queues";
@@ -15,9 +14,9 @@ import type { RouterSigner } from "../../shared/signer/router-signer";
 import { createTransferStore, type ChainHead } from "../../shared/transfers/transfer-store";
 import { anvilWallet } from "../harness/anvil";
 import { spawnRouterProcess, waitForReady, type ManagedProcess } from "../harness/child-process";
-import { fundRouterLiquidity, mintToken, nxtpContractAt, sendTx } from "../harness/deploy";
+import { deployContract, fundRouterLiquidity, mintToken, nxtpContractAt, sendTx } from "../harness/deploy";
 import { getFreePort } from "../harness/free-port";
-import { startStack, type Stack, type StackChain } from "../harness/stack";
+import { startStackAnd, type Stack, type StackChain } from "../harness/stack";
 import { waitFor } from "../harness/wait";
 import { captureLogs, type LogCapture } from "../harness/logs";
 import { uniquePrefix } from "../harness/prefix";
@@ -62,49 +61,48 @@ export async function startE2eStack(): Promise<E2eStack> {
   const routerWallet = Wallet.createRandom();
   const mnemonic = routerWallet.mnemonic?.phrase;
   if (!mnemonic) throw new Error("random wallet without mnemonic");
-  const stack = await startStack({
-    chainIds: [CHAIN1, SENDING, RECEIVING],
-    nats: false,
-    routerSigner: routerWallet.address,
-  });
-  if (!stack.redis) throw new Error("stack without redis");
-  const [chain1, sending, receiving] = [stack.chain(CHAIN1), stack.chain(SENDING), stack.chain(RECEIVING)];
-  const router = routerWallet.address;
-  for (const chain of [sending, receiving]) {
-    await chain.anvil.setBalance(router, parseEther("100"));
-    const funder = anvilWallet(3, chain.provider);
-    await mintToken(chain.deployment, funder.address, LIQUIDITY);
-    await fundRouterLiquidity({
-      deployment: chain.deployment,
-      funder,
+  const stackOptions = { chainIds: [CHAIN1, SENDING, RECEIVING], nats: false, routerSigner: routerWallet.address };
+  return startStackAnd(stackOptions, async (stack): Promise<E2eStack> => {
+    if (!stack.redis) throw new Error("stack without redis");
+    const [chain1, sending, receiving] = [stack.chain(CHAIN1), stack.chain(SENDING), stack.chain(RECEIVING)];
+    const router = routerWallet.address;
+    for (const chain of [sending, receiving]) {
+      await chain.anvil.setBalance(router, parseEther("100"));
+      const funder = anvilWallet(3, chain.provider);
+      await mintToken(chain.deployment, funder.address, LIQUIDITY);
+      await fundRouterLiquidity({
+        deployment: chain.deployment,
+        funder,
+        router,
+        assetId: chain.deployment.token,
+        amount: LIQUIDITY,
+      });
+    }
+    const user = anvilWallet(5, sending.provider);
+    const other = await deployContract("TestERC20", anvilWallet(4, sending.provider));
+    const otherToken = await other.getAddress();
+    await sendTx(sending.deployment.contracts.transactionManager, "addAssetId", [otherToken]);
+    for (const token of [sending.deployment.token, otherToken]) {
+      await sendTx(nxtpContractAt("TestERC20", token, sending.deployer), "mint", [user.address, AMOUNT * 1000n]);
+      await sendTx(nxtpContractAt("ERC20", token, user), "approve", [
+        sending.deployment.transactionManager,
+        MaxUint256,
+      ]);
+    }
+    return {
+      stack,
+      chain1,
+      sending,
+      receiving,
+      redisUrl: stack.redis.url,
+      mnemonic,
+      routerSigner: createMnemonicSigner(mnemonic),
       router,
-      assetId: chain.deployment.token,
-      amount: LIQUIDITY,
-    });
-  }
-  const user = anvilWallet(5, sending.provider);
-  const { abi, bytecode } = packageArtifact("TestERC20");
-  const other = await new ContractFactory(abi, bytecode, anvilWallet(4, sending.provider)).deploy();
-  await other.waitForDeployment();
-  const otherToken = await other.getAddress();
-  await sendTx(sending.deployment.contracts.transactionManager, "addAssetId", [otherToken]);
-  for (const token of [sending.deployment.token, otherToken]) {
-    await sendTx(nxtpContractAt("TestERC20", token, sending.deployer), "mint", [user.address, AMOUNT * 1000n]);
-    await sendTx(nxtpContractAt("ERC20", token, user), "approve", [sending.deployment.transactionManager, MaxUint256]);
-  }
-  return {
-    stack,
-    chain1,
-    sending,
-    receiving,
-    redisUrl: stack.redis.url,
-    mnemonic,
-    routerSigner: createMnemonicSigner(mnemonic),
-    router,
-    user,
-    otherToken,
-    dir: mkdtempSync(join(tmpdir(), "e2e-router-")),
-  };
+      user,
+      otherToken,
+      dir: mkdtempSync(join(tmpdir(), "e2e-router-")),
+    };
+  });
 }
 
 export async function stopE2eStack(s: E2eStack | undefined): Promise<void> {

@@ -97,6 +97,16 @@ export function liveChildPids(): number[] {
   return [...liveChildren()].map((child) => child.pid ?? -1);
 }
 
+/** True while a process with this pid exists (signal 0 checks without signalling). */
+export function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 // ---- spawning ------------------------------------------------------------------------------------------
 
 export interface SpawnManagedOptions {

@@ -94,7 +94,7 @@ async function waitForRoutes(monitorPorts: readonly number[], expected: number, 
     const counts = await Promise.all(
       monitorPorts.map(async (port) => {
         try {
-          const res = await fetch(`http://127.0.0.1:${port}/routez`);
+          const res = await fetch(`http://127.0.0.1:${port}/routez`, { signal: AbortSignal.timeout(2_000) });
           return ((await res.json()) as { num_routes?: number }).num_routes ?? 0;
         } catch {
           return 0;

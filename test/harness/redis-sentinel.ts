@@ -140,6 +140,8 @@ export async function startSentinelGroup(opts: StartSentinelGroupOptions = {}): 
   };
 }
 
+const PROBE_TIMEOUT_MS = 2_000;
+
 async function withClient<T>(port: number, fn: (redis: Redis) => Promise<T>): Promise<T> {
   const redis = new Redis({
     host: "127.0.0.1",
@@ -147,6 +149,9 @@ async function withClient<T>(port: number, fn: (redis: Redis) => Promise<T>): Pr
     lazyConnect: true,
     maxRetriesPerRequest: 0,
     retryStrategy: () => null,
+    // Each probe bounded, so a node that accepts but never answers cannot hold a wait past its deadline.
+    connectTimeout: PROBE_TIMEOUT_MS,
+    commandTimeout: PROBE_TIMEOUT_MS,
   });
   try {
     await redis.connect();

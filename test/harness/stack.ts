@@ -7,6 +7,7 @@ import { liveChildPids } from "./child-process";
 import { deployNxtp, type NxtpDeployment } from "./deploy";
 import { startNats, type NatsServer } from "./nats";
 import { startRedis, type RedisServer } from "./redis";
+import { settlesWithin, withTimeout } from "../../shared/timing";
 
 export interface StartStackOptions {
   readonly chainIds: readonly number[];
@@ -52,19 +53,50 @@ async function stopAll(items: readonly Stoppable[], providers: readonly JsonRpcP
   await Promise.allSettled(items.map((item) => item.stop()));
 }
 
-/** Settles all starts; if any failed, stops the ones that came up and rethrows the first failure. */
-async function startAllOrNone<T extends Stoppable>(starts: readonly Promise<T>[]): Promise<T[]> {
+/**
+ * Above a loaded machine's slowest stack start with its funding (a few seconds alone), and below jest's default
+ * 60 s bound (jest.config.js), which most beforeAlls that start a stack run under, with room for the clean-up (a
+ * stop takes at most 5 s, all side by side). A suite that needs longer passes its own deadline.
+ */
+export const STACK_START_DEADLINE_MS = 45_000;
+/** How long a failed start waits for the servers still starting, to stop them too (their own waits are bounded). */
+const ABANDON_WAIT_MS = 8_000;
+
+/** Settles all starts; if any failed, rethrows the first failure (the caller stops the ones that came up). */
+async function allOrFirstFailure<T>(starts: readonly Promise<T>[]): Promise<T[]> {
   const settled = await Promise.allSettled(starts);
-  const started = settled.flatMap((s) => (s.status === "fulfilled" ? [s.value] : []));
   const failure = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
-  if (failure) {
-    await stopAll(started, []);
-    throw failure.reason;
+  if (failure) throw failure.reason;
+  return settled.map((s) => (s as PromiseFulfilledResult<T>).value);
+}
+
+/**
+ * Stops every server a failed start brought up, and each one still starting once it is up (its readiness wait is
+ * bounded); waits for all of that up to ABANDON_WAIT_MS.
+ */
+async function abandon(starts: readonly Promise<Stoppable>[], providers: readonly JsonRpcProvider[]): Promise<void> {
+  for (const provider of providers) {
+    provider.destroy();
   }
-  return started;
+  const stops = starts.map((start) => start.then((server) => server.stop()).catch(() => undefined));
+  await settlesWithin(Promise.all(stops), ABANDON_WAIT_MS);
 }
 
 export async function startStack(opts: StartStackOptions): Promise<Stack> {
+  return startStackAnd(opts, async (stack) => stack);
+}
+
+/**
+ * Starts a stack and runs `prepare` over it (funding, approvals, …), all within `deadlineMs`. When a server's
+ * start, a deploy or `prepare` fails, or the deadline passes first, it stops everything the stack started before
+ * it throws, naming the step it was at: jest's own beforeAll timeout stops nothing (the start runs on, its
+ * children outlive the file and fail the next files' leak checks).
+ */
+export async function startStackAnd<T>(
+  opts: StartStackOptions,
+  prepare: (stack: Stack) => Promise<T>,
+  deadlineMs: number = STACK_START_DEADLINE_MS,
+): Promise<T> {
   if (new Set(opts.chainIds).size !== opts.chainIds.length || opts.chainIds.length === 0) {
     throw new Error(`startStack: chainIds must be non-empty and distinct, got [${opts.chainIds.join(", ")}]`);
   }
@@ -72,20 +104,20 @@ export async function startStack(opts: StartStackOptions): Promise<Stack> {
   const redisStart = opts.redis === false ? undefined : startRedis();
   const natsStart = opts.nats === false ? undefined : startNats();
   // One flat list so a failure anywhere stops everything that did come up.
-  const services = await startAllOrNone<Stoppable>([
+  const starts: Promise<Stoppable>[] = [
     ...anvilStarts,
     ...(redisStart ? [redisStart] : []),
     ...(natsStart ? [natsStart] : []),
-  ]);
-  // All settled successfully above, so these awaits are immediate.
-  const anvils = await Promise.all(anvilStarts);
-  const redis = redisStart ? await redisStart : undefined;
-  const nats = natsStart ? await natsStart : undefined;
-  const providers = anvils.map((anvil) => anvilProvider(anvil.url, anvil.chainId));
-  const routerSigner = opts.routerSigner ?? anvilWallet(1).address;
+  ];
+  const providers: JsonRpcProvider[] = [];
+  let step = `starting anvil (chains ${opts.chainIds.join(", ")})${redisStart ? ", redis" : ""}${natsStart ? ", nats" : ""}`;
 
-  let chains: Map<number, StackChain>;
-  try {
+  const run = async (): Promise<T> => {
+    const services = await allOrFirstFailure(starts);
+    const anvils = await Promise.all(anvilStarts);
+    providers.push(...anvils.map((anvil) => anvilProvider(anvil.url, anvil.chainId)));
+    step = `deploying NXTP on chains ${opts.chainIds.join(", ")}`;
+    const routerSigner = opts.routerSigner ?? anvilWallet(1).address;
     const built = await Promise.all(
       anvils.map(async (anvil, i): Promise<StackChain> => {
         const provider = providers[i];
@@ -100,27 +132,51 @@ export async function startStack(opts: StartStackOptions): Promise<Stack> {
         return { chainId: anvil.chainId, anvil, provider, deployer, deployment };
       }),
     );
-    chains = new Map(built.map((c) => [c.chainId, c]));
+    const stack = stackOf({
+      redis: redisStart ? await redisStart : undefined,
+      nats: natsStart ? await natsStart : undefined,
+      chains: new Map(built.map((c) => [c.chainId, c])),
+      routerSigner,
+      stop: () => stopAll(services, providers),
+    });
+    step = "preparing the stack (funding, approvals)";
+    return prepare(stack);
+  };
+
+  try {
+    return await withTimeout(
+      run(),
+      deadlineMs,
+      () => new Error(`stack start did not finish within ${deadlineMs} ms (at: ${step})`),
+    );
   } catch (err) {
-    await stopAll(services, providers);
+    await abandon(starts, providers);
     throw err;
   }
+}
 
+function stackOf(p: {
+  readonly redis?: RedisServer;
+  readonly nats?: NatsServer;
+  readonly chains: ReadonlyMap<number, StackChain>;
+  readonly routerSigner: string;
+  readonly stop: () => Promise<void>;
+}): Stack {
   let stopping: Promise<void> | undefined;
   return {
-    redis,
-    nats,
-    chains,
-    routerSigner,
+    redis: p.redis,
+    nats: p.nats,
+    chains: p.chains,
+    routerSigner: p.routerSigner,
     chain: (chainId) => {
-      const found = chains.get(chainId);
+      const found = p.chains.get(chainId);
       if (!found) {
-        throw new Error(`stack has no chain ${chainId} (started: ${[...chains.keys()].join(", ")})`);
+        throw new Error(`stack has no chain ${chainId} (started: ${[...p.chains.keys()].join(", ")})`);
       }
       return found;
     },
     stop: () => {
-      stopping ??= stopAll(services, providers).catch(() => undefined);
+      stopping ??= p.stop().catch(() => undefined);
       return stopping;
     },
   };

@@ -15,7 +15,7 @@ import { createBalanceStore, type BalanceStore } from "../../shared/transfers/ba
 import { startAuthServer } from "../harness/auth-server";
 import { captureLogs, type LogCapture } from "../harness/logs";
 import { sendTx } from "../harness/deploy";
-import { startStack, type Stack } from "../harness/stack";
+import { startStackAnd, type Stack } from "../harness/stack";
 import { waitFor } from "../harness/wait";
 
 export const SENDING = 1337;
@@ -42,17 +42,23 @@ export interface AuctionStack {
 
 /** Chains 1 (oracle), 1337 and 1338 with NXTP, redis, nats, the auth service and a local gas station server. */
 export async function startAuctionStack(): Promise<AuctionStack> {
-  const stack = await startStack({ chainIds: [1, SENDING, RECEIVING] });
+  const stack = await startStackAnd({ chainIds: [1, SENDING, RECEIVING] }, async (started) => {
+    const oracle = started.chain(1).deployment.contracts.priceOracle;
+    await sendTx(oracle, "setDirectPrice", [started.chain(1).deployment.token, TOKEN_PRICE]);
+    await sendTx(oracle, "setDirectPrice", [ZeroAddress, NATIVE_PRICE]);
+    return started;
+  });
   if (!stack.redis || !stack.nats) throw new Error("stack without redis or nats");
-  const auth = await startAuthServer();
+  const mainnet = stack.chain(1);
+  const auth = await startAuthServer().catch(async (err: unknown) => {
+    await stack.stop();
+    throw err;
+  });
   const station = createServer((_req, res) => {
     res.writeHead(200, { "content-type": "application/json" });
     res.end(JSON.stringify({ fast: Number(STATION_GWEI) }));
   });
   await new Promise<void>((resolve) => station.listen({ host: "127.0.0.1", port: 0 }, resolve));
-  const mainnet = stack.chain(1);
-  await sendTx(mainnet.deployment.contracts.priceOracle, "setDirectPrice", [mainnet.deployment.token, TOKEN_PRICE]);
-  await sendTx(mainnet.deployment.contracts.priceOracle, "setDirectPrice", [ZeroAddress, NATIVE_PRICE]);
   const redis = new Redis(stack.redis.url);
   return {
     stack,

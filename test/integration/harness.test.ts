@@ -4,7 +4,7 @@ import { Redis } from "ioredis";
 import { JSONCodec, connect as connectNats } from "nats";
 import { HDNodeWallet, ZeroAddress, getAddress, parseEther } from "ethers";
 import { ANVIL_KEYS, ANVIL_MNEMONIC, anvilBinary, anvilProvider, anvilWallet, startAnvil } from "../harness/anvil";
-import { liveChildPids, ServiceStartError, startOnFreePort } from "../harness/child-process";
+import { isProcessAlive, liveChildPids, ServiceStartError, startOnFreePort } from "../harness/child-process";
 import { fundRouterLiquidity, mintToken, nxtpContractAt, readAddress, readBigInt } from "../harness/deploy";
 import { startStack, type Stack } from "../harness/stack";
 
@@ -13,15 +13,6 @@ import { startStack, type Stack } from "../harness/stack";
 const CHAIN_A = 1337;
 const CHAIN_B = 1338;
 const MACHINE_PORTS = new Set([6379, 4222]);
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe("real-service harness", () => {
   let stack: Stack;
@@ -40,7 +31,7 @@ describe("real-service harness", () => {
     const started = stack as Stack | undefined; // undefined when beforeAll failed
     await started?.stop();
     await started?.stop(); // idempotent
-    expect(stackPids.filter(isAlive)).toEqual([]);
+    expect(stackPids.filter(isProcessAlive)).toEqual([]);
     expect(liveChildPids()).toEqual([]);
   });
 
@@ -189,7 +180,7 @@ describe("real-service harness", () => {
       provider.destroy();
       await anvil.stop();
     }
-    expect(isAlive(anvil.pid)).toBe(false);
+    expect(isProcessAlive(anvil.pid)).toBe(false);
   });
 
   it("(e) runs two anvils with different chain ids at once", async () => {
@@ -246,6 +237,6 @@ describe("real-service harness", () => {
     if (!(err instanceof ServiceStartError)) return;
     expect(err.exit).toBeNull();
     expect(pid).toBeGreaterThan(0);
-    expect(isAlive(pid)).toBe(false);
+    expect(isProcessAlive(pid)).toBe(false);
   });
 });

@@ -27,7 +27,7 @@ import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
 import type { RouterSigner } from "../../shared/signer/router-signer";
 import { fundRouterLiquidity, mintToken, nxtpContractAt, readBigInt, sendTx } from "../harness/deploy";
 import { anvilWallet } from "../harness/anvil";
-import { startStack, type Stack, type StackChain } from "../harness/stack";
+import { startStackAnd, type Stack, type StackChain } from "../harness/stack";
 import { captureLogs, type LogCapture } from "../harness/logs";
 import { uniquePrefix } from "../harness/prefix";
 
@@ -64,51 +64,53 @@ export async function startLifecycleStack(): Promise<LifecycleStack> {
   const mnemonic = routerWallet.mnemonic?.phrase;
   const userMnemonic = userWallet.mnemonic?.phrase;
   if (!mnemonic || !userMnemonic) throw new Error("random wallet without mnemonic");
-  const stack = await startStack({
+  const stackOptions = {
     chainIds: [SENDING, RECEIVING],
     nats: false,
     routerSigner: routerWallet.address,
     withRouterContract: { recipient: Wallet.createRandom().address },
-  });
-  const sending = stack.chain(SENDING);
-  const receiving = stack.chain(RECEIVING);
-  const routerContract = receiving.deployment.routerContract;
-  if (!stack.redis || !routerContract || sending.deployment.routerContract !== routerContract) {
-    throw new Error("stack without redis, or Router contracts at different addresses");
-  }
-  for (const chain of [sending, receiving]) {
-    await chain.anvil.setBalance(routerWallet.address, parseEther("100"));
-    await chain.anvil.setBalance(userWallet.address, parseEther("100"));
-  }
-  const funder = anvilWallet(3, receiving.provider);
-  for (const router of [routerWallet.address, routerContract]) {
-    await mintToken(receiving.deployment, funder.address, LIQUIDITY);
-    await fundRouterLiquidity({
-      deployment: receiving.deployment,
-      funder,
-      router,
-      assetId: receiving.deployment.token,
-      amount: LIQUIDITY,
-    });
-  }
-  await mintToken(sending.deployment, userWallet.address, parseEther("100000"));
-  const userOnSending = userWallet.connect(sending.provider);
-  await sendTx(nxtpContractAt("ERC20", sending.deployment.token, userOnSending), "approve", [
-    sending.deployment.transactionManager,
-    parseEther("100000"),
-  ]);
-  return {
-    stack,
-    sending,
-    receiving,
-    redisUrl: stack.redis.url,
-    mnemonic,
-    signer: createMnemonicSigner(mnemonic),
-    signerAddress: routerWallet.address,
-    routerContract,
-    user: HDNodeWallet.fromPhrase(userMnemonic),
-    userSigner: createMnemonicSigner(userMnemonic),
   };
+  return startStackAnd(stackOptions, async (stack): Promise<LifecycleStack> => {
+    const sending = stack.chain(SENDING);
+    const receiving = stack.chain(RECEIVING);
+    const routerContract = receiving.deployment.routerContract;
+    if (!stack.redis || !routerContract || sending.deployment.routerContract !== routerContract) {
+      throw new Error("stack without redis, or Router contracts at different addresses");
+    }
+    for (const chain of [sending, receiving]) {
+      await chain.anvil.setBalance(routerWallet.address, parseEther("100"));
+      await chain.anvil.setBalance(userWallet.address, parseEther("100"));
+    }
+    const funder = anvilWallet(3, receiving.provider);
+    for (const router of [routerWallet.address, routerContract]) {
+      await mintToken(receiving.deployment, funder.address, LIQUIDITY);
+      await fundRouterLiquidity({
+        deployment: receiving.deployment,
+        funder,
+        router,
+        assetId: receiving.deployment.token,
+        amount: LIQUIDITY,
+      });
+    }
+    await mintToken(sending.deployment, userWallet.address, parseEther("100000"));
+    const userOnSending = userWallet.connect(sending.provider);
+    await sendTx(nxtpContractAt("ERC20", sending.deployment.token, userOnSending), "approve", [
+      sending.deployment.transactionManager,
+      parseEther("100000"),
+    ]);
+    return {
+      stack,
+      sending,
+      receiving,
+      redisUrl: stack.redis.url,
+      mnemonic,
+      signer: createMnemonicSigner(mnemonic),
+      signerAddress: routerWallet.address,
+      routerContract,
+      user: HDNodeWallet.fromPhrase(userMnemonic),
+      userSigner: createMnemonicSigner(userMnemonic),
+    };
+  });
 }
 
 export function routerOf(s: LifecycleStack, mode: RouterMode): string {

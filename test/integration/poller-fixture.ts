@@ -2,7 +2,6 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Queue, Worker, type Job } from "bullmq";
 import {
-  ContractFactory,
   HDNodeWallet,
   Wallet,
   ZeroAddress,
@@ -19,7 +18,6 @@ import type { RouterConfig } from "../../shared/config/types";
 import { encodeBid, signBid } from "../../shared/protocol/bid";
 import { fulfillPayloadHash } from "../../shared/protocol/user-signatures";
 import type { AuctionBid, InvariantTransactionData } from "../../shared/protocol/types";
-import { packageArtifact } from "../../scripts/nxtp-package";
 import {
   bookTransactionJobId,
   transferKey,
@@ -35,9 +33,9 @@ import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
 import type { RouterSigner } from "../../shared/signer/router-signer";
 import { startPoller, type PollerOptions, type RunningPoller } from "../../services/poller/start-poller";
 import { anvilWallet } from "../harness/anvil";
-import { fundRouterLiquidity, mintToken, nxtpContractAt, sendTx } from "../harness/deploy";
+import { deployContract, fundRouterLiquidity, mintToken, nxtpContractAt, sendTx } from "../harness/deploy";
 import { spawnRouterProcess, type ManagedProcess } from "../harness/child-process";
-import { startStack, useStack, type Stack, type StackChain, type Suite } from "../harness/stack";
+import { startStackAnd, useStack, type Stack, type StackChain, type Suite } from "../harness/stack";
 import { waitFor } from "../harness/wait";
 import { captureLogs, type LogCapture } from "../harness/logs";
 import { uniquePrefix } from "../harness/prefix";
@@ -67,28 +65,28 @@ export async function startPollerStack(): Promise<PollerStack> {
   if (!mnemonic) throw new Error("random wallet without mnemonic");
   const routerSigner = createMnemonicSigner(mnemonic);
   const router = await routerSigner.getAddress();
-  const stack = await startStack({ chainIds: [SENDING, RECEIVING], nats: false, routerSigner: router });
-  if (!stack.redis) throw new Error("stack without redis");
-  const sending = stack.chain(SENDING);
-  const receiving = stack.chain(RECEIVING);
-  const routerWallet = new Wallet(HDNodeWallet.fromPhrase(mnemonic).privateKey, receiving.provider);
-  await receiving.anvil.setBalance(router, parseEther("100"));
-  const funder = anvilWallet(3, receiving.provider);
-  await mintToken(receiving.deployment, funder.address, AMOUNT * 100n);
-  await fundRouterLiquidity({
-    deployment: receiving.deployment,
-    funder,
-    router,
-    assetId: receiving.deployment.token,
-    amount: AMOUNT * 100n,
+  return startStackAnd({ chainIds: [SENDING, RECEIVING], nats: false, routerSigner: router }, async (stack) => {
+    if (!stack.redis) throw new Error("stack without redis");
+    const sending = stack.chain(SENDING);
+    const receiving = stack.chain(RECEIVING);
+    const routerWallet = new Wallet(HDNodeWallet.fromPhrase(mnemonic).privateKey, receiving.provider);
+    await receiving.anvil.setBalance(router, parseEther("100"));
+    const funder = anvilWallet(3, receiving.provider);
+    await mintToken(receiving.deployment, funder.address, AMOUNT * 100n);
+    await fundRouterLiquidity({
+      deployment: receiving.deployment,
+      funder,
+      router,
+      assetId: receiving.deployment.token,
+      amount: AMOUNT * 100n,
+    });
+    // A second TestERC20 the TransactionManager accepts, for the "different sending asset" fraud.
+    const other = await deployContract("TestERC20", anvilWallet(4, sending.provider));
+    const otherToken = await other.getAddress();
+    await sendTx(sending.deployment.contracts.transactionManager, "addAssetId", [otherToken]);
+    const redisUrl = stack.redis.url;
+    return { stack, sending, receiving, redisUrl, mnemonic, routerSigner, routerWallet, otherToken };
   });
-  // A second TestERC20 the TransactionManager accepts, for the "different sending asset" fraud.
-  const { abi, bytecode } = packageArtifact("TestERC20");
-  const other = await new ContractFactory(abi, bytecode, anvilWallet(4, sending.provider)).deploy();
-  await other.waitForDeployment();
-  const otherToken = await other.getAddress();
-  await sendTx(sending.deployment.contracts.transactionManager, "addAssetId", [otherToken]);
-  return { stack, sending, receiving, redisUrl: stack.redis.url, mnemonic, routerSigner, routerWallet, otherToken };
 }
 
 export interface PollerConfigParams {

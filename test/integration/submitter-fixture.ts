@@ -17,7 +17,7 @@ import { createTxRecordStore, newTxRecord, type TxRecord } from "../../services/
 import { txRecordKey } from "../../shared/coordination/keys";
 import { anvilWallet } from "../harness/anvil";
 import { fundRouterLiquidity, mintToken, readBigInt } from "../harness/deploy";
-import { startStack, type Stack, type StackChain } from "../harness/stack";
+import { startStackAnd, type Stack, type StackChain } from "../harness/stack";
 
 /** Shared set-up of the submitter tests: one anvil + NXTP + redis, and a router signer of its own. */
 export const CHAIN_ID = 1337;
@@ -40,34 +40,36 @@ export async function startSubmitterStack(): Promise<SubmitterStack> {
   const mnemonic = wallet.mnemonic?.phrase;
   if (!mnemonic) throw new Error("random wallet without mnemonic");
   const routerRecipient = Wallet.createRandom().address;
-  const stack = await startStack({
+  const stackOptions = {
     chainIds: [CHAIN_ID],
     nats: false,
     routerSigner: wallet.address,
     withRouterContract: { recipient: routerRecipient },
+  };
+  return startStackAnd(stackOptions, async (stack): Promise<SubmitterStack> => {
+    const chain = stack.chain(CHAIN_ID);
+    if (!stack.redis || !chain.deployment.routerContract) throw new Error("stack without redis or router contract");
+    await chain.anvil.setBalance(wallet.address, parseEther("100"));
+    const funder = anvilWallet(3, chain.provider);
+    for (const router of [wallet.address, chain.deployment.routerContract]) {
+      await mintToken(chain.deployment, funder.address, TOKEN_LIQUIDITY);
+      await fundRouterLiquidity({
+        deployment: chain.deployment,
+        funder,
+        router,
+        assetId: chain.deployment.token,
+        amount: TOKEN_LIQUIDITY,
+      });
+      await fundRouterLiquidity({
+        deployment: chain.deployment,
+        funder,
+        router,
+        assetId: ZeroAddress,
+        amount: NATIVE_LIQUIDITY,
+      });
+    }
+    return { stack, chain, redisUrl: stack.redis.url, mnemonic, signer: wallet.address, routerRecipient };
   });
-  const chain = stack.chain(CHAIN_ID);
-  if (!stack.redis || !chain.deployment.routerContract) throw new Error("stack without redis or router contract");
-  await chain.anvil.setBalance(wallet.address, parseEther("100"));
-  const funder = anvilWallet(3, chain.provider);
-  for (const router of [wallet.address, chain.deployment.routerContract]) {
-    await mintToken(chain.deployment, funder.address, TOKEN_LIQUIDITY);
-    await fundRouterLiquidity({
-      deployment: chain.deployment,
-      funder,
-      router,
-      assetId: chain.deployment.token,
-      amount: TOKEN_LIQUIDITY,
-    });
-    await fundRouterLiquidity({
-      deployment: chain.deployment,
-      funder,
-      router,
-      assetId: ZeroAddress,
-      amount: NATIVE_LIQUIDITY,
-    });
-  }
-  return { stack, chain, redisUrl: stack.redis.url, mnemonic, signer: wallet.address, routerRecipient };
 }
 
 export interface ConfigParams {
