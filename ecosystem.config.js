@@ -149,6 +149,11 @@ const common = {
   min_uptime: 5000,
   max_restarts: 10,
   merge_logs: true,
+  // PM2 turns node's source maps on in every process it forks (process.setSourceMapsEnabled) unless told not to;
+  // node then parses and keeps the map of every module it loads that names one (dist/'s own from tsc, ethers',
+  // nats'): 2-4 MB of each process's own memory (docs/operating.md, "Memory per role"). Stack traces then name
+  // dist/'s .js files; ROUTER_SOURCE_MAPS=1 turns the maps back on, for traces in the .ts sources while debugging.
+  disable_source_map_support: process.env.ROUTER_SOURCE_MAPS !== "1",
   log_date_format: "YYYY-MM-DD HH:mm:ss.SSS Z",
   env: { ROUTER_CONFIG_FILE: configFile, NODE_ENV: "production" },
 };

@@ -1,7 +1,8 @@
 /**
  * `npm run bench:memory`: the memory of each router process on the stack of `npm run local` (anvil ×3
  * with chain 1 for prices, redis, nats, auth, and every router app under PM2 with ecosystem.config.js: admin,
- * AUCTION_INSTANCES auctions (default 2, as shipped), a submitter and a poller per swap chain), in a temporary
+ * AUCTION_INSTANCES auctions (default 2, as shipped), a submitter and a poller per swap chain, and with
+ * BENCH_LEDGER=1 the ledger with a PostgreSQL of its own), in a temporary
  * directory of its own (.local/ is never touched). It reads RSS and PSS of each PM2 app's process from
  * /proc/<pid>/smaps_rollup twice:
  *   at rest      once every app is ready and has idled BENCH_REST_MS (default 15 s), before any swap;
@@ -25,6 +26,8 @@ import { percentile, runBench } from "./support";
 const SWAPS = Math.max(0, Number(process.env.BENCH_SWAPS ?? 100));
 const REST_MS = Math.max(1_000, Number(process.env.BENCH_REST_MS ?? 15_000));
 const AUCTION_INSTANCES = Math.max(1, Number(process.env.AUCTION_INSTANCES ?? 2));
+/** BENCH_LEDGER=1: the ledger too (a PostgreSQL and the config's ledger section), as `npm run local` runs it. */
+const LEDGER = process.env.BENCH_LEDGER === "1";
 const SWAP_WORKERS = 4;
 /** The issue's target for the whole router (3 chains, chain 1 for prices) after 100 swaps. */
 const TARGET_PSS_MB = 300;
@@ -129,6 +132,7 @@ function report(rest: ProcessUsage[], after: ProcessUsage[], daemonPid: number |
       bench: "memory",
       swaps: SWAPS,
       auctionInstances: AUCTION_INSTANCES,
+      ledger: LEDGER,
       rest: rest.map(row),
       after: after.map(row),
       totalKb: { rest: totals(rest), after: totals(after) },
@@ -143,7 +147,7 @@ async function main(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), "bench-memory-"));
   log(`bench:memory: starting anvil ×3, redis, nats, auth and the router under PM2 in ${dir}`);
   // startStack stops what it started when it fails; the directory is ours to remove.
-  const s = await startStack(dir, { auctionInstances: AUCTION_INSTANCES }).catch((err: unknown) => {
+  const s = await startStack(dir, { auctionInstances: AUCTION_INSTANCES, ledger: LEDGER }).catch((err: unknown) => {
     rmSync(dir, { recursive: true, force: true });
     throw err;
   });

@@ -43,7 +43,8 @@ import {
 } from "../scripts/local/local-config";
 import { localPaths, type LocalPaths } from "../scripts/local/paths";
 import { pm2Env, runPm2, waitForApps } from "../scripts/local/pm2";
-import { anvilSpec, authSpec, natsSpec, redisSpec, startServer } from "../scripts/local/servers";
+import { createPostgresDatabase } from "../scripts/local/postgres";
+import { anvilSpec, authSpec, natsSpec, postgresSpec, redisSpec, startServer } from "../scripts/local/servers";
 import { emptyState, type LocalProcess, type LocalState } from "../scripts/local/state";
 import { stopLocalStack } from "../scripts/local/stop-stack";
 import { createLogger } from "../shared/logging/create-logger";
@@ -97,9 +98,13 @@ export async function stopStack(s: Stack, dir: string, log: (line: string) => vo
 
 /**
  * npm run local's stack (scripts/local), in `dir`; on a failure, stops what it started before rethrowing.
- * `auctionInstances` defaults to 1 (see startRouterApps).
+ * `auctionInstances` defaults to 1 (see startRouterApps). `ledger`: a PostgreSQL too, and the ledger app with it
+ * (the config's ledger section); without it the config has none and PM2 starts no ledger.
  */
-export async function startStack(dir: string, opts: { auctionInstances?: number } = {}): Promise<Stack> {
+export async function startStack(
+  dir: string,
+  opts: { auctionInstances?: number; ledger?: boolean } = {},
+): Promise<Stack> {
   const paths = benchPaths(dir);
   mkdirSync(paths.logDir, { recursive: true });
   let state = emptyState(process.pid, Date.now());
@@ -110,7 +115,7 @@ export async function startStack(dir: string, opts: { auctionInstances?: number 
     state = { ...state, processes: state.processes.filter((p) => p.pid !== pid) };
   };
   try {
-    const servers = await startServers(paths, add, forget);
+    const servers = await startServers(paths, add, forget, opts.ledger ?? false);
     const { address: router, mnemonic } = freshRouterSigner();
     const chains = await deployLocalChains(servers.rpcUrls, router);
     await fundLocalChains(chains, router);
@@ -144,25 +149,30 @@ interface StackServers {
   readonly redisUrl: string;
   readonly natsUrl: string;
   readonly authUrl: string;
+  /** Set when the stack runs the ledger. */
+  readonly ledgerDatabaseUrl?: string;
 }
 
-/** Anvil ×3, redis-server, nats-server and the messaging auth service. */
+/** Anvil ×3, redis-server, nats-server, the messaging auth service, and PostgreSQL for a ledger. */
 async function startServers(
   paths: LocalPaths,
   add: (p: LocalProcess) => void,
   forget: (pid: number) => void,
+  ledger: boolean,
 ): Promise<StackServers> {
-  const [anvils, redis, nats, auth] = await Promise.all([
+  const [anvils, redis, nats, auth, postgres] = await Promise.all([
     Promise.all(LOCAL_CHAIN_IDS.map((id) => startServer(paths, anvilSpec(id), add, forget))),
     startServer(paths, redisSpec(log), add, forget),
     startServer(paths, natsSpec(log), add, forget),
     startServer(paths, authSpec(paths), add, forget),
+    ledger ? startServer(paths, postgresSpec(paths, log, "bench"), add, forget) : Promise.resolve(undefined),
   ]);
   return {
     rpcUrls: new Map(LOCAL_CHAIN_IDS.map((id, i) => [id as number, `http://127.0.0.1:${anvils[i].port}`])),
     redisUrl: `redis://127.0.0.1:${redis.port}`,
     natsUrl: `nats://127.0.0.1:${nats.port}`,
     authUrl: `http://127.0.0.1:${auth.port}`,
+    ...(postgres ? { ledgerDatabaseUrl: await createPostgresDatabase(postgres.port ?? 0, "router_ledger") } : {}),
   };
 }
 
@@ -180,6 +190,7 @@ function writeRouterConfig(
     redisUrl: servers.redisUrl,
     messagingUrl: servers.natsUrl,
     authUrl: servers.authUrl,
+    ledgerDatabaseUrl: servers.ledgerDatabaseUrl,
     mainnet: localChainOf(chain(MAINNET_CHAIN_ID)),
     swapChains: [localChainOf(chain(SENDING_CHAIN_ID)), localChainOf(chain(RECEIVING_CHAIN_ID))],
   });
@@ -194,7 +205,9 @@ async function startRouterApps(paths: LocalPaths, servers: StackServers, auction
   const started = runPm2(paths, ["start", paths.ecosystemFile]);
   if (started.status !== 0)
     throw new Error(`pm2 start exited ${String(started.status)}: ${started.output.slice(-2000)}`);
-  await waitForApps(paths, LOCAL_ROUTER_APPS, 120_000, () => undefined);
+  // npm run local's apps; the ledger only where the config has its section.
+  const apps = LOCAL_ROUTER_APPS.filter((app) => app !== "ledger" || servers.ledgerDatabaseUrl !== undefined);
+  await waitForApps(paths, apps, 120_000, () => undefined);
   await waitForAuctionStatus({ messagingUrl: servers.natsUrl, authUrl: servers.authUrl }, 60_000);
 }
 

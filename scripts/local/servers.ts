@@ -108,10 +108,11 @@ export function natsSpec(log: (line: string) => void): ServerSpec {
  * system's temp directory, not .local/, because as root it runs as the `postgres` OS user, which must reach its
  * data directory; one directory per project checkout, replaced by the next `npm run local`.
  */
-export function postgresSpec(paths: LocalPaths, log: (line: string) => void): ServerSpec {
+export function postgresSpec(paths: LocalPaths, log: (line: string) => void, user = "local"): ServerSpec {
   const binDir = ensurePostgresBinDir(log);
   const checkout = createHash("sha256").update(paths.root).digest("hex").slice(0, 8);
-  const dir = join(tmpdir(), `router-local-pg-${checkout}`);
+  // `user` keeps a bench's cluster apart from a running `npm run local`'s in the same checkout.
+  const dir = join(tmpdir(), `router-${user}-pg-${checkout}`);
   const dataDir = join(dir, "data");
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });

@@ -143,7 +143,13 @@ describe("ecosystem.config.js: ROUTER_ROLES", () => {
 });
 
 describe("ecosystem.config.js: memory limits per role (docs/operating.md, npm run bench:memory)", () => {
-  type App = { name: string; node_args?: string; max_memory_restart?: string; env: Record<string, string> };
+  type App = {
+    name: string;
+    node_args?: string;
+    max_memory_restart?: string;
+    disable_source_map_support?: boolean;
+    env: Record<string, string>;
+  };
   const apps = (env: Record<string, string>): Promise<App[]> =>
     new Promise((res, rej) =>
       execFile(
@@ -221,6 +227,13 @@ describe("ecosystem.config.js: memory limits per role (docs/operating.md, npm ru
     for (const off of ["", join(dir, "no-such-libjemalloc.so.2")]) {
       expect((await preloads({ ROUTER_JEMALLOC: off })).filter(([, preload]) => preload !== undefined)).toEqual([]);
     }
+  });
+
+  it("keeps PM2 from turning node's source maps on (2-4 MB per process) unless ROUTER_SOURCE_MAPS=1", async () => {
+    // PM2 calls process.setSourceMapsEnabled(true) in each process it forks unless the app sets this.
+    expect(new Set((await apps({})).map((a) => a.disable_source_map_support))).toEqual(new Set([true]));
+    const debugging = await apps({ ROUTER_SOURCE_MAPS: "1" });
+    expect(new Set(debugging.map((a) => a.disable_source_map_support))).toEqual(new Set([false]));
   });
 
   it("lets ROUTER_NODE_ARGS replace the flags (empty: node's defaults, to measure without them)", async () => {
