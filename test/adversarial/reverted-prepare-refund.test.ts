@@ -115,6 +115,37 @@ describe("adversarial: a receiving prepare mined reverted is refunded once the r
     expect(await pendingNonce(s, s.sending)).toBe(sendingNonce + 1);
   });
 
+  it("a reverted Router contract prepare proves nothing: its signature can be relayed again, so the refund is refused", async () => {
+    const r = (run = await startRun(s, "router-contract", { receivingConfirmations: RECEIVING_CONFIRMATIONS }));
+    const t = await makeTransfer(s, { mode: "router-contract" });
+    const sendingNonce = await pendingNonce(s, s.sending);
+    const prepare = await pendingPrepare(r, t);
+    const restoreLiquidity = await drainRouterLiquidity(s.receiving, s.routerContract);
+    await s.receiving.anvil.mine(1);
+    await expect(r.finish(prepare)).rejects.toThrow(/^TRANSACTION_REVERTED: /);
+    await restoreLiquidity();
+    await s.receiving.anvil.mine(RECEIVING_CONFIRMATIONS);
+
+    const refund = await waitFor(
+      "the refund job",
+      async () => (await r.queues.get(SENDING)?.getJob(txJobId(TX_JOB.cancelSender, keyOf(t)))) ?? undefined,
+    );
+    await waitFor("the refund refused on the recorded prepare", async () =>
+      logsOf(r, refund.id).some(
+        (l) =>
+          l.outcome === "retry" &&
+          l.code === "RECEIVER_PREPARE_DECIDED" &&
+          String(l.error).includes("called the Router contract"),
+      )
+        ? true
+        : undefined,
+    );
+    expect(logsOf(r, refund.id).filter((l) => l.message === "transaction broadcast")).toEqual([]);
+    expect(await decisionOf(r, t)).toBe("prepare");
+    expect(await pendingNonce(s, s.sending)).toBe(sendingNonce);
+    expect(await tokenBalance(s.sending, t.fallback)).toBe(0n);
+  });
+
   it("a recorded prepare still pending is not a reverted one: the refund is refused, and the prepare then lands", async () => {
     const r = (run = await startRun(s, "direct", { receivingConfirmations: RECEIVING_CONFIRMATIONS }));
     const t = await makeTransfer(s, { mode: "direct" });

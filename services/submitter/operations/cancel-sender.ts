@@ -93,14 +93,10 @@ export async function buildCancelSenderCall(
     expirySec: txData.expiry,
   });
   if (!claim.ok) {
+    const why = prepareOver.over ? "" : `: ${prepareOver.detail}`;
     throw new ReceiverPrepareDecidedError(
-      "a receiving prepare is the transfer's recorded decision and the receiving chain shows that side neither cancelled nor its prepare reverted for good",
-      {
-        transactionId: txData.transactionId,
-        receivingChainId: txData.receivingChainId,
-        force: data.force,
-        ...(prepareOver.over ? {} : { detail: prepareOver.detail }),
-      },
+      `a receiving prepare is the transfer's recorded decision, and neither cancelled nor reverted for good${why}`,
+      { transactionId: txData.transactionId, receivingChainId: txData.receivingChainId, force: data.force },
     );
   }
   return buildUnlessCompleted(ctx, "cancel", { txData, signature: "0x", encodedMeta: "0x" });
