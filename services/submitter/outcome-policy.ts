@@ -19,7 +19,8 @@ import { SenderLeaseLostError, SubmitterShutdownError } from "./send/errors";
  * 4. the job's transaction mined (seen with status 1 in this run, or a retriable error while its record is
  *    confirmed), and the error not a revert → park 1 s: the next run completes from the record;
  * 5. retriable → BullMQ's attempts and backoff;
- * 6. otherwise fail for good; a receiving prepare refused for a cancellable reason also refunds the sending side.
+ * 6. otherwise fail for good; a receiving prepare refused for a cancellable reason, or whose transaction reverted,
+ *    also refunds the sending side.
  * Rules 1–4 need the job's lock (`canMove`); without it, or after a refused move, only 5 and 6 apply.
  */
 
@@ -87,7 +88,19 @@ export function decideOutcome(error: unknown, facts: OutcomeFacts): Outcome {
   if (isRetriable(error)) {
     return { kind: "retry", lastAttempt: facts.attemptsMade + 1 >= facts.attempts };
   }
-  return { kind: "fail", refund: facts.jobName === TX_JOB.prepareReceiver && isCancellable(error) };
+  return {
+    kind: "fail",
+    refund: facts.jobName === TX_JOB.prepareReceiver && (isCancellable(error) || isRevert(error)),
+  };
+}
+
+/**
+ * A receiving prepare's transaction mined with status 0 (or an estimate's revert without a known reason): the job
+ * never sends again, so the sender's refund is enqueued. While the transfer's decision says "prepare", that refund
+ * goes ahead only once the chain proves the revert final (operations/reverted-receiving-prepare.ts).
+ */
+function isRevert(error: unknown): boolean {
+  return error instanceof TransactionRevertedError && error.revertCode === undefined;
 }
 
 /** Whether the job's record status can change the answer: the caller reads the record only then. */

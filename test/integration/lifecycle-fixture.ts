@@ -122,12 +122,12 @@ export function lifecycleConfig(
   s: LifecycleStack,
   prefix: string,
   mode: RouterMode,
-  sendingConfirmations = 1,
+  confirmations: { readonly sending?: number; readonly receiving?: number } = {},
 ): RouterConfig {
   const chainEntry = (c: StackChain): Record<string, unknown> => ({
     providers: [c.anvil.url],
     transactionManagerAddress: c.deployment.transactionManager,
-    confirmations: c.chainId === SENDING ? sendingConfirmations : 1,
+    confirmations: (c.chainId === SENDING ? confirmations.sending : confirmations.receiving) ?? 1,
     confirmationTimeoutMs: 60_000,
   });
   const raw: Record<string, unknown> = {
@@ -339,6 +339,7 @@ export async function startRun(
   opts: {
     submitters?: boolean;
     sendingConfirmations?: number;
+    receivingConfirmations?: number;
     /** Adds a `ledger` section to the config: the submitters name their mined transactions to the ledger queue. */
     ledger?: boolean;
     /** Added to FAST for both submitters (a ledger producer of the test's own, crash hooks). */
@@ -346,7 +347,10 @@ export async function startRun(
   } = {},
 ): Promise<LifecycleRun> {
   const prefix = uniquePrefix();
-  const loaded = lifecycleConfig(s, prefix, mode, opts.sendingConfirmations);
+  const loaded = lifecycleConfig(s, prefix, mode, {
+    sending: opts.sendingConfirmations,
+    receiving: opts.receivingConfirmations,
+  });
   // A ledger section turns the naming on; no ledger process drains the queue here.
   const config: RouterConfig = opts.ledger
     ? { ...loaded, ledger: ledgerWithDefaults({ databaseUrl: "postgres://ledger.invalid/ledger" }) }

@@ -201,7 +201,7 @@ describe("decideOutcome: one test per rule", () => {
       refund: false,
     });
     const reverted = new chainErrors.TransactionRevertedError("mined with status 0");
-    expect(decideOutcome(reverted, facts(TX_JOB.prepareReceiver, { minedOk: true }))).toEqual({
+    expect(decideOutcome(reverted, facts(TX_JOB.cancelReceiver, { minedOk: true }))).toEqual({
       kind: "fail",
       refund: false,
     });
@@ -249,11 +249,18 @@ describe("decideOutcome: one test per rule", () => {
       kind: "fail",
       refund: false,
     });
-    // A receiving prepare mined and reverted: its decision is claimed, so no refund from here.
-    expect(decideOutcome(new chainErrors.TransactionRevertedError("status 0"), facts(TX_JOB.prepareReceiver))).toEqual({
-      kind: "fail",
-      refund: false,
-    });
+  });
+
+  it("6. a receiving prepare whose transaction reverted refunds the sender; a revert with a known reason does not", () => {
+    const minedReverted = new chainErrors.TransactionRevertedError("mined with status 0");
+    for (const over of [{}, { minedOk: true }, { canMove: false }]) {
+      expect(decideOutcome(minedReverted, facts(TX_JOB.prepareReceiver, over))).toEqual({ kind: "fail", refund: true });
+    }
+    // The same error in any other job: nothing of the user's to refund from there.
+    expect(decideOutcome(minedReverted, facts(TX_JOB.cancelSender))).toEqual({ kind: "fail", refund: false });
+    // A revert at estimation with its reason decoded (#P:016): the reason's code, failed, no refund from here.
+    const named = new chainErrors.TransactionRevertedError("reverted #P:016", {}, { revertCode: "P:016" });
+    expect(decideOutcome(named, facts(TX_JOB.prepareReceiver))).toEqual({ kind: "fail", refund: false });
   });
 });
 

@@ -6,6 +6,8 @@ import { claimTransferDecision, readTransferDecision } from "../../../shared/coo
 import type { TxCall, TxNoop } from "../send/tx-record";
 import { ReceiverPrepareDecidedError, senderCancelRefusalError } from "../../../shared/chain/sender-cancel-errors";
 import type { RouterError } from "../../../shared/errors";
+import { REVERT_FINALITY_RETRY_MS, ReceiverPrepareRevertNotFinalError } from "./errors";
+import { proveReceivingPrepareReverted } from "./reverted-receiving-prepare";
 import { buildUnlessCompleted, openPreparedSide, wallClockMsWhenChainPasses, type LifecycleContext } from "./lifecycle";
 
 /**
@@ -18,7 +20,9 @@ import { buildUnlessCompleted, openPreparedSide, wallClockMsWhenChainPasses, typ
  *    refund of a receiving prepare this router refused (`afterOwnRefusal`: no prepare of ours can follow). Time
  *    rules park the job until they pass (SENDER_TOO_NEW, RECEIVER_UNVERIFIABLE);
  * 3. the transfer's decision is claimed as "cancel-sender" (shared/coordination/transfer-decision.ts). A recorded
- *    "prepare" is only replaced when the check proved the receiving side cancelled on chain; otherwise the
+ *    "prepare" is only replaced when the check proved the receiving side cancelled on chain, or when the receiving
+ *    side is not prepared and the prepare's own transaction was mined reverted at least `confirmations` deep
+ *    (reverted-receiving-prepare.ts; parked until then: RECEIVER_PREPARE_REVERT_NOT_FINAL). Otherwise the
  *    receiving prepare may be in a mempool or in blocks a lagging provider misses: RECEIVER_PREPARE_DECIDED
  *    (retried). `force` never overrides a recorded prepare;
  * 4. cancel({txData, signature: 0x, encodedMeta: 0x}) from the router: before expiry only the router may
@@ -42,7 +46,7 @@ export async function buildCancelSenderCall(
   };
   const prepareRecorded = (await readTransferDecision(decisionParams)) === "prepare";
 
-  let receiverCancelled = false;
+  let prepareOver: PrepareOver = { over: false, detail: "no receiving prepare is recorded" };
   if (data.force && !prepareRecorded) {
     ctx.logger.warn(
       "FORCED sender cancel: the receiving side is not checked; if it is live the router loses the amount",
@@ -77,22 +81,63 @@ export async function buildCancelSenderCall(
     if (!verdict.ok) {
       throw refusalError(ctx, txData, verdict, state.nowSec);
     }
-    receiverCancelled = verdict.receiverState === "cancelled";
+    if (prepareRecorded) {
+      prepareOver = await recordedPrepareOver(ctx, txData, verdict.receiverState);
+    }
   }
 
   const claim = await claimTransferDecision({
     ...decisionParams,
     decision: "cancel-sender",
-    replacing: receiverCancelled ? "prepare" : undefined,
+    replacing: prepareOver.over ? "prepare" : undefined,
     expirySec: txData.expiry,
   });
   if (!claim.ok) {
+    const why = prepareOver.over ? "" : `: ${prepareOver.detail}`;
     throw new ReceiverPrepareDecidedError(
-      "a receiving prepare is the transfer's recorded decision and the receiving chain does not show that side cancelled",
+      `a receiving prepare is the transfer's recorded decision, and neither cancelled nor reverted for good${why}`,
       { transactionId: txData.transactionId, receivingChainId: txData.receivingChainId, force: data.force },
     );
   }
   return buildUnlessCompleted(ctx, "cancel", { txData, signature: "0x", encodedMeta: "0x" });
+}
+
+type PrepareOver = { readonly over: true } | { readonly over: false; readonly detail: string };
+
+/**
+ * Step 3: whether a recorded receiving prepare can no longer take effect: the receiving side cancelled on chain, or
+ * not prepared with the prepare's transaction reverted for good. A revert not yet final parks the job.
+ */
+async function recordedPrepareOver(
+  ctx: LifecycleContext,
+  txData: TransactionData,
+  receiverState: string,
+): Promise<PrepareOver> {
+  if (receiverState === "cancelled") {
+    return { over: true };
+  }
+  if (receiverState !== "not-prepared") {
+    return { over: false, detail: `the receiving side is ${receiverState}` };
+  }
+  const proof = await proveReceivingPrepareReverted(ctx, txData);
+  const context = { transactionId: txData.transactionId, receivingChainId: txData.receivingChainId };
+  if (proof.kind === "not-final") {
+    throw new ReceiverPrepareRevertNotFinalError(
+      `the receiving prepare ${proof.transactionHash} reverted ${proof.depth} of ${proof.required} blocks deep`,
+      Date.now() + REVERT_FINALITY_RETRY_MS,
+      { ...context, transactionHash: proof.transactionHash, depth: proof.depth, required: proof.required },
+    );
+  }
+  if (proof.kind === "none") {
+    return { over: false, detail: proof.detail };
+  }
+  ctx.logger.warn("the recorded receiving prepare reverted for good: the sender cancel replaces it", {
+    at: "submitter.cancelSender",
+    ...context,
+    revertedHash: proof.transactionHash,
+    revertedBlock: proof.blockNumber,
+  });
+  return { over: true };
 }
 
 function receivingOf(

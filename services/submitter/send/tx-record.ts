@@ -188,6 +188,18 @@ export async function unnamedNoncesOn(
   return nonces.filter((_, i) => jobs[i] === null);
 }
 
+/**
+ * The send record of job `jobId` on `chainId`: the store's `load`; also read on another chain than the job's (a
+ * sender cancel looks at the receiving chain's prepare-receiver record).
+ */
+export async function loadTxRecordOn(
+  at: { redis: Pick<Redis, "hget">; prefix: string; chainId: number },
+  jobId: string,
+): Promise<TxRecord | undefined> {
+  const json = await at.redis.hget(txRecordKey(at.prefix, at.chainId, jobId), "record");
+  return json === null ? undefined : (JSON.parse(json) as TxRecord);
+}
+
 export function createTxRecordStore(params: {
   redis: Redis;
   prefix: string;
@@ -198,10 +210,7 @@ export function createTxRecordStore(params: {
   const { redis, prefix, chainId } = params;
   const recordOf = (jobId: string): string => `the transaction record of job ${jobId}`;
   return {
-    load: async (jobId) => {
-      const json = await redis.hget(txRecordKey(prefix, chainId, jobId), "record");
-      return json === null ? undefined : (JSON.parse(json) as TxRecord);
-    },
+    load: (jobId) => loadTxRecordOn({ redis, prefix, chainId }, jobId),
     exists: async (jobId) => (await redis.exists(txRecordKey(prefix, chainId, jobId))) === 1,
     keyOf: (jobId) => txRecordKey(prefix, chainId, jobId),
     jobAtNonce: async (from, nonce) =>
