@@ -1,26 +1,16 @@
-import { readFileSync, readdirSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import ts from "typescript";
+import { REPO_ROOT as ROOT, tsFilesUnder } from "../harness/source-files";
 
 /**
  * The guide's size limits, checked on the source: no source file in services/ or shared/ over 400 lines, no
  * function over 120. A newcomer whose function grows past the limit learns it here, with file:line and length.
  */
 
-const ROOT = resolve(__dirname, "../..");
 const FOLDERS = ["services", "shared"] as const;
 const MAX_FILE_LINES = 400;
 const MAX_FUNCTION_LINES = 120;
-
-function sourceFiles(folder: string): string[] {
-  const out: string[] = [];
-  for (const entry of readdirSync(join(ROOT, folder), { withFileTypes: true })) {
-    const path = join(folder, entry.name);
-    if (entry.isDirectory()) out.push(...sourceFiles(path));
-    else if (entry.name.endsWith(".ts")) out.push(path);
-  }
-  return out;
-}
 
 type FunctionNode =
   | ts.FunctionDeclaration
@@ -96,7 +86,7 @@ function findOversized(path: string): Finding[] {
 }
 
 describe("code size (docs: the guide's limits on files and functions)", () => {
-  const files = FOLDERS.flatMap(sourceFiles);
+  const files = FOLDERS.flatMap(tsFilesUnder);
 
   it("walks the source folders", () => {
     expect(files.length).toBeGreaterThan(50);
