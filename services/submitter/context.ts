@@ -32,7 +32,7 @@ export interface SubmitterContext extends SendContext {
   readonly liquidity?: JobLiquidity;
   /**
    * A job stalled more often than this (its process died or lost the BullMQ lock each time) fails, unless it has
-   * a transaction that may be on chain: then it keeps running (processor.ts). BullMQ's own stall limit is off.
+   * a transaction that may be on chain: then it keeps running (job/admit-job.ts). BullMQ's own stall limit is off.
    */
   readonly maxStalledCount?: number;
 }

@@ -8,7 +8,7 @@ import { SenderLeaseLostError, SubmitterShutdownError } from "./send/errors";
 /**
  * What follows from a job's error: the submitter's one error → outcome policy. Pure (no I/O, no clock: the caller
  * passes `nowMs`), so every branch is tested on its own (test/unit/outcome-policy.test.ts), and docs/submitter.md's
- * table of errors and outcomes is checked against it. processor.ts gathers the facts and applies the answer.
+ * table of errors and outcomes is checked against it. job/apply-outcome.ts gathers the facts and applies the answer.
  * The rules, first match wins:
  * 1. shutdown or a lost sender lease → hand the job back to the queue (no attempt used);
  * 2. "not yet" (RouterError.notYet: a time rule, liquidity in flight, a nonce taken without proof, a ledger

@@ -50,7 +50,7 @@ export const DEFAULT_GAS_PRICE_MAX_AGE_MS = 1_000;
 /** Takeover bound after a holder dies: a standby (or the restarted process) sends again within about this. */
 export const DEFAULT_LEASE_TTL_MS = 1_000;
 /**
- * A job stalled more than this many times fails, unless it has a transaction that may be on chain (processor.ts
+ * A job stalled more than this many times fails, unless it has a transaction that may be on chain (job/admit-job.ts
  * decides, not BullMQ). A stalled submitter job is one whose process died mid-wait or lost the BullMQ lock, with a
  * transaction possibly in flight: failing it would report failed a job whose transaction is mined, and re-running
  * it is safe (it resumes from its record). 10 still stops a job that kills every process it runs in before it

@@ -102,7 +102,7 @@ export interface CancelSenderJobData {
   /** Set only by an admin's POST /cancel-sender with `"force": true`: skips the receiver-side safety check. */
   readonly force: boolean;
   /**
-   * The refund of a receiving prepare this router refused (processor.ts enqueueSenderRefund) or declined (the
+   * The refund of a receiving prepare this router refused (the submitter's enqueueSenderRefund) or declined (the
    * poller's failed verification, plan-action.ts): the 780 s buffer is waived, since no receiving prepare of ours
    * exists or can still start (docs/decisions.md).
    */

@@ -2,7 +2,7 @@ import { Queue, UnrecoverableError, Worker } from "bullmq";
 import { ZeroAddress } from "ethers";
 import { enqueueOnce } from "../../services/poller/plan-executor";
 import type { PollerContext } from "../../services/poller/context";
-import { hashJobData } from "../../services/submitter/processor";
+import { hashJobData } from "../../services/submitter/job/send-job-of";
 import type { TxRecord } from "../../services/submitter/send/tx-record";
 import { completedVariantDigest } from "../../shared/protocol/digests";
 import { TX_JOB, TX_JOB_DEFAULTS, txJobId, txQueueName, type FulfillSenderJobData } from "../../shared/queues";

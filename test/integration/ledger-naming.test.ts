@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Queue } from "bullmq";
 import { Wallet, parseEther } from "ethers";
-import { hashJobData } from "../../services/submitter/processor";
+import { hashJobData } from "../../services/submitter/job/send-job-of";
 import type { TxRecord } from "../../services/submitter/send/tx-record";
 import { createLedgerProducer, openLedgerQueue, type LedgerProducer } from "../../shared/process/ledger-producer";
 import {

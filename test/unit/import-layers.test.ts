@@ -1,23 +1,12 @@
-import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
-import { dirname, join, relative, resolve } from "node:path";
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
 import ts from "typescript";
+import { REPO_ROOT as ROOT, tsFilesUnder } from "../harness/source-files";
 
 /**
  * The layering rules of docs/architecture.md, checked on the source: a newcomer who adds an import that points
  * up a floor or closes a loop learns it here, with the offending edge named, not in a review.
  */
-
-const ROOT = resolve(__dirname, "../..");
-
-function sourceFiles(folder: string): string[] {
-  const out: string[] = [];
-  for (const entry of readdirSync(join(ROOT, folder), { withFileTypes: true })) {
-    const path = join(folder, entry.name);
-    if (entry.isDirectory()) out.push(...sourceFiles(path));
-    else if (entry.name.endsWith(".ts")) out.push(path);
-  }
-  return out;
-}
 
 function resolveImport(from: string, specifier: string): string | undefined {
   if (!specifier.startsWith(".")) return undefined;
@@ -32,7 +21,7 @@ function resolveImport(from: string, specifier: string): string | undefined {
 /** Every project file a file imports, type-only imports and re-exports included (they are edges too). */
 function importGraph(folders: readonly string[]): Map<string, string[]> {
   const graph = new Map<string, string[]>();
-  for (const file of folders.flatMap(sourceFiles)) {
+  for (const file of folders.flatMap(tsFilesUnder)) {
     const { importedFiles } = ts.preProcessFile(readFileSync(join(ROOT, file), "utf8"), true, true);
     const targets = importedFiles.map((imported) => resolveImport(file, imported.fileName));
     graph.set(file, [...new Set(targets.filter((t): t is string => t !== undefined))]);

@@ -1,4 +1,4 @@
-import { ledgerEntryOf } from "../../services/submitter/processor";
+import { ledgerEntryOf } from "../../services/submitter/job/send-job-of";
 import { TX_JOB, type TxJobData } from "../../shared/queues";
 import { LEDGER_TX_KINDS } from "../../shared/queues/ledger-jobs";
 

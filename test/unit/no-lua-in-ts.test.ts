@@ -1,5 +1,6 @@
-import { readFileSync, readdirSync } from "node:fs";
-import { join, relative, resolve } from "node:path";
+import { readFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { REPO_ROOT as ROOT, tsFilesUnder } from "../harness/source-files";
 
 /**
  * Every Redis script is a .lua file under shared/redis/scripts, run through shared/redis/script-runner.ts: no
@@ -7,16 +8,7 @@ import { join, relative, resolve } from "node:path";
  * cannot be read as Lua, its errors name lines of no file, and each such site grew its own way of running it).
  */
 
-const ROOT = resolve(__dirname, "../..");
 const RUNNER = "shared/redis/script-runner.ts";
-
-function tsFiles(folder: string): string[] {
-  return readdirSync(join(ROOT, folder), { withFileTypes: true }).flatMap((entry) => {
-    const path = join(folder, entry.name);
-    if (entry.isDirectory()) return tsFiles(path);
-    return entry.name.endsWith(".ts") ? [path] : [];
-  });
-}
 
 /** What only a Lua script body (or a hand-run script) contains; the ioredis `redis.call("CMD", …)` method is not one. */
 const LUA_SIGNS: ReadonlyArray<[string, RegExp]> = [
@@ -40,7 +32,7 @@ function findings(path: string, text: string): string[] {
 }
 
 describe("no Redis script in TypeScript", () => {
-  const files = ["services", "shared"].flatMap(tsFiles);
+  const files = ["services", "shared"].flatMap(tsFilesUnder);
 
   it("reads the tree it checks", () => {
     expect(files.length).toBeGreaterThan(100);

@@ -7,7 +7,7 @@ import type { TxRecord } from "./tx-record";
 export const NONCE_TAKEN_WITNESSES = 2;
 
 /**
- * An unproven taken nonce is looked at again this much later: the job is parked, not failed (processor.ts), since
+ * An unproven taken nonce is looked at again this much later: the job is parked, not failed (outcome-policy.ts), since
  * its transaction may be mined and only lag behind in the providers' receipts.
  */
 export const NONCE_TAKEN_RETRY_MS = 15_000;

@@ -18,10 +18,10 @@ export const NO_TRANSACTION_HASH = ZeroHash;
  *
  *   record? ─ confirmed ──────────────────────────────▶ stored result (nothing sent)
  *      │  └─ sending ─ rebroadcast newest ─┐
- *      └─ none ─ prepare (estimate) ─ fresh nonce ─ persist ─ broadcast ─┐
+ *      └─ none ─ buildCall (estimate) ─ fresh nonce ─ persist ─ broadcast ─┐
  *                  └─ no-op (effect already on chain) ─▶ {noop: true} (no nonce, no record)
- *                                          ▼                             ▼
- *                      wait for mining (bump on timeout, same nonce) ◀───┘
+ *                                          ▼                               ▼
+ *                      wait for mining (bump on timeout, same nonce) ◀─────┘
  *                        ├─ receipt status 0 ─▶ reverted (terminal)
  *                        ├─ nonce taken by a foreign tx ─▶ (not replay-protected: proven? no ─▶ retry later)
  *                        │                               ─▶ re-estimate ─ fresh nonce ─ persist ─ broadcast ─▶ wait
@@ -33,7 +33,7 @@ export const NO_TRANSACTION_HASH = ZeroHash;
 export async function sendJobTransaction(
   ctx: SendContext,
   job: SendJob,
-  prepare: () => Promise<TxCall | TxNoop>,
+  buildCall: () => Promise<TxCall | TxNoop>,
 ): Promise<TxJobResult> {
   let record = await ctx.records.load(job.jobId);
   if (record) {
@@ -66,7 +66,7 @@ export async function sendJobTransaction(
     const unbumped = record.bumps === 0;
     await rebroadcastLatest(ctx, job, record, (err) => unbumped && err instanceof InsufficientFundsError);
   } else {
-    const call = await prepare();
+    const call = await buildCall();
     if (isTxNoop(call)) {
       // Nothing was sent and nothing is persisted: a re-run checks the chain again and finds the same.
       ctx.logger.info("the job's effect is already on chain: sending nothing", {
