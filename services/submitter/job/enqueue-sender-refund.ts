@@ -11,7 +11,7 @@ import {
 import type { SubmitterContext } from "../context";
 
 /**
- * The one place a refused receiving prepare turns into a refund (docs/protocol.md#transfer-actions): a cancel-sender
+ * The one place a refused or reverted receiving prepare turns into a refund (docs/protocol.md#transfer-actions): a cancel-sender
  * job on the sending chain's queue under the transfer's deterministic id, so it is enqueued at most once.
  * Safe by construction: that job re-checks every sender-cancel rule on chain before it sends. A failure to
  * enqueue is logged, not thrown: the transfer still ends in a refund at the sender's expiry.
@@ -46,7 +46,7 @@ export async function enqueueSenderRefund(
   try {
     // An existing job under this id (any state) is kept as it is: BullMQ ignores the add.
     await queue.add(TX_JOB.cancelSender, refund, txJobOptions(TX_JOB.cancelSender, refundJobId));
-    logger.info("receiving prepare refused with a cancellable reason: sender cancel enqueued", fields);
+    logger.info("receiving prepare refused or reverted: sender cancel enqueued", fields);
   } catch (enqueueErr) {
     logger.error("could not enqueue the sender cancel", { ...fields, error: errorMessage(enqueueErr) });
   }
