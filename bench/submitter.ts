@@ -223,6 +223,9 @@ async function runScenario(p: {
   loopDelay.enable();
   const queues: Array<Queue<TxJobData, TxJobResult>> = [];
   const events: QueueEvents[] = [];
+  // Under PM2 a stuck sender term crashes the process and a restart takes the lease again; the bench has no
+  // restart, so that chain's jobs would wait out the 30 min poll in silence. It fails the run at once instead.
+  let stuck: { chainId: number; message: string } | undefined;
   try {
     for (const c of p.chains) {
       submitters.push(
@@ -230,7 +233,13 @@ async function runScenario(p: {
           config,
           logger,
           chainId: c.chainId,
-          options: { concurrency: p.concurrency, pollIntervalMs: 500 },
+          options: {
+            concurrency: p.concurrency,
+            pollIntervalMs: 500,
+            onStuck: (err) => {
+              stuck ??= { chainId: c.chainId, message: err.message };
+            },
+          },
         }),
       );
     }
@@ -271,6 +280,9 @@ async function runScenario(p: {
         await pollUntil(
           `chain ${c.chainId}: all jobs`,
           async () => {
+            if (stuck) {
+              throw new Error(`chain ${stuck.chainId}: sender term stuck (${stuck.message}); the run cannot finish`);
+            }
             const counts = await queue.getJobCounts("completed", "failed");
             if (counts.failed > 0) throw new Error(`chain ${c.chainId}: ${counts.failed} job(s) failed`);
             return counts.completed === p.jobs;

@@ -142,6 +142,27 @@ describe("import layers (docs/architecture.md)", () => {
     expect(graph.get("shared/coordination/keys.ts")).toEqual([]);
   });
 
+  it("keeps shared/protocol pure: no I/O package, and of the project only itself, the error base, the signer's interface and config types", () => {
+    // What a pure decision may lean on: encoding and validation libraries, never a client of Redis, NATS, a chain,
+    // a database or the file system (docs/architecture.md: "pure NXTP logic, no I/O").
+    const PURE_PACKAGES = new Set(["ethers", "joi"]);
+    const ALLOWED_PROJECT = new Set(["shared/errors.ts", "shared/signer/router-signer.ts", "shared/config/types.ts"]);
+    const protocolFiles = tsFilesUnder("shared/protocol");
+    expect(protocolFiles.length).toBeGreaterThan(20);
+    const offending = protocolFiles.flatMap((file) => {
+      const { importedFiles } = ts.preProcessFile(readFileSync(join(ROOT, file), "utf8"), true, true);
+      return importedFiles
+        .map((imported) => imported.fileName)
+        .filter((specifier) => {
+          if (!specifier.startsWith(".")) return !PURE_PACKAGES.has(specifier);
+          const target = resolveImport(file, specifier);
+          return target === undefined || !(target.startsWith("shared/protocol/") || ALLOWED_PROJECT.has(target));
+        })
+        .map((specifier) => `${file} → ${specifier}`);
+    });
+    expect(offending).toEqual([]);
+  });
+
   it("keeps the leaves (timing, errors) free of project imports", () => {
     expect(graph.get("shared/timing.ts")).toEqual([]);
     expect(graph.get("shared/errors.ts")).toEqual([]);
