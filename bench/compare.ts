@@ -42,7 +42,11 @@ async function main(): Promise<number> {
     git(ROOT, ["worktree", "add", "--detach", dir, commit]);
     installModules(dir);
     log(`building ${commit.slice(0, 7)} in ${dir}`);
-    run(process.execPath, [join(dir, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json"], dir);
+    // The commit's own build where it has one: tsc alone copies no Redis .lua file, and a tree whose scripts live
+    // in shared/redis/scripts then stops at start naming the missing file.
+    const ownBuild = join(dir, "scripts/build.js");
+    if (existsSync(ownBuild)) run(process.execPath, [ownBuild], dir);
+    else run(process.execPath, [join(dir, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json"], dir);
     const trees: Tree[] = [
       { label: commit.slice(0, 7), dir },
       { label: "working tree", dir: ROOT },
