@@ -176,6 +176,8 @@ const common = {
  * the default's own spread, where 2 MB carried 48 and once never finished (the loop's stalls outlasted the 1 s
  * sender lease again and again); before the holds stopped reading the whole hash, an old-space limit and the
  * allocator settings lost rate too, so it keeps node's old space and glibc's defaults.
+ * Measured and not set: --optimize-for-size (no gain but in the submitter, whose bench then twice never
+ * finished), --lite-mode (it turns WebAssembly off, and node's fetch needs it: the admin crash-looped).
  * ROUTER_NODE_ARGS replaces the flags of every app (empty: node's defaults), e.g. to measure without them.
  */
 const V8_LIMITS = {

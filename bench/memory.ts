@@ -46,6 +46,8 @@ interface ProcessUsage extends Usage {
   readonly name: string;
   readonly pid: number;
   readonly restarts: number;
+  /** CPU time (user + system) the process has used since it started, in ms; NaN when it is gone. */
+  readonly cpuMs: number;
 }
 
 /** Rss, Pss and private (kB) of one process from /proc/<pid>/smaps_rollup; undefined when it is gone. */
@@ -60,6 +62,22 @@ export function readUsage(pid: number): Usage | undefined {
   return { rssKb: field("Rss"), pssKb: field("Pss"), ussKb: field("Private_Clean") + field("Private_Dirty") };
 }
 
+/**
+ * utime + stime of one process from /proc/<pid>/stat, in ms (the kernel reports them in USER_HZ, 100 per second on
+ * Linux whatever the kernel's own tick); NaN when it is gone. The fields after the command name, which may hold spaces.
+ */
+export function readCpuMs(pid: number): number {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return NaN;
+  }
+  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  // utime and stime are fields 14 and 15 of stat(5); fields[0] here is field 3 (state).
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 /** Every router process of the stack (PM2's apps), named and in PM2's order. */
 function measure(s: Stack): ProcessUsage[] {
   const apps = pm2List(s.paths).filter((a) => a.pid > 0);
@@ -71,7 +89,7 @@ function measure(s: Stack): ProcessUsage[] {
     seen.set(a.name, index + 1);
     const usage = readUsage(a.pid) ?? { rssKb: NaN, pssKb: NaN, ussKb: NaN };
     const name = (counts.get(a.name) ?? 0) > 1 ? `${a.name}#${index}` : a.name;
-    return { name, pid: a.pid, restarts: a.restarts, ...usage };
+    return { name, pid: a.pid, restarts: a.restarts, cpuMs: readCpuMs(a.pid), ...usage };
   });
 }
 
@@ -91,17 +109,20 @@ function report(rest: ProcessUsage[], after: ProcessUsage[], daemonPid: number |
   });
   log("");
   log(`bench:memory — router processes at rest and after ${SWAPS} swaps (MB)`);
+  // CPU s: what each process used between the two readings (the swaps and the settle), e.g. to weigh a V8 flag.
+  const cpuS = (r: ProcessUsage, a: ProcessUsage | undefined): number =>
+    a && a.pid === r.pid ? (a.cpuMs - r.cpuMs) / 1000 : NaN;
   log(`  ${"".padEnd(18)}${"at rest".padStart(24)}${`after ${SWAPS} swaps`.padStart(24)}`);
   log(
     `  ${"process".padEnd(18)}${["RSS", "PSS", "USS"]
       .map((h) => h.padStart(8))
       .join("")
-      .repeat(2)}`,
+      .repeat(2)}${"CPU s".padStart(8)}`,
   );
   for (const r of rest) {
     const a = after.find((x) => x.name === r.name);
     const restarted = a && (a.pid !== r.pid || a.restarts !== r.restarts) ? "  (restarted)" : "";
-    log(`  ${r.name.padEnd(18)}${cols(r)}${cols(a)}${restarted}`);
+    log(`  ${r.name.padEnd(18)}${cols(r)}${cols(a)}${cpuS(r, a).toFixed(1).padStart(8)}${restarted}`);
   }
   log(`  ${"total".padEnd(18)}${cols(totals(rest))}${cols(totals(after))}`);
   const daemon = daemonPid === undefined ? undefined : readUsage(daemonPid);
@@ -126,6 +147,7 @@ function report(rest: ProcessUsage[], after: ProcessUsage[], daemonPid: number |
     rssKb: p.rssKb,
     pssKb: p.pssKb,
     ussKb: p.ussKb,
+    cpuMs: p.cpuMs,
   });
   log(
     JSON.stringify({
