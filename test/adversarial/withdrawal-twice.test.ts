@@ -172,8 +172,12 @@ describe("adversarial: a withdrawal is paid at most once", () => {
     await waitFor("the retried job to finish again", async () =>
       logs.lines().find((l) => l.at === "submitter.job" && l.jobId === job.id && l.outcome === "completed" && l.noop),
     );
-    const again = await c.queue.getJob(job.id ?? "");
-    expect(again?.returnvalue).toMatchObject({ transactionHash: first.transactionHash, noop: true });
+    // The processor logs its outcome before BullMQ stores the job's return value: wait for the stored one.
+    const again = await waitFor("the retried job's stored result", async () => {
+      const stored = await c.queue.getJob(job.id ?? "");
+      return stored?.returnvalue ? stored : undefined;
+    });
+    expect(again.returnvalue).toMatchObject({ transactionHash: first.transactionHash, noop: true });
     expect(await tokenBalance(s, recipient)).toBe(45n);
   }, 120_000);
 });
