@@ -34,6 +34,8 @@ export interface BedClient {
   readonly responses: readonly MessagingResponse[];
   /** One auction.request as the SDK sends it; the first bid within `timeoutMs`, with its latency. */
   requestBid(user: string, timeoutMs?: number): Promise<BidAnswer>;
+  /** The test's own NATS connection is up (false while it reconnects after its server died). */
+  isConnected(): boolean;
   /**
    * A bid, then the whole swap by the user (prepare, the router's prepare, fulfill, the router's claim), each of
    * the router's steps within `stepMs` (SWAP_STEP_MS by default).
@@ -78,6 +80,7 @@ export async function connectBedClient(bed: Bed): Promise<BedClient> {
   return {
     responses,
     requestBid,
+    isConnected: () => messaging.isConnected(),
     swap: async (u, stepMs = SWAP_STEP_MS) => {
       const { reply, ms, inbox } = await requestBid(u.user.address);
       const t = await userPrepares(u, reply);
