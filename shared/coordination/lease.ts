@@ -128,6 +128,8 @@ export interface Lease {
   release(): Promise<void>;
   /** The fence while the lease is held and locally still valid; undefined otherwise (a FenceSource). */
   current(): Fence | undefined;
+  /** When the last take, renewal or resume that Redis granted was sent (0 before any). */
+  confirmedAtMs(): number;
   /** Forgets the lease locally (after a lost renewal or a stop). */
   drop(): void;
 }
@@ -152,6 +154,11 @@ export function createLease(params: {
   const { redis, key, termKey, ownerId, ttlMs } = params;
   let held: Fence | undefined;
   let validUntilMs = 0;
+  let confirmedAtMs = 0;
+  const confirm = (sentAtMs: number): void => {
+    confirmedAtMs = sentAtMs;
+    validUntilMs = sentAtMs + ttlMs - SAFETY_MARGIN_MS;
+  };
   /** The term taken last and the identity of the Redis server that granted it (lease-acquire.lua). */
   let granted: { fence: Fence; server: string } | undefined;
   return {
@@ -170,7 +177,7 @@ export function createLease(params: {
       }
       held = { key, value: `${term}|${ownerId}`, term, ownerId };
       granted = { fence: held, server };
-      validUntilMs = sentAtMs + ttlMs - SAFETY_MARGIN_MS;
+      confirm(sentAtMs);
       return held;
     },
     renew: async () => {
@@ -187,7 +194,7 @@ export function createLease(params: {
         held = undefined;
         return false;
       }
-      validUntilMs = sentAtMs + ttlMs - SAFETY_MARGIN_MS;
+      confirm(sentAtMs);
       return true;
     },
     resume: async (fence) => {
@@ -203,7 +210,7 @@ export function createLease(params: {
       if (outcome === undefined) throw new TypeError(`lease-resume.lua: unexpected reply ${code}`);
       if (outcome === "resumed") {
         held = fence;
-        validUntilMs = sentAtMs + ttlMs - SAFETY_MARGIN_MS;
+        confirm(sentAtMs);
       }
       return outcome;
     },
@@ -215,6 +222,7 @@ export function createLease(params: {
       }
     },
     current: () => (held && Date.now() < validUntilMs ? held : undefined),
+    confirmedAtMs: () => confirmedAtMs,
     drop: () => {
       held = undefined;
     },

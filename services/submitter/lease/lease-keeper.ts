@@ -28,9 +28,9 @@ export interface LeaseKeeper {
   signal(): AbortSignal;
   role(): SenderRole;
   /**
-   * For a job of the term whose signal is `signal` that met its lease lapsed (SenderLeaseLostError): true once the
-   * lease is held again in that same term (resumed after a stall: the job goes on in this process), false once the
-   * term has ended (the job is handed back). Settles at the loop's next tick at the latest.
+   * For a job of the term whose signal is `signal` that met its lease lapsed (SenderLeaseLostError): true once Redis
+   * has granted the lease to that same term again since the call (resumed after a stall, or renewed: the job goes on
+   * in this process), false once the term has ended (the job is handed back). Settles within a tick or two.
    */
   heldAgain(signal: AbortSignal): Promise<boolean>;
   /** True once the first decision is made and, as sender, what it owns has been taken back. */
@@ -139,12 +139,14 @@ export function createLeaseKeeper(params: LeaseKeeperParams): LeaseKeeper {
     },
     role: () => (term.current() ? "sender" : "standby"),
     heldAgain: async (signal) => {
+      // Only a grant sent after the refusal counts: a renewal sent before it says nothing about why it was refused.
+      const askedAtMs = Date.now();
       while (!signal.aborted) {
         const current = term.current();
         if (current?.signal !== signal) {
           return false;
         }
-        if (lease.current()?.value === current.fence.value) {
+        if (lease.current()?.value === current.fence.value && lease.confirmedAtMs() >= askedAtMs) {
           return true;
         }
         await abortableDelay(HELD_AGAIN_POLL_MS, signal);
