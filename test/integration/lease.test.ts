@@ -330,6 +330,22 @@ describe("sender lease keeper (real redis)", () => {
     expect(a.keeper.isReady()).toBe(true);
   });
 
+  it("a job that met its lease lapsed learns the verdict: held again after a stall nobody used, not once another owner took it", async () => {
+    const prefix = uniquePrefix();
+    const key = senderLeaseKey(prefix, CHAIN_ID, SIGNER);
+    const a = run(prefix, "a");
+    await a.keeper.start();
+    const signal = a.keeper.signal();
+    busyFor(TTL_MS * 2.5);
+    await expect(a.keeper.heldAgain(signal)).resolves.toBe(true);
+    expect([a.begun.length, a.ended, signal.aborted]).toEqual([1, 0, false]);
+    await expect(suite.redis.get(key)).resolves.toBe(a.begun[0].value);
+
+    await suite.redis.set(key, `${a.begun[0].term + 1}|other`, "PX", 60_000);
+    await expect(a.keeper.heldAgain(signal)).resolves.toBe(false);
+    expect(signal.aborted).toBe(true);
+  });
+
   it("a lost lease ends the term; a term that cannot end within its bound is stuck: not ready, its signal aborted", async () => {
     const prefix = uniquePrefix();
     const key = senderLeaseKey(prefix, CHAIN_ID, SIGNER);
