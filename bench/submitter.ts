@@ -55,6 +55,8 @@ const AMOUNT = 1000n;
 const NONCE_ERROR = /NONCE_TOO_LOW|nonce already used|NONCE_RETRIES_EXHAUSTED|NONCE_TAKEN/;
 /** lease-keeper.ts's warning: an event-loop stall longer than the lease TTL hands every job of the chain back. */
 const LEASE_LOST = /sender lease lost/;
+/** shared/coordination/lease-loop.ts's warning: a lease lapsed during a stall, resumed in the same term (no handback). */
+const LEASE_RESUMED = /sender lease lapsed during a \d+ ms stall and was resumed/;
 
 interface ChainSetup {
   readonly chainId: number;
@@ -168,6 +170,8 @@ interface ScenarioResult {
   readonly nonceErrors: number;
   /** Sender leases lost during the run: each hands every running job back; a sound run has none. */
   readonly leaseLosses: number;
+  /** Sender leases that lapsed during a stall and were resumed in the same term (nothing handed back). */
+  readonly leaseResumes: number;
   /** Event-loop delay of the process running both submitters (the lease TTL must stay well above the max). */
   readonly loopDelayP99Ms: number;
   readonly loopDelayMaxMs: number;
@@ -210,10 +214,12 @@ async function runScenario(p: {
   const logStream = new PassThrough();
   let nonceErrors = 0;
   let leaseLosses = 0;
+  let leaseResumes = 0;
   logStream.on("data", (chunk: Buffer) => {
     const lines = chunk.toString("utf8").split("\n");
     nonceErrors += lines.filter((line) => NONCE_ERROR.test(line)).length;
     leaseLosses += lines.filter((line) => LEASE_LOST.test(line)).length;
+    leaseResumes += lines.filter((line) => LEASE_RESUMED.test(line)).length;
   });
   const logger = createLogger({ level: "warn", service: "bench", stream: logStream });
   const url = new URL(p.redisUrl);
@@ -305,6 +311,7 @@ async function runScenario(p: {
       figures,
       nonceErrors,
       leaseLosses,
+      leaseResumes,
       loopDelayP99Ms: loopDelay.percentile(99) / 1e6,
       loopDelayMaxMs: loopDelay.max / 1e6,
     };
@@ -356,7 +363,7 @@ function printScenario(confirmations: number, pipelined: ScenarioResult, baselin
   const baseSwaps = baseline.figures.reduce((sum, f) => sum + f.txPerSec, 0) / 2;
   lines.push(
     `  swaps/s carried (two chains): ${swaps.toFixed(1)} (one-at-a-time ${baseSwaps.toFixed(2)}); nonce errors: ${pipelined.nonceErrors} (one-at-a-time ${baseline.nonceErrors}); ` +
-      `sender leases lost: ${pipelined.leaseLosses}`,
+      `sender leases lost: ${pipelined.leaseLosses}, lapsed and resumed: ${pipelined.leaseResumes}`,
   );
   lines.push(
     `  event-loop delay with ${pipelined.figures[0]?.jobs ?? 0} jobs in flight per chain: p99 ${pipelined.loopDelayP99Ms.toFixed(0)} ms, max ${pipelined.loopDelayMaxMs.toFixed(0)} ms`,
@@ -375,6 +382,7 @@ function scenarioFigures(confirmations: number, pipelined: ScenarioResult): Reco
   }
   out[`${at}: nonce errors`] = pipelined.nonceErrors;
   out[`${at}: sender leases lost`] = pipelined.leaseLosses;
+  out[`${at}: sender leases resumed`] = pipelined.leaseResumes;
   out[`${at}: event-loop delay p99 ms`] = pipelined.loopDelayP99Ms;
   out[`${at}: event-loop delay max ms`] = pipelined.loopDelayMaxMs;
   return out;

@@ -94,6 +94,10 @@ export function createPollerLeaseKeeper(params: PollerLeaseKeeperParams): Poller
       await ending;
       return true;
     },
+    // As the sender lease (services/submitter/lease/lease-keeper.ts): a stall nobody used, on the same Redis server,
+    // goes on in the same term. A write refused in the lapsed window fails its tick, and the next tick runs again
+    // from the stored cursor, as a new term would, without the pause and the reconcile of every open record.
+    resumeLapsed: true,
     // Not awaited: renewals go on while the term's first tick runs.
     onAcquired: (fence) => void beginTerm(fence),
     onLost: (fence) => {

@@ -35,4 +35,9 @@ export interface SubmitterContext extends SendContext {
    * a transaction that may be on chain: then it keeps running (job/admit-job.ts). BullMQ's own stall limit is off.
    */
   readonly maxStalledCount?: number;
+  /**
+   * A job that met its sender lease lapsed asks whether the term it started in holds the lease again (resumed after
+   * an event-loop stall: lease/lease-keeper.ts heldAgain): then it runs again here instead of being handed back.
+   */
+  readonly leaseHeldAgain?: (signal: AbortSignal) => Promise<boolean>;
 }

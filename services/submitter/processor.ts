@@ -8,6 +8,7 @@ import { logOutcome } from "./job/log-outcome";
 import { sendJobOf } from "./job/send-job-of";
 import type { TxJob } from "./job/tx-job";
 import type { SendTrace } from "./send/send-context";
+import { runThroughLapses } from "./lease/run-through-lapse";
 import { sendJobTransaction } from "./send/send-transaction";
 
 export type TxProcessor = (job: TxJob, token?: string) => Promise<TxJobResult>;
@@ -35,7 +36,8 @@ export function createTxProcessor(ctx: SubmitterContext): TxProcessor {
     });
     const liquidity = job.id && HOLDING_JOBS.has(job.name) ? ctx.liquidityHolds?.forJob(job.id) : undefined;
     try {
-      const result = await runJob({ ...ctx, logger, liquidity, replicated }, job, trace);
+      const jobCtx: SubmitterContext = { ...ctx, logger, liquidity, replicated };
+      const result = await runThroughLapses(jobCtx, () => runJob(jobCtx, job, trace));
       logOutcome(logger, "completed", { ctx, trace, startedAtMs, noop: result.noop });
       return result;
     } catch (err) {

@@ -188,6 +188,7 @@ export async function startSubmitter(params: StartSubmitterParams): Promise<Runn
     readProvider: resources.provider,
     txQueue: resources.txQueue,
     replication,
+    leaseHeldAgain: (signal) => keeper.heldAgain(signal),
     // Outside a job (the nonce-gap filler), the mark is taken before its writes; the processor sets a job's own per
     // run. `replicated` is only ever the job's: a wait whose mark is taken at broadcast time misses a reconnect.
     markReplication: replication

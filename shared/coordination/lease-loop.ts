@@ -1,6 +1,6 @@
 import { errorCode, errorMessage } from "../errors";
 import type { Logger } from "../logging/create-logger";
-import type { Fence, Lease } from "./lease";
+import type { Fence, Lease, ResumeOutcome } from "./lease";
 
 /** A Redis outage logs one warning per interval, not one per tick. */
 const WARN_INTERVAL_MS = 10_000;
@@ -24,6 +24,13 @@ export interface LeaseLoopParams {
   onNotAcquired?(): void;
   /** The held lease is lost (a renewal refused, or no longer locally valid); it is already dropped locally. */
   onLost(fence: Fence): void;
+  /**
+   * A held lease found lapsed is first resumed in the same term when nobody took it and the Redis server is the
+   * one that granted the term (Lease.resume): the term goes on, no onLost. Only then; otherwise onLost as always.
+   */
+  readonly resumeLapsed: boolean;
+  /** A lapsed lease was resumed (the warning is logged already). */
+  onResumed?(fence: Fence): void;
 }
 
 export interface LeaseLoop {
@@ -44,7 +51,8 @@ export interface LeaseLoop {
  * The loop both lease keepers run (services/poller/poller-lease.ts, services/submitter/lease/lease-keeper.ts):
  * on its own timer, independent of the work a term does, so a slow RPC read or a slow term change never delays
  * a renewal. A holder renews every interval and gives the term up once a renewal fails or the lease is no longer
- * locally valid; a non-holder renews nothing and tries to take the lease, which succeeds only once the holder
+ * locally valid, unless the lapsed lease can be resumed in the same term (resumeLapsed: an event-loop stall past the
+ * TTL that nobody used, on the same Redis server, then costs no term change); a non-holder renews nothing and tries to take the lease, which succeeds only once the holder
  * released it or let it lapse. What a term is, and when one may begin, is the keeper's.
  */
 export function createLeaseLoop(params: LeaseLoopParams): LeaseLoop {
@@ -61,16 +69,43 @@ export function createLeaseLoop(params: LeaseLoopParams): LeaseLoop {
     }
   };
 
+  /** When the running tick's timer was due: how late it fired is how long the event loop stalled. */
+  let dueAtMs: number | undefined;
+
   const renew = async (fence: Fence): Promise<void> => {
+    const stallMs = dueAtMs === undefined ? 0 : Math.max(0, Date.now() - dueAtMs);
     const renewed = await lease.renew().catch((err: unknown) => {
       warn(`cannot renew the ${params.leaseName}`, err);
       return undefined;
     });
     // A Redis error alone loses nothing: the lease is lost once it is no longer locally valid.
-    if (params.held() === fence && (renewed === false || !lease.current())) {
+    if (params.held() !== fence || (renewed !== false && lease.current())) {
+      return;
+    }
+    const resumed = params.resumeLapsed ? await resume(fence, stallMs) : false;
+    if (!resumed && params.held() === fence) {
       lease.drop();
       params.onLost(fence);
     }
+  };
+
+  /** The lapsed lease of `fence` set again in the same term, if nothing can have happened meanwhile (lease.ts). */
+  const resume = async (fence: Fence, stallMs: number): Promise<boolean> => {
+    const outcome: ResumeOutcome | undefined = await lease.resume(fence).catch((err: unknown) => {
+      warn(`cannot resume the ${params.leaseName}`, err);
+      return undefined;
+    });
+    const context = { at: params.at, leaseTerm: fence.term, ownerId: fence.ownerId, stallMs };
+    if (outcome !== "resumed" || params.held() !== fence) {
+      logger.info(`the lapsed ${params.leaseName} was not resumed: the term ends`, { ...context, outcome });
+      return false;
+    }
+    logger.warn(
+      `${params.leaseName} lapsed during a ${stallMs} ms stall and was resumed: nobody took it, same Redis server`,
+      context,
+    );
+    params.onResumed?.(fence);
+    return true;
   };
 
   const tryAcquire = async (): Promise<void> => {
@@ -97,8 +132,13 @@ export function createLeaseLoop(params: LeaseLoopParams): LeaseLoop {
     if (halted) {
       return;
     }
+    const due = Date.now() + params.intervalMs;
     timer = setTimeout(() => {
-      ticking = tick().finally(schedule);
+      dueAtMs = due;
+      ticking = tick().finally(() => {
+        dueAtMs = undefined;
+        schedule();
+      });
     }, params.intervalMs);
   };
 

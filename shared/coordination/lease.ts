@@ -77,8 +77,33 @@ const ACQUIRE = defineScript({
   file: "lease-acquire",
   keys: ["lease", "term"],
   args: ["ownerId", "ttlMs"],
+  decode: (raw: unknown): { term: number; server: string } => {
+    if (!Array.isArray(raw) || raw.length !== 2)
+      throw new TypeError(`expected {term, server}, got ${JSON.stringify(raw)}`);
+    return { term: reply.number(raw[0]), server: reply.string(raw[1]) };
+  },
+});
+
+const RESUME = defineScript({
+  file: "lease-resume",
+  keys: ["lease", "term"],
+  args: ["fenceValue", "term", "server", "ttlMs"],
   decode: reply.number,
 });
+
+/** lease-resume.lua's answers. */
+const RESUME_OUTCOMES: Readonly<Record<number, ResumeOutcome>> = {
+  1: "resumed",
+  0: "taken",
+  [-1]: "term-moved",
+  [-2]: "server-changed",
+};
+
+/**
+ * What a resume of a lapsed lease found: resumed (nobody took it, the same Redis server), or why not: another owner
+ * holds it, a term was taken and given up meanwhile, or the server is another one (a failover) or restarted.
+ */
+export type ResumeOutcome = "resumed" | "taken" | "term-moved" | "server-changed";
 
 const RENEW = defineScript({ file: "lease-renew", keys: ["lease"], args: ["fenceValue", "ttlMs"], decode: reply.flag });
 
@@ -93,10 +118,18 @@ export interface Lease {
   tryAcquire(): Promise<Fence | undefined>;
   /** Extends the TTL; false once the lease is no longer ours (it lapsed or was taken). */
   renew(): Promise<boolean>;
+  /**
+   * Sets the lapsed lease of `fence`'s term again, same term and owner, only if nobody took it and the Redis server
+   * is the one that granted the term (so none of the term's writes can have been lost): "resumed" makes `fence`
+   * held and locally valid again; any other outcome writes nothing.
+   */
+  resume(fence: Fence): Promise<ResumeOutcome>;
   /** Drops the lease if still ours, so a standby takes over at once instead of after the TTL. */
   release(): Promise<void>;
   /** The fence while the lease is held and locally still valid; undefined otherwise (a FenceSource). */
   current(): Fence | undefined;
+  /** When the last take, renewal or resume that Redis granted was sent (0 before any). */
+  confirmedAtMs(): number;
   /** Forgets the lease locally (after a lost renewal or a stop). */
   drop(): void;
 }
@@ -121,19 +154,30 @@ export function createLease(params: {
   const { redis, key, termKey, ownerId, ttlMs } = params;
   let held: Fence | undefined;
   let validUntilMs = 0;
+  let confirmedAtMs = 0;
+  const confirm = (sentAtMs: number): void => {
+    confirmedAtMs = sentAtMs;
+    validUntilMs = sentAtMs + ttlMs - SAFETY_MARGIN_MS;
+  };
+  /** The term taken last and the identity of the Redis server that granted it (lease-acquire.lua). */
+  let granted: { fence: Fence; server: string } | undefined;
   return {
     key,
     ownerId,
     ttlMs,
     tryAcquire: async () => {
       const sentAtMs = Date.now();
-      const term = await ACQUIRE.run(redis, { keys: { lease: key, term: termKey }, args: { ownerId, ttlMs } });
+      const { term, server } = await ACQUIRE.run(redis, {
+        keys: { lease: key, term: termKey },
+        args: { ownerId, ttlMs },
+      });
       if (term < 0) {
         held = undefined;
         return undefined;
       }
       held = { key, value: `${term}|${ownerId}`, term, ownerId };
-      validUntilMs = sentAtMs + ttlMs - SAFETY_MARGIN_MS;
+      granted = { fence: held, server };
+      confirm(sentAtMs);
       return held;
     },
     renew: async () => {
@@ -150,8 +194,25 @@ export function createLease(params: {
         held = undefined;
         return false;
       }
-      validUntilMs = sentAtMs + ttlMs - SAFETY_MARGIN_MS;
+      confirm(sentAtMs);
       return true;
+    },
+    resume: async (fence) => {
+      if (granted?.fence.value !== fence.value) {
+        return "term-moved";
+      }
+      const sentAtMs = Date.now();
+      const code = await RESUME.run(redis, {
+        keys: { lease: key, term: termKey },
+        args: { fenceValue: fence.value, term: fence.term, server: granted.server, ttlMs },
+      });
+      const outcome = RESUME_OUTCOMES[code];
+      if (outcome === undefined) throw new TypeError(`lease-resume.lua: unexpected reply ${code}`);
+      if (outcome === "resumed") {
+        held = fence;
+        confirm(sentAtMs);
+      }
+      return outcome;
     },
     release: async () => {
       const fence = held;
@@ -161,6 +222,7 @@ export function createLease(params: {
       }
     },
     current: () => (held && Date.now() < validUntilMs ? held : undefined),
+    confirmedAtMs: () => confirmedAtMs,
     drop: () => {
       held = undefined;
     },

@@ -26,6 +26,14 @@ const SIGNER = "0x1111111111111111111111111111111111111111";
 
 const suite = useRedis();
 
+/** Blocks the event loop for `ms`, as a long synchronous task (a GC pause, a CPU-bound burst) would. */
+function busyFor(ms: number): void {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    // spin
+  }
+}
+
 /** A minimal keeper around a lease loop: it records what the loop reports and holds what it was handed. */
 interface Keeper {
   readonly lease: Lease;
@@ -41,7 +49,7 @@ interface Keeper {
 describe("lease loop (real redis)", () => {
   const keepers: Keeper[] = [];
 
-  const keeper = (key: string, ownerId: string, client: Redis = suite.redis): Keeper => {
+  const keeper = (key: string, ownerId: string, client: Redis = suite.redis, resumeLapsed = true): Keeper => {
     const lease = createLease({ redis: client, key, termKey: `${key}-term`, ownerId, ttlMs: TTL_MS });
     const logs = captureLogs();
     const k: Keeper = {
@@ -71,6 +79,7 @@ describe("lease loop (real redis)", () => {
           k.held = undefined;
           k.lost.push(fence);
         },
+        resumeLapsed,
       }),
     };
     keepers.push(k);
@@ -123,6 +132,65 @@ describe("lease loop (real redis)", () => {
     expect(a.lease.current()).toBeUndefined();
     // The other owner's value is untouched: a lost holder neither renews nor deletes it.
     await expect(suite.redis.get(key)).resolves.toBe(`${fence.term + 1}|other`);
+  });
+
+  it("a holder whose loop stalled past the TTL, the lease unused, resumes it in the same term: no onLost", async () => {
+    const key = `${uniquePrefix()}:lease`;
+    const a = keeper(key, "a");
+    await a.loop.tick();
+    const fence = a.acquired[0];
+    a.loop.start();
+    // A synchronous stall, as a busy event loop: no renewal runs, the key expires in Redis.
+    busyFor(TTL_MS * 2.5);
+    expect(a.lease.current()).toBeUndefined();
+
+    const resumed = await waitFor("the resume warning", () => a.logs.find("test.lease", "was resumed")[0]);
+    expect(resumed).toMatchObject({ level: "warn", leaseTerm: fence.term });
+    expect(resumed.message).toMatch(
+      /^test lease lapsed during a \d+ ms stall and was resumed: nobody took it, same Redis server$/,
+    );
+    expect(Number(resumed.stallMs)).toBeGreaterThanOrEqual(TTL_MS);
+    expect(a.lost).toEqual([]);
+    expect(a.acquired).toEqual([fence]);
+    expect(a.lease.current()).toBe(fence);
+    await expect(suite.redis.get(key)).resolves.toBe(fence.value);
+    await expect(suite.redis.get(`${key}-term`)).resolves.toBe(String(fence.term));
+  });
+
+  it("a lapsed lease another owner took, or took and gave up, is not resumed: onLost, the other term untouched", async () => {
+    const key = `${uniquePrefix()}:lease`;
+    const a = keeper(key, "a");
+    const b = keeper(key, "b");
+    await a.loop.tick();
+    await waitFor("the lease to lapse", async () => (await suite.redis.exists(key)) === 0);
+    await b.loop.tick();
+    await a.loop.tick();
+    expect(a.lost).toEqual([a.acquired[0]]);
+    expect(a.logs.find("test.lease", "was not resumed")[0]).toMatchObject({ outcome: "taken" });
+    await expect(suite.redis.get(key)).resolves.toBe(b.acquired[0].value);
+
+    // Taken and released meanwhile: the key is gone as after a stall, but the term counter moved.
+    const key2 = `${uniquePrefix()}:lease`;
+    const c = keeper(key2, "c");
+    const d = keeper(key2, "d");
+    await c.loop.tick();
+    await waitFor("the lease to lapse", async () => (await suite.redis.exists(key2)) === 0);
+    await d.loop.tick();
+    await d.lease.release();
+    await c.loop.tick();
+    expect(c.lost).toEqual([c.acquired[0]]);
+    expect(c.logs.find("test.lease", "was not resumed")[0]).toMatchObject({ outcome: "term-moved" });
+    await expect(suite.redis.exists(key2)).resolves.toBe(0);
+  });
+
+  it("a keeper that does not resume (resumeLapsed off) gives a lapsed, unused lease up as before", async () => {
+    const key = `${uniquePrefix()}:lease`;
+    const a = keeper(key, "a", suite.redis, false);
+    await a.loop.tick();
+    await waitFor("the lease to lapse", async () => (await suite.redis.exists(key)) === 0);
+    await a.loop.tick();
+    expect(a.lost).toEqual([a.acquired[0]]);
+    await expect(suite.redis.exists(key)).resolves.toBe(0);
   });
 
   it("takes nothing while the keeper says not now (its previous term is still ending)", async () => {
@@ -260,6 +328,22 @@ describe("sender lease keeper (real redis)", () => {
     await waitFor("a second term", () => a.keeper.role() === "sender");
     expect(a.begun.map((f) => f.term)).toEqual([a.begun[0].term, a.begun[0].term + 1]);
     expect(a.keeper.isReady()).toBe(true);
+  });
+
+  it("a job that met its lease lapsed learns the verdict: held again after a stall nobody used, not once another owner took it", async () => {
+    const prefix = uniquePrefix();
+    const key = senderLeaseKey(prefix, CHAIN_ID, SIGNER);
+    const a = run(prefix, "a");
+    await a.keeper.start();
+    const signal = a.keeper.signal();
+    busyFor(TTL_MS * 2.5);
+    await expect(a.keeper.heldAgain(signal)).resolves.toBe(true);
+    expect([a.begun.length, a.ended, signal.aborted]).toEqual([1, 0, false]);
+    await expect(suite.redis.get(key)).resolves.toBe(a.begun[0].value);
+
+    await suite.redis.set(key, `${a.begun[0].term + 1}|other`, "PX", 60_000);
+    await expect(a.keeper.heldAgain(signal)).resolves.toBe(false);
+    expect(signal.aborted).toBe(true);
   });
 
   it("a lost lease ends the term; a term that cannot end within its bound is stuck: not ready, its signal aborted", async () => {

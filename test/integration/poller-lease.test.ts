@@ -31,6 +31,7 @@ import {
 } from "./poller-fixture";
 import { waitFor } from "../harness/wait";
 import { captureLogs, type LogCapture } from "../harness/logs";
+import { busyFor } from "./stall-fixture";
 
 /**
  * One active poller per chain under a fenced Redis lease (docs/poller.md,
@@ -120,6 +121,28 @@ describe("poller lease: one active poller per chain (anvil 1337 → 1338, redis)
     expect(await leaseValue()).toBe(`${a.leaseTerm()}|${a.ownerId}`);
     expect(((await cursorOf())?.block ?? -1) >= startBlock).toBe(true);
     expect(logs.find("poller.lease", "lost")).toEqual([]);
+  });
+
+  it("an event-loop stall past the default TTL, the lease unused: resumed in the same term, it polls on from its cursor", async () => {
+    const startBlock = (await s.sending.provider.getBlockNumber()) + 1;
+    const logs = captureLogs();
+    const a = await start(logs, { startBlock });
+    const term = a.leaseTerm();
+    // Synchronous, as a tick decoding thousands of logs: no renewal runs, the key expires in Redis.
+    busyFor(DEFAULT_POLLER_LEASE_TTL_MS * 1.5);
+
+    const resumed = await waitFor("the resume", () => logs.find("poller.lease", "was resumed")[0]);
+    expect(resumed).toMatchObject({ level: "warn", leaseTerm: term });
+    const p1 = await userPrepare(s, { user: 7 });
+    await waitFor("the prepare-receiver job", () => prepareJob(p1));
+    await waitFor("the cursor past the prepare", async () =>
+      ((await cursorOf())?.block ?? -1) >= p1.receipt.blockNumber ? true : undefined,
+    );
+    expect([a.role(), a.leaseTerm()]).toEqual(["active", term]);
+    expect(await leaseValue()).toBe(`${term}|${a.ownerId}`);
+    expect(logs.find("poller.lease", "lost")).toEqual([]);
+    expect(logs.find("poller.lease", "term ended")).toEqual([]);
+    expect(logs.find("poller.lease", "acquired")).toHaveLength(1);
   });
 
   it("a poller whose cursor write is delayed past its lease cannot move the cursor back", async () => {

@@ -125,6 +125,9 @@ describe("submitter: a Redis Sentinel failover with a job in flight", () => {
     );
     const endedMs = Date.now() - killedAtMs;
     expect(stuck).toEqual([]);
+    // The promoted replica shows a stall's picture (the key gone, the term counter replicated) on another server:
+    // never resumed (shared/redis/scripts/lease-resume.lua), the term ends as before.
+    expect(senderLogs.find("submitter.lease", "was resumed")).toEqual([]);
     expect(ended).toMatchObject({ message: "sender term ended" });
     process.stdout.write(
       `submitter failover: replica promoted ${promotedMs} ms after the SIGKILL; the old sender's term ended at ${endedMs} ms\n`,

@@ -1,6 +1,7 @@
 import { errorCode, errorMessage } from "../../../shared/errors";
 import type { Logger } from "../../../shared/logging/create-logger";
 import { createLeaseLoop } from "../../../shared/coordination/lease-loop";
+import { abortableDelay } from "../../../shared/timing";
 import type { SenderTermStuckError } from "../send/errors";
 import type { Fence } from "../send/fence";
 import type { SenderLease } from "./sender-lease";
@@ -26,6 +27,12 @@ export interface LeaseKeeper {
   /** The current term's signal once its begin has completed (aborted when it ends); an aborted signal otherwise. */
   signal(): AbortSignal;
   role(): SenderRole;
+  /**
+   * For a job of the term whose signal is `signal` that met its lease lapsed (SenderLeaseLostError): true once Redis
+   * has granted the lease to that same term again since the call (resumed after a stall, or renewed: the job goes on
+   * in this process), false once the term has ended (the job is handed back). Settles within a tick or two.
+   */
+  heldAgain(signal: AbortSignal): Promise<boolean>;
   /** True once the first decision is made and, as sender, what it owns has been taken back. */
   isReady(): boolean;
   /** Stops ticking and aborts the current term; the caller closes the worker, then calls release(). */
@@ -35,6 +42,9 @@ export interface LeaseKeeper {
 }
 
 const ABORTED = AbortSignal.abort();
+
+/** How often a job waiting for its lapsed lease's verdict looks (a few times per renewal interval). */
+const HELD_AGAIN_POLL_MS = 25;
 
 /**
  * One lease loop per process (shared/coordination/lease-loop.ts): while it holds the sender lease it renews it every
@@ -100,6 +110,10 @@ export function createLeaseKeeper(params: LeaseKeeperParams): LeaseKeeper {
       void changes.run("begin", () => begin(fence));
     },
     onNotAcquired: () => markReady("standby"),
+    // A stall past the TTL that nobody used, on the same Redis server, goes on in the same term: its nonces, records
+    // and holds are all still in Redis, so there is nothing for a new term's begin to take back; re-running every
+    // job and the reconcile after each such stall is what livelocked a loaded submitter (docs/operating.md).
+    resumeLapsed: true,
     onLost: (fence) => {
       logger.warn("sender lease lost: sending stops, the job goes back to the new holder", {
         at: "submitter.lease",
@@ -124,6 +138,21 @@ export function createLeaseKeeper(params: LeaseKeeperParams): LeaseKeeper {
       return current?.begun ? current.signal : ABORTED;
     },
     role: () => (term.current() ? "sender" : "standby"),
+    heldAgain: async (signal) => {
+      // Only a grant sent after the refusal counts: a renewal sent before it says nothing about why it was refused.
+      const askedAtMs = Date.now();
+      while (!signal.aborted) {
+        const current = term.current();
+        if (current?.signal !== signal) {
+          return false;
+        }
+        if (lease.current()?.value === current.fence.value && lease.confirmedAtMs() >= askedAtMs) {
+          return true;
+        }
+        await abortableDelay(HELD_AGAIN_POLL_MS, signal);
+      }
+      return false;
+    },
     isReady: () => ready,
     halt: () => {
       loop.halt();
