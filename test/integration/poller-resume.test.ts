@@ -92,7 +92,8 @@ describe("poller readiness and resume (anvil 1337 → 1338, redis)", () => {
           ? cursor
           : undefined;
       },
-      15_000,
+      // A new node process's boot alone took up to 8.8 s at load 10 on 2 cores; the wait ends at the cursor.
+      30_000,
     );
     const { started, taken } = await waitFor("the new poller's started and lease-taken log lines", () => {
       const lines = logLines();
