@@ -13,6 +13,7 @@ import {
   userFulfill,
   userPrepare,
   type UserPrepared,
+  FAST_DETECTION_BOUND_MS,
 } from "./poller-fixture";
 import { waitFor } from "../harness/wait";
 
@@ -69,7 +70,7 @@ describe("poller with subgraphs (test GraphQL server over anvil logs)", () => {
   it("detects a prepare through the subgraph, falls back to logs beyond the sync buffer and comes back, logging each switch once", async () => {
     const viaSubgraph = await userPrepare(s, { user: USER });
     const job = await waitFor("prepare-receiver via subgraph", () => prepareJob(viaSubgraph), 10_000);
-    expect(job.timestamp - viaSubgraph.minedAtMs).toBeLessThan(1000);
+    expect(job.timestamp - viaSubgraph.minedAtMs).toBeLessThan(FAST_DETECTION_BOUND_MS);
     const block = await s.sending.provider.getBlock(viaSubgraph.receipt.blockNumber);
     expect(job.data).toEqual({
       chainId: RECEIVING,
