@@ -463,6 +463,26 @@ export function enqueueLines(logs: LogCapture, key?: string): Array<Record<strin
   return logs.lines().filter((l) => l.at === "poller.enqueue" && (key === undefined || l.transferKey === key));
 }
 
+/**
+ * The "job enqueued" lines of `key` once there is one. The poller logs the line after the job's add returned, so a
+ * test that already saw the job in Redis can be ahead of its line (a loaded machine delays the poller between the
+ * two): wait for the line, then judge the lines.
+ */
+export function enqueueLogged(
+  logs: LogCapture,
+  key: string,
+  timeoutMs = 10_000,
+): Promise<Array<Record<string, unknown>>> {
+  return waitFor(
+    `the enqueue log line of ${key}`,
+    () => {
+      const lines = enqueueLines(logs, key);
+      return lines.length > 0 ? lines : undefined;
+    },
+    timeoutMs,
+  );
+}
+
 export interface StoredCursor {
   readonly block: number;
   readonly updatedAtMs: number;

@@ -28,6 +28,7 @@ import {
   type UserPrepareParams,
   type UserPrepared,
   FAST_DETECTION_BOUND_MS,
+  enqueueLogged,
 } from "./poller-fixture";
 import { waitFor } from "../harness/wait";
 import { captureLogs } from "../harness/logs";
@@ -76,7 +77,7 @@ describe("poller (in-process, anvil 1337 → 1338, redis)", () => {
         preparedTimestamp: block?.timestamp,
       },
     });
-    expect(enqueueLines(s.logs, prepared.transferKey)).toEqual([
+    expect(await enqueueLogged(s.logs, prepared.transferKey)).toEqual([
       expect.objectContaining({
         action: "prepare-receiver",
         chain: RECEIVING,
@@ -134,7 +135,7 @@ describe("poller (in-process, anvil 1337 → 1338, redis)", () => {
     await restartSending(config, { startBlock: 10 ** 9 });
     for (const p of [first, ...whileDown]) {
       await waitForJob("job after restart", () => prepareJob(p));
-      expect(enqueueLines(s.logs, p.transferKey)).toHaveLength(1);
+      expect(await enqueueLogged(s.logs, p.transferKey)).toHaveLength(1);
     }
     await nextTick(s, SENDING);
     expect(await s.queues.count(RECEIVING)).toBe(3);
