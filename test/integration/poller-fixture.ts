@@ -29,6 +29,7 @@ import {
   type TxJobResult,
 } from "../../shared/queues";
 import { chainHeadKey, pollerCursorKey } from "../../shared/coordination/keys";
+import { DEFAULT_HEAD_REFRESH_MS } from "../../shared/chain/chain-provider";
 import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
 import type { RouterSigner } from "../../shared/signer/router-signer";
 import { startPoller, type PollerOptions, type RunningPoller } from "../../services/poller/start-poller";
@@ -46,6 +47,13 @@ export const RECEIVING = 1338;
 export const AMOUNT = parseEther("100");
 /** Shortened (default 1 s) so the poller cases see each block within a tick; the real-SDK swaps run at the defaults. */
 export const FAST: PollerOptions = { intervalMs: 100, providerOptions: { headRefreshMs: 500 } };
+/**
+ * How late after its block a FAST poller may enqueue a transfer's job: below the shipped head refresh (3 s), so a
+ * poller that ignored FAST's 500 ms refresh, or waited on anything of that order, fails. FAST's cycle (500 ms +
+ * 100 ms) and a tick slowed by a loaded machine (about 0.7 s at load 10 on 2 cores) stay well inside; a 1 s bound
+ * failed on that. Detection speed at the defaults is a benchmark's figure, not a test's.
+ */
+export const FAST_DETECTION_BOUND_MS = DEFAULT_HEAD_REFRESH_MS;
 
 export interface PollerStack {
   readonly stack: Stack;
@@ -453,6 +461,26 @@ export function openQueues(
 
 export function enqueueLines(logs: LogCapture, key?: string): Array<Record<string, unknown>> {
   return logs.lines().filter((l) => l.at === "poller.enqueue" && (key === undefined || l.transferKey === key));
+}
+
+/**
+ * The "job enqueued" lines of `key` once there is one. The poller logs the line after the job's add returned, so a
+ * test that already saw the job in Redis can be ahead of its line (a loaded machine delays the poller between the
+ * two): wait for the line, then judge the lines.
+ */
+export function enqueueLogged(
+  logs: LogCapture,
+  key: string,
+  timeoutMs = 10_000,
+): Promise<Array<Record<string, unknown>>> {
+  return waitFor(
+    `the enqueue log line of ${key}`,
+    () => {
+      const lines = enqueueLines(logs, key);
+      return lines.length > 0 ? lines : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 export interface StoredCursor {

@@ -82,6 +82,9 @@ describe("poller lease: one active poller per chain (anvil 1337 → 1338, redis)
 
     await a.stop(); // releases the lease: the standby takes it at its next poll (TTL/4), not after the TTL
     const stoppedAtMs = Date.now();
+    // Released, not left to lapse: the key no longer holds a's term (it is gone, or the standby's already). Read
+    // from Redis rather than timed, so a loaded machine's slow ticks cannot blur a release with a lapse.
+    expect(await leaseValue()).not.toBe(`${termA}|${a.ownerId}`);
     const p2 = await userPrepare(s, { user: 6 });
     await waitFor("the standby to become active", () => b.role() === "active", 5_000);
     const resumed = await waitFor("the new holder's cursor past p2", async () => {
@@ -91,7 +94,6 @@ describe("poller lease: one active poller per chain (anvil 1337 → 1338, redis)
         : undefined;
     });
     console.log(`poller lease: graceful handover → next stored cursor ${resumed.updatedAtMs - stoppedAtMs} ms`);
-    expect(resumed.updatedAtMs - stoppedAtMs).toBeLessThan(SHORT_TTL_MS);
     await waitFor("the new holder's prepare-receiver job", () => prepareJob(p2));
     await waitFor("the new holder's first completed tick", () => standbyTicks > 0);
     expect(b.leaseTerm()).toBeGreaterThan(termA);
@@ -240,7 +242,7 @@ describe("poller lease: one active poller per chain (anvil 1337 → 1338, redis)
     expect(await redis.get(chainHeadKey(s.prefix, SENDING))).toBeNull();
   });
 
-  it("a SIGKILLed active child poller is replaced by its standby within the default lease TTL, from the stored cursor", async () => {
+  it("a SIGKILLed active child poller is replaced by its standby within a default lease TTL of its lease lapsing, from the stored cursor", async () => {
     const metricsPort = await getFreePort();
     const startBlock = (await s.sending.provider.getBlockNumber()) + 1;
     const first = spawnSending(0, startBlock, metricsPort);
@@ -266,6 +268,10 @@ describe("poller lease: one active poller per chain (anvil 1337 → 1338, redis)
 
     process.kill(first.pid, "SIGKILL");
     const killedAtMs = Date.now();
+    await waitFor("the active child to die", async () => first.exitStatus() ?? undefined);
+    // SIGKILL released nothing: the lease lapses when Redis's TTL says (read before the answer: never placed late).
+    const readAtMs = Date.now();
+    const lapsedAtMs = readAtMs + Math.max(0, await s.queues.redis.pttl(pollerLeaseKey(s.prefix, SENDING)));
     const p2 = await userPrepare(s, { user: 9 }); // mined while nobody polls
     await waitFor(
       "the standby holding the lease",
@@ -282,10 +288,16 @@ describe("poller lease: one active poller per chain (anvil 1337 → 1338, redis)
       },
       20_000,
     );
-    const takeoverMs = resumed.updatedAtMs - killedAtMs;
-    console.log(`poller lease: SIGKILL of the active → standby's next stored cursor ${takeoverMs} ms`);
-    // The lease lapses at most a TTL after the kill, the standby polls every TTL/4, then one tick.
-    expect(takeoverMs).toBeLessThanOrEqual(DEFAULT_POLLER_LEASE_TTL_MS + 2_000);
+    const sinceLapseMs = resumed.updatedAtMs - lapsedAtMs;
+    console.log(
+      `poller lease: SIGKILL of the active → lease lapsed ${lapsedAtMs - killedAtMs} ms, standby's next stored ` +
+        `cursor ${resumed.updatedAtMs - killedAtMs} ms (${sinceLapseMs} after the lapse)`,
+    );
+    // Counted from the lapse (at most a TTL after the kill, by Redis): the standby takes the lease at its next take
+    // (every TTL/4) and its term's first tick stores the cursor at once. A takeover by anything else (a second
+    // lapse, a wait of a lease lifetime or more) would need another TTL; a loaded machine's late timers and slow
+    // reads cost a fraction of a second.
+    expect(sinceLapseMs).toBeLessThan(DEFAULT_POLLER_LEASE_TTL_MS);
     await waitFor("the standby's prepare-receiver job", () => prepareJob(p2));
     expect(await s.queues.count(RECEIVING)).toBe(2);
     expect(second.exitStatus()).toBeNull();
