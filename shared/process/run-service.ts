@@ -4,7 +4,7 @@ import { errorMessage } from "../errors";
 import { createLogger, type Logger } from "../logging/create-logger";
 import { isProcessRole, processInstance } from "../metrics/metrics-port";
 import { startObservability, type Observability, type RunningObservability } from "../metrics/process-observability";
-import { readChainIdEnv } from "./process-env";
+import { readChainIdsEnv } from "./process-env";
 import { withTimeout } from "../timing";
 
 /**
@@ -70,13 +70,13 @@ export async function runService(params: RunServiceParams): Promise<void> {
   // /metrics /healthz /readyz and the heartbeat come up before start(), so a slow start is visible.
   let observe: RunningObservability | undefined;
   if (isProcessRole(params.service)) {
-    const chainId =
-      params.service === "submitter" || params.service === "poller" ? chainIdOrUndefined(process.env) : undefined;
+    const chainIds =
+      params.service === "submitter" || params.service === "poller" ? chainIdsOrUndefined(process.env) : undefined;
     observe = await startObservability({
       config,
       logger,
       role: params.service,
-      chainId,
+      chainIds,
       instance: processInstance(process.env),
     });
   }
@@ -110,10 +110,13 @@ export async function runService(params: RunServiceParams): Promise<void> {
   });
 }
 
-/** The process's CHAIN_ID for its metrics port; a bad one is refused by the service's own start() later. */
-function chainIdOrUndefined(env: NodeJS.ProcessEnv): number | undefined {
+/**
+ * The process's CHAIN_ID (a poller's may list several) for its metrics port and process id; a bad one is refused
+ * by the service's own start() later (a submitter's takes one id only).
+ */
+function chainIdsOrUndefined(env: NodeJS.ProcessEnv): number[] | undefined {
   try {
-    return readChainIdEnv(env);
+    return readChainIdsEnv(env);
   } catch {
     return undefined;
   }
