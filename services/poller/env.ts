@@ -1,4 +1,5 @@
-import { readChainIdsEnv, readOptionalIntegerEnv } from "../../shared/process/process-env";
+import type { RouterConfig } from "../../shared/config/types";
+import { chainConfigFor, readChainIdsEnv, readOptionalIntegerEnv } from "../../shared/process/process-env";
 import type { PollerOptions } from "./start-poller";
 
 export interface PollerEnv {
@@ -29,4 +30,9 @@ export function readPollerEnv(env: NodeJS.ProcessEnv): PollerEnv {
       leaseTtlMs: readOptionalIntegerEnv(env, "POLLER_LEASE_TTL_MS", 200),
     },
   };
+}
+
+/** The whole environment, and each CHAIN_ID entry against chainConfig: what main.ts checks before anything connects. */
+export function checkPollerEnv(env: NodeJS.ProcessEnv, config: RouterConfig): void {
+  readPollerEnv(env).chainIds.forEach((chainId) => chainConfigFor(config, chainId));
 }

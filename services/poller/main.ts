@@ -1,5 +1,5 @@
 import { runService } from "../../shared/process/run-service";
-import { readPollerEnv } from "./env";
+import { checkPollerEnv, readPollerEnv } from "./env";
 import { observePollers } from "./observe-poller";
 import { startPollers } from "./start-pollers";
 
@@ -9,6 +9,7 @@ import { startPollers } from "./start-pollers";
  */
 void runService({
   service: "poller",
+  checkEnv: checkPollerEnv,
   start: async ({ config, logger, env, observe }) => {
     const { chainIds, options } = readPollerEnv(env);
     const running = await startPollers({ config, logger, chainIds, options });

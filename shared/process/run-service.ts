@@ -32,6 +32,11 @@ export interface RunServiceParams {
   /** Process name: prefixes config problems on stderr and lands in every log line. */
   readonly service: string;
   start(ctx: ServiceContext): Promise<RunningService>;
+  /**
+   * The process's own environment (CHAIN_ID, tuning), checked against the config before anything connects (no
+   * metrics port, no heartbeat): a bad value throws, naming its key, and the process exits 1.
+   */
+  checkEnv?(env: NodeJS.ProcessEnv, config: RouterConfig): void;
   readonly shutdownTimeoutMs?: number;
 }
 
@@ -65,6 +70,12 @@ export async function runService(params: RunServiceParams): Promise<void> {
   logger.debug("effective config", { at: "service.config", config: redactConfig(config) });
 
   const lifecycle = createLifecycle(logger, params.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS);
+  try {
+    params.checkEnv?.(process.env, config);
+  } catch (err) {
+    await lifecycle.fail("invalid process environment; not starting", err);
+    return;
+  }
   installProcessHandlers(lifecycle);
 
   // /metrics /healthz /readyz and the heartbeat come up before start(), so a slow start is visible.
