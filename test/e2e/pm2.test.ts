@@ -136,7 +136,7 @@ describe("PM2: ecosystem.config.js runs the router", () => {
     await stopE2eStack(s);
   });
 
-  it("starts the admin API, two auctions and one submitter and one poller per pool chain, all online", async () => {
+  it("starts the admin API, two auctions, one submitter per pool chain and one poller for both, all online", async () => {
     const output = (await pm2("jlist")).output;
     const list = JSON.parse(output.slice(output.indexOf("["))) as Array<{ name: string; pm2_env: { status: string } }>;
     const online = list
