@@ -4,7 +4,7 @@ import { errorMessage } from "../errors";
 import { createLogger, type Logger } from "../logging/create-logger";
 import { isProcessRole, processInstance } from "../metrics/metrics-port";
 import { startObservability, type Observability, type RunningObservability } from "../metrics/process-observability";
-import { readChainIdsEnv } from "./process-env";
+import { readChainIdEnv, readChainIdsEnv } from "./process-env";
 import { withTimeout } from "../timing";
 
 /**
@@ -82,7 +82,9 @@ export async function runService(params: RunServiceParams): Promise<void> {
   let observe: RunningObservability | undefined;
   if (isProcessRole(params.service)) {
     const chainIds =
-      params.service === "submitter" || params.service === "poller" ? chainIdsOrUndefined(process.env) : undefined;
+      params.service === "submitter" || params.service === "poller"
+        ? chainIdsOrUndefined(params.service, process.env)
+        : undefined;
     observe = await startObservability({
       config,
       logger,
@@ -123,11 +125,11 @@ export async function runService(params: RunServiceParams): Promise<void> {
 
 /**
  * The process's CHAIN_ID (a poller's may list several) for its metrics port and process id; a bad one is refused
- * by the service's own start() later (a submitter's takes one id only).
+ * by the service's own checks (checkEnv, start()).
  */
-function chainIdsOrUndefined(env: NodeJS.ProcessEnv): number[] | undefined {
+function chainIdsOrUndefined(service: "submitter" | "poller", env: NodeJS.ProcessEnv): number[] | undefined {
   try {
-    return readChainIdsEnv(env);
+    return service === "poller" ? readChainIdsEnv(env) : [readChainIdEnv(env)];
   } catch {
     return undefined;
   }
