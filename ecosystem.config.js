@@ -10,9 +10,18 @@
  *   ledger (1)         only when the config has a `ledger` section: books every transaction named on the ledger
  *                      queue into PostgreSQL (docs/accounting.md); one instance (an advisory lock guards its
  *                      migrations, and its rows are written once whatever runs them)
- *   poller-<id>        per chain of chainConfig: 1 + POLLER_STANDBYS (default 0); one poller lease per chain in
- *                      Redis, so only its holder polls and writes the chain's cursor and records; a standby takes
- *                      over when the holder dies (within POLLER_LEASE_TTL_MS, default 3 s)
+ *   poller             one app for every chain this host polls (CHAIN_ID=<id>,<id>,...): 1 + POLLER_STANDBYS
+ *                      (default 0) processes, each running one independent poller per chain; one poller lease per
+ *                      chain in Redis, so only its holder polls and writes the chain's cursor and records; a standby
+ *                      takes over each lease its holder drops (within POLLER_LEASE_TTL_MS, default 3 s)
+ *   poller-<id>        instead of `poller`, with POLLER_PROCESS_PER_CHAIN=1: one app per chain, as before.
+ *                      One process for all chains saves a process's own memory (30-35 MB) per chain past the
+ *                      first (bench:memory: 259 MB PSS for the router after 100 swaps, 294-305 with two pollers);
+ *                      the price is that a crash, a restart or a stalled event loop of that process touches every
+ *                      chain it polls at once (each chain's lease still fails over on its own, to a standby or the
+ *                      restarted process, and a failing tick is retried by its own chain's loop alone). Per chain
+ *                      isolates a chain's poller, or places it on a host of its own with ROUTER_ROLES=poller:<id>
+ *                      (docs/scaling.md, "One poller process or one per chain")
  * A chain that is in no swap pool (chain 1 when it is only there for gas pricing) gets no submitter and no
  * poller unless ROUTER_ROLES names it (`submitter:1`, `poller:1`); with no swap pool at all, every chain gets both.
  * ROUTER_ROLES picks what this host runs (docs/scaling.md): a comma-separated list of `admin`, `auction`, `ledger`,
@@ -123,6 +132,31 @@ const submitterInstances =
     ? 1 + count("SUBMITTER_STANDBYS", { min: 0, max: 8, fallback: 0 })
     : count("SUBMITTER_INSTANCES", { min: 1, max: 9, fallback: 1 });
 const pollerInstances = 1 + count("POLLER_STANDBYS", { min: 0, max: 8, fallback: 0 });
+const pollerProcessPerChain = flag("POLLER_PROCESS_PER_CHAIN");
+
+/** An on/off variable: unset, empty or 0 is off, 1 is on; anything else throws, naming it. */
+function flag(name) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "" || raw === "0") {
+    return false;
+  }
+  if (raw === "1") {
+    return true;
+  }
+  throw new Error(`ecosystem.config.js: ${name} must be 0 or 1, got ${JSON.stringify(raw)}`);
+}
+
+/** The poller apps: one for every polled chain (CHAIN_ID lists them), or one per chain (POLLER_PROCESS_PER_CHAIN=1). */
+function pollerApps(chainIds) {
+  const groups = pollerProcessPerChain ? chainIds.map((id) => [id]) : chainIds.length > 0 ? [chainIds] : [];
+  return groups.map((ids) =>
+    app(
+      pollerProcessPerChain ? `poller-${ids[0]}` : "poller",
+      "dist/services/poller/main.js",
+      withMemory("poller", { instances: pollerInstances, env: { CHAIN_ID: ids.join(",") } }),
+    ),
+  );
+}
 
 /** Shared by every app: graceful stop within kill_timeout, readiness signal, bounded restart delay, dated logs. */
 const common = {
@@ -261,12 +295,6 @@ module.exports = {
         withMemory("submitter", { instances: submitterInstances, env: { CHAIN_ID: chainId } }),
       ),
     ),
-    ...roles.poller.map((chainId) =>
-      app(
-        `poller-${chainId}`,
-        "dist/services/poller/main.js",
-        withMemory("poller", { instances: pollerInstances, env: { CHAIN_ID: chainId } }),
-      ),
-    ),
+    ...pollerApps(roles.poller),
   ],
 };

@@ -1,7 +1,7 @@
 /**
  * `npm run bench:memory`: the memory of each router process on the stack of `npm run local` (anvil ×3
  * with chain 1 for prices, redis, nats, auth, and every router app under PM2 with ecosystem.config.js: admin,
- * AUCTION_INSTANCES auctions (default 2, as shipped), a submitter and a poller per swap chain, and with
+ * AUCTION_INSTANCES auctions (default 2, as shipped), a submitter per swap chain and one poller for both, and with
  * BENCH_LEDGER=1 the ledger with a PostgreSQL of its own), in a temporary
  * directory of its own (.local/ is never touched). It reads RSS and PSS of each PM2 app's process from
  * /proc/<pid>/smaps_rollup twice:

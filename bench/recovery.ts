@@ -7,7 +7,7 @@
  * next unit of work is taken:
  *   submitter-1337 (sending chain)   the next router transaction mined on 1337 (confirmations 1)
  *   submitter-1338 (receiving chain) the next router transaction mined on 1338
- *   poller-1337                      the next block cursor it stores in Redis
+ *   poller (1337 and 1338)           1337's next block cursor stored in Redis
  *   auction (1 instance, then 2)     the next bid answered to an auction request (asked every 100 ms)
  *   admin                            the next answered GET /ping (asked every 25 ms)
  * Swap durations are reported without kills (a first phase) and under the kills. A benchmark, not a test: it
@@ -550,8 +550,9 @@ function recoveryRoles(
       nextUnit: nextRouterTx(RECEIVING_CHAIN_ID),
     },
     {
-      label: `poller ${SENDING_CHAIN_ID}`,
-      app: `poller-${SENDING_CHAIN_ID}`,
+      // The one poller process of both swap chains (ecosystem.config.js): the sending chain's cursor is the unit.
+      label: `poller ${SENDING_CHAIN_ID}+${RECEIVING_CHAIN_ID}`,
+      app: "poller",
       targetMs: 5_000,
       instance: 0,
       nextUnit: (killedAtMs) =>

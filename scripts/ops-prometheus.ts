@@ -85,7 +85,8 @@ export function scrapeGroups(config: RouterConfig, apps: readonly EcosystemApp[]
   const host = address.includes(":") ? `[${address}]` : address;
   return apps.map((app) => {
     const role = roleOf(app);
-    const chainId = app.env?.CHAIN_ID === undefined ? undefined : Number(app.env.CHAIN_ID);
+    // A poller of several chains (CHAIN_ID "56,137") serves on its first chain's port (process-observability.ts).
+    const chainId = app.env?.CHAIN_ID === undefined ? undefined : Number(app.env.CHAIN_ID.split(",")[0]);
     const instances = Array.from({ length: app.instances ?? 1 }, (_, i) => i);
     return { app: app.name, targets: instances.map((i) => `${host}:${metricsPortFor(config, role, chainId, i)}`) };
   });

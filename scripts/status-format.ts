@@ -24,7 +24,12 @@ export interface StatusView {
     readonly ready: boolean;
     readonly alive: boolean;
     readonly ageSec: number;
-    readonly lease?: { readonly role: string; readonly term?: number };
+    readonly lease?: {
+      readonly role: string;
+      readonly term?: number;
+      /** A poller of several chains: each chain's lease. */
+      readonly chains?: ReadonlyArray<{ readonly chainId: number; readonly role: string; readonly term?: number }>;
+    };
   }>;
   readonly chains: ReadonlyArray<{
     readonly chainId: number;
@@ -152,11 +157,21 @@ export function formatStatus(status: StatusView, names: AssetNames): string {
         String(p.pid),
         p.alive ? "yes" : "NO",
         p.ready ? "yes" : "NO",
-        p.lease ? `${p.lease.role}${p.lease.term === undefined ? "" : ` (term ${p.lease.term})`}` : "",
+        leaseText(p.lease),
         age(p.ageSec),
         !p.alive ? "! no heartbeat for 15 s" : !p.ready ? "! not ready" : "",
       ]),
     ),
   );
   return `${out.join("\n")}\n`;
+}
+
+/** `active (term 3)`; for a poller of several chains each chain's, `1337 active (term 3), 1338 standby`. */
+function leaseText(lease: StatusView["processes"][number]["lease"]): string {
+  const one = (l: { role: string; term?: number }): string =>
+    `${l.role}${l.term === undefined ? "" : ` (term ${l.term})`}`;
+  if (!lease) {
+    return "";
+  }
+  return lease.chains ? lease.chains.map((c) => `${c.chainId} ${one(c)}`).join(", ") : one(lease);
 }

@@ -34,13 +34,17 @@ export const LOCAL_REDIS_PREFIX = "local";
 
 /**
  * The PM2 apps ecosystem.config.js starts for this config. Chain 1 is in no swap pool (gas pricing only), so it
- * gets no submitter and no poller (docs/scaling.md).
+ * gets no submitter and no poller (docs/scaling.md); one `poller` app polls both swap chains, or with
+ * POLLER_PROCESS_PER_CHAIN=1 (read by ecosystem.config.js from the same environment) one `poller-<id>` per chain.
  */
 export const LOCAL_ROUTER_APPS: readonly string[] = [
   "admin",
   "auction",
   "ledger",
-  ...[SENDING_CHAIN_ID, RECEIVING_CHAIN_ID].flatMap((id) => [`submitter-${id}`, `poller-${id}`]),
+  ...[SENDING_CHAIN_ID, RECEIVING_CHAIN_ID].map((id) => `submitter-${id}`),
+  ...(process.env.POLLER_PROCESS_PER_CHAIN === "1"
+    ? [SENDING_CHAIN_ID, RECEIVING_CHAIN_ID].map((id) => `poller-${id}`)
+    : ["poller"]),
 ];
 
 /** A deployed local chain as the config names it. */

@@ -284,7 +284,7 @@ async function demoSwap(
     () => [
       `${paths.logDir}/auction.out.log`,
       `${paths.logDir}/submitter-${RECEIVING_CHAIN_ID}.out.log`,
-      `${paths.logDir}/poller-${SENDING_CHAIN_ID}.out.log`,
+      `${paths.logDir}/${LOCAL_ROUTER_APPS.includes("poller") ? "poller" : `poller-${SENDING_CHAIN_ID}`}.out.log`,
       `${paths.logDir}/submitter-${SENDING_CHAIN_ID}.out.log`,
     ],
   );

@@ -90,6 +90,11 @@ export interface StartPollerParams {
   readonly logger: Logger;
   readonly chainId: number;
   readonly options?: PollerOptions;
+  /**
+   * The process's connections when it polls several chains (start-pollers.ts): owned by the caller, who closes
+   * them once every chain's poller has stopped. Without them the poller opens its own and closes them on stop.
+   */
+  readonly resources?: ProcessResources;
 }
 
 export interface RunningPoller {
@@ -127,16 +132,7 @@ export async function startPoller(params: StartPollerParams): Promise<RunningPol
       (await createSigner({ mnemonic: config.mnemonic, remoteSignerUrl: config.remoteSignerUrl }).getAddress()),
   );
   const routerAddress = getAddress(config.routerContractAddress ?? signerAddress);
-  // Other chains' providers serve the reconcile's reads of the other side of a transfer; the queues, every chain's
-  // jobs this poller decides. All share one Redis connection.
-  const resources = createProcessResources({
-    config,
-    logger,
-    service: "poller",
-    redisKind: "worker",
-    txQueueConnection: "shared",
-    providerOptions: options.providerOptions,
-  });
+  const resources = params.resources ?? createPollerResources(config, logger, options);
   const provider = resources.requireProvider(chainId);
   resources.open(poolPartnersOf(config, chainId));
   const leaseTtlMs = options.leaseTtlMs ?? DEFAULT_POLLER_LEASE_TTL_MS;
@@ -171,7 +167,8 @@ export async function startPoller(params: StartPollerParams): Promise<RunningPol
     leaseTtlMs,
   });
 
-  const stop = createStop(keeper, resources, logger, options.closeTimeoutMs ?? POLLER_DEFAULTS.closeTimeoutMs);
+  const owned = params.resources === undefined ? resources : undefined;
+  const stop = createStop(keeper, owned, logger, options.closeTimeoutMs ?? POLLER_DEFAULTS.closeTimeoutMs);
   // Ready (runService then tells PM2) at the first lease decision: as the active poller once the cursor is loaded
   // and verified and a first tick stored what it read and decided every open record (while the chain or Redis is
   // unreachable the loop retries and start waits); as a standby once the lease is seen held by another poller.
@@ -194,6 +191,22 @@ export async function startPoller(params: StartPollerParams): Promise<RunningPol
     leaseTerm: keeper.term,
     stop,
   };
+}
+
+/**
+ * What a poller opens besides its loop; one chain's poller or every chain's of a process (start-pollers.ts) share
+ * one. Other chains' providers serve the reconcile's reads of the other side of a transfer; the queues, every
+ * chain's jobs a poller decides. All share one Redis connection.
+ */
+export function createPollerResources(config: RouterConfig, logger: Logger, options: PollerOptions): ProcessResources {
+  return createProcessResources({
+    config,
+    logger,
+    service: "poller",
+    redisKind: "worker",
+    txQueueConnection: "shared",
+    providerOptions: options.providerOptions,
+  });
 }
 
 /**
@@ -222,10 +235,13 @@ function createPollKeeper(
   });
 }
 
-/** Idempotent: the loop stops at its next safe point (within a bound) and drops the lease, then the resources close. */
+/**
+ * Idempotent: the loop stops at its next safe point (within a bound) and drops the lease, then the resources close
+ * (when this poller owns them; shared ones are closed by their owner once every poller on them has stopped).
+ */
 function createStop(
   keeper: PollerLeaseKeeper,
-  resources: ProcessResources,
+  resources: ProcessResources | undefined,
   logger: Logger,
   closeTimeoutMs: number,
 ): () => Promise<void> {
@@ -234,7 +250,7 @@ function createStop(
       // An RPC or Redis call is stuck; dropping the connections below makes it reject and the loop end.
       logger.warn("poll loop did not stop in time; closing connections under it", { at: "poller.stop" });
     }
-    await resources.close();
+    await resources?.close();
   });
 }
 

@@ -9,7 +9,9 @@ export const HEARTBEAT_TTL_MS = 15_000;
 export interface Heartbeat {
   readonly processId: string;
   readonly role: string;
+  /** The process's chain; a poller of several chains names the first here and all of them in chainIds. */
   readonly chainId?: number;
+  readonly chainIds?: readonly number[];
   readonly instance: number;
   readonly pid: number;
   readonly metricsPort?: number;
@@ -24,6 +26,14 @@ export interface Heartbeat {
 export interface LeaseReport {
   readonly role: string;
   readonly term?: number;
+  /** A poller of several chains holds one lease per chain: each chain's role ("active" above only when all are). */
+  readonly chains?: readonly ChainLeaseReport[];
+}
+
+export interface ChainLeaseReport {
+  readonly chainId: number;
+  readonly role: string;
+  readonly term?: number;
 }
 
 export interface HeartbeatStatus extends Heartbeat {
@@ -32,9 +42,13 @@ export interface HeartbeatStatus extends Heartbeat {
   readonly ageSec: number;
 }
 
-/** `<role>[-<chain>]-<instance>`: unique per process of one router, stable across restarts. */
-export function processIdOf(role: string, chainId: number | undefined, instance: number): string {
-  return chainId === undefined ? `${role}-${instance}` : `${role}-${chainId}-${instance}`;
+/**
+ * `<role>[-<chain>]-<instance>`: unique per process of one router, stable across restarts. A poller of several
+ * chains joins them with `+` (`poller-1337+1338-0`).
+ */
+export function processIdOf(role: string, chainId: number | readonly number[] | undefined, instance: number): string {
+  const chains = chainId === undefined ? [] : typeof chainId === "number" ? [chainId] : chainId;
+  return chains.length === 0 ? `${role}-${instance}` : `${role}-${chains.join("+")}-${instance}`;
 }
 
 /** One write: the TTL key (liveness) and the registry hash (so a dead process is still listed). */

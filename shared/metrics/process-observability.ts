@@ -18,6 +18,7 @@ const SCRAPE_HOOK_TIMEOUT_MS = 2_000;
 /** What a service's start() may register: readiness conditions, scrape-time gauges, and a Redis for both. */
 export interface Observability {
   readonly role: ProcessRole;
+  /** The process's (first) chain: its metrics port's slot. */
   readonly chainId?: number;
   readonly instance: number;
   readonly processId: string;
@@ -41,7 +42,11 @@ export interface StartObservabilityParams {
   readonly config: RouterConfig;
   readonly logger: Logger;
   readonly role: ProcessRole;
-  readonly chainId?: number;
+  /**
+   * The process's chains (CHAIN_ID's list): the first one's slot is its metrics port (a poller of several chains
+   * takes its first chain's poller port, which no other poller of that layout uses), all of them its process id.
+   */
+  readonly chainIds?: readonly number[];
   readonly instance: number;
 }
 
@@ -51,9 +56,11 @@ export interface StartObservabilityParams {
  * A port already taken is logged, not fatal: losing metrics must not take the router down.
  */
 export async function startObservability(params: StartObservabilityParams): Promise<RunningObservability> {
-  const { config, role, chainId, instance } = params;
+  const { config, role, instance } = params;
+  const chainIds = params.chainIds ?? [];
+  const chainId = chainIds[0];
   labelProcessMetrics({ role, chain: chainId, instance });
-  const processId = processIdOf(role, chainId, instance);
+  const processId = processIdOf(role, chainIds, instance);
   const startedAtMs = Date.now();
   const redis = failFastRedis(config);
 
@@ -71,6 +78,7 @@ export async function startObservability(params: StartObservabilityParams): Prom
     processId,
     role,
     chainId,
+    ...(chainIds.length > 1 ? { chainIds } : {}),
     instance,
     pid: process.pid,
     metricsPort: server?.port,
@@ -125,7 +133,7 @@ async function startMetricsServerOrLog(
   const registry = metricsRegistry();
   let port: number | undefined;
   try {
-    port = metricsPortFor(config, params.role, params.chainId, params.instance);
+    port = metricsPortFor(config, params.role, params.chainIds?.[0], params.instance);
     const server = await startMetricsServer({
       contentType: registry.contentType,
       render: async () => {

@@ -12,12 +12,18 @@ import { routerMetrics } from "../metrics/router-metrics";
  * Readiness of a per-chain process: at least one of the chain's providers answers and is within lag, i.e. not
  * marked lagging by the chain provider (more than its `maxLagBlocks`, DEFAULT_MAX_LAG_BLOCKS = 5, behind the best
  * head seen), so readiness and the provider's own choice of whom to read from use the one bound.
- * Also exports each provider's lag at scrape time.
+ * Also exports each provider's lag at scrape time. A process of several chains names each chain's check apart
+ * (`checkName`): readiness keeps one check per name.
  */
-export function observeProviders(obs: Observability, chainId: number, provider: ChainProvider): void {
+export function observeProviders(
+  obs: Observability,
+  chainId: number,
+  provider: ChainProvider,
+  checkName = "providers",
+): void {
   const m = routerMetrics();
   const chain = String(chainId);
-  obs.readiness.add("providers", () => {
+  obs.readiness.add(checkName, () => {
     const health = provider.health();
     const inSync = health.filter((p) => p.healthy && !p.lagging && p.head !== undefined);
     // Before the first read there is no head yet: a process that has not needed its chain yet is not unready.

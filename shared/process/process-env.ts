@@ -11,10 +11,41 @@ export class ProcessEnvError extends errorClass(RouterError, "PROCESS_ENV_INVALI
 /** CHAIN_ID: a positive decimal integer; whether it is configured is checked by `chainConfigFor`. */
 export function readChainIdEnv(env: NodeJS.ProcessEnv): number {
   const raw = env.CHAIN_ID;
-  if (raw === undefined || !/^[0-9]+$/.test(raw) || Number(raw) < 1 || !Number.isSafeInteger(Number(raw))) {
+  if (raw === undefined || !isChainId(raw)) {
     throw new ProcessEnvError(`CHAIN_ID must be set to a chain id of chainConfig (got ${JSON.stringify(raw ?? null)})`);
   }
   return Number(raw);
+}
+
+/**
+ * CHAIN_ID as a comma-separated list (a poller process may watch several chains): each entry a positive decimal
+ * integer, none empty, none twice. One id is a list of one. Whether each is configured is `chainConfigFor`'s check.
+ */
+export function readChainIdsEnv(env: NodeJS.ProcessEnv): number[] {
+  const raw = env.CHAIN_ID;
+  if (raw === undefined || raw.trim() === "") {
+    throw new ProcessEnvError(
+      `CHAIN_ID must be set to a chain id of chainConfig, or a comma-separated list of them (got ${JSON.stringify(raw ?? null)})`,
+    );
+  }
+  const entries = raw.split(",").map((entry) => entry.trim());
+  const bad = entries.find((entry) => !isChainId(entry));
+  if (bad !== undefined) {
+    throw new ProcessEnvError(
+      `CHAIN_ID: ${JSON.stringify(bad)} is not a chain id; each comma-separated entry must be a positive integer ` +
+        `(got ${JSON.stringify(raw)})`,
+    );
+  }
+  const ids = entries.map(Number);
+  const twice = ids.find((id, i) => ids.indexOf(id) !== i);
+  if (twice !== undefined) {
+    throw new ProcessEnvError(`CHAIN_ID names chain ${twice} twice (got ${JSON.stringify(raw)})`);
+  }
+  return ids;
+}
+
+function isChainId(raw: string): boolean {
+  return /^[0-9]+$/.test(raw) && Number(raw) >= 1 && Number.isSafeInteger(Number(raw));
 }
 
 /** An optional non-negative integer variable: absent or empty is undefined; present but invalid refuses to start. */

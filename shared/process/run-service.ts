@@ -4,7 +4,7 @@ import { errorMessage } from "../errors";
 import { createLogger, type Logger } from "../logging/create-logger";
 import { isProcessRole, processInstance } from "../metrics/metrics-port";
 import { startObservability, type Observability, type RunningObservability } from "../metrics/process-observability";
-import { readChainIdEnv } from "./process-env";
+import { readChainIdEnv, readChainIdsEnv } from "./process-env";
 import { withTimeout } from "../timing";
 
 /**
@@ -32,6 +32,11 @@ export interface RunServiceParams {
   /** Process name: prefixes config problems on stderr and lands in every log line. */
   readonly service: string;
   start(ctx: ServiceContext): Promise<RunningService>;
+  /**
+   * The process's own environment (CHAIN_ID, tuning), checked against the config before anything connects (no
+   * metrics port, no heartbeat): a bad value throws, naming its key, and the process exits 1.
+   */
+  checkEnv?(env: NodeJS.ProcessEnv, config: RouterConfig): void;
   readonly shutdownTimeoutMs?: number;
 }
 
@@ -65,18 +70,26 @@ export async function runService(params: RunServiceParams): Promise<void> {
   logger.debug("effective config", { at: "service.config", config: redactConfig(config) });
 
   const lifecycle = createLifecycle(logger, params.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS);
+  try {
+    params.checkEnv?.(process.env, config);
+  } catch (err) {
+    await lifecycle.fail("invalid process environment; not starting", err);
+    return;
+  }
   installProcessHandlers(lifecycle);
 
   // /metrics /healthz /readyz and the heartbeat come up before start(), so a slow start is visible.
   let observe: RunningObservability | undefined;
   if (isProcessRole(params.service)) {
-    const chainId =
-      params.service === "submitter" || params.service === "poller" ? chainIdOrUndefined(process.env) : undefined;
+    const chainIds =
+      params.service === "submitter" || params.service === "poller"
+        ? chainIdsOrUndefined(params.service, process.env)
+        : undefined;
     observe = await startObservability({
       config,
       logger,
       role: params.service,
-      chainId,
+      chainIds,
       instance: processInstance(process.env),
     });
   }
@@ -110,10 +123,13 @@ export async function runService(params: RunServiceParams): Promise<void> {
   });
 }
 
-/** The process's CHAIN_ID for its metrics port; a bad one is refused by the service's own start() later. */
-function chainIdOrUndefined(env: NodeJS.ProcessEnv): number | undefined {
+/**
+ * The process's CHAIN_ID (a poller's may list several) for its metrics port and process id; a bad one is refused
+ * by the service's own checks (checkEnv, start()).
+ */
+function chainIdsOrUndefined(service: "submitter" | "poller", env: NodeJS.ProcessEnv): number[] | undefined {
   try {
-    return readChainIdEnv(env);
+    return service === "poller" ? readChainIdsEnv(env) : [readChainIdEnv(env)];
   } catch {
     return undefined;
   }

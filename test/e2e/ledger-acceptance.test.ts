@@ -39,7 +39,7 @@ import {
  * The acceptance test of the operator's money, end to end. The whole ecosystem under PM2 (ecosystem.config.js
  * with a `ledger` section, so the ledger app runs; every process at its shipped defaults), a PostgreSQL cluster
  * of the test's own, anvil 1/1337/1338 with the NXTP contracts. Real @connext/nxtp-sdk swaps (TEST relayed with
- * submitter-1338 SIGKILLed while its receiving prepare is in the mempool; native ETH with poller-1337 SIGKILLed
+ * submitter-1338 SIGKILLed while its receiving prepare is in the mempool; native ETH with the poller SIGKILLed
  * at the quote), then remove-liquidity, add-liquidity-for and migrate-liquidity through the admin API. The books
  * must then equal the chain: every transaction the signer mined booked once to the wei of its receipt, every
  * event of the router once, each swap's fee what came in minus what went out, GET /pnl the sum of the rest,
@@ -62,7 +62,9 @@ const APPS = [
   "admin",
   "auction",
   "ledger",
-  ...[SENDING, RECEIVING].flatMap((id) => [`submitter-${id}`, `poller-${id}`]),
+  ...[SENDING, RECEIVING].map((id) => `submitter-${id}`),
+  // One poller process for both swap chains (ecosystem.config.js's default).
+  "poller",
 ];
 const LOG_TAIL_CHARS = 3_000;
 
@@ -338,7 +340,7 @@ describe("acceptance: the operator's money, booked by the PM2-run ledger from re
   it("a relayed TEST swap with submitter-1338 SIGKILLed while its receiving prepare is in the mempool", async () => {
     const st = stack();
     const user = await fundedUser(st);
-    const names = [`submitter-${RECEIVING}`, "auction", `poller-${SENDING}`];
+    const names = [`submitter-${RECEIVING}`, "auction", "poller"];
     let onQuote: () => void = () => undefined;
     const quoted = new Promise<void>((done) => {
       onQuote = done;
@@ -386,16 +388,18 @@ describe("acceptance: the operator's money, booked by the PM2-run ledger from re
     swaps.push(r);
   }, 90_000);
 
-  it("a native ETH swap (user fulfill) with poller-1337 SIGKILLed at the quote", async () => {
+  // The shipped default's one poller process of both chains: the kill stops both chains' pollers at once, and the
+  // swap needs both back (1337's to see the prepare and the claim's turn, 1338's to see the user's fulfill).
+  it("a native ETH swap (user fulfill) with the poller of 1337 and 1338 SIGKILLed at the quote", async () => {
     const st = stack();
     const user = await fundedUser(st);
-    const names = [`poller-${SENDING}`, "auction", `submitter-${RECEIVING}`];
+    const names = ["poller", "auction", `submitter-${RECEIVING}`];
     let killed: Promise<Pm2Entry> | undefined;
     const r = await runSdkSwap(
       swapParams(user, { sending: ZeroAddress, receiving: ZeroAddress, amount: NATIVE_AMOUNT }),
       SWAP_TIMEOUT_MS,
       (step) => {
-        if (step === "quote") killed = killAndAwaitRestart(`poller-${SENDING}`);
+        if (step === "quote") killed = killAndAwaitRestart("poller");
       },
     ).catch(failWith(names));
     expect(killed).toBeDefined();
@@ -513,7 +517,7 @@ describe("acceptance: the operator's money, booked by the PM2-run ledger from re
           };
         }),
       );
-      failWith(["ledger", `poller-${SENDING}`, `poller-${RECEIVING}`])(
+      failWith(["ledger", "poller"])(
         new Error(`${err instanceof Error ? err.message : String(err)}\n${JSON.stringify(detail, null, 1)}`),
       );
     });

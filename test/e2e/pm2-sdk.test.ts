@@ -46,8 +46,10 @@ const PM2_CALL_TIMEOUT_MS = 30_000;
 const APPS = [
   "admin",
   "auction",
-  // Chain 1 is in no swap pool (gas pricing only): the ecosystem gives it no submitter and no poller.
-  ...[SENDING, RECEIVING].flatMap((id) => [`submitter-${id}`, `poller-${id}`]),
+  // One poller process for both swap chains. Chain 1 is in no swap pool (gas pricing only): the ecosystem gives
+  // it no submitter and no poller.
+  ...[SENDING, RECEIVING].map((id) => `submitter-${id}`),
+  "poller",
 ].sort();
 const VICTIM = `submitter-${RECEIVING}`;
 const LOG_TAIL_CHARS = 3_000;
@@ -230,9 +232,7 @@ describe("PM2 runs the whole ecosystem: a real SDK swap survives a SIGKILLed rec
     const user = await fundedUser(s);
     const before = await balances(s, user.address);
     const r = await runSdkSwap(swapParams(s, user.privateKey), SWAP_TIMEOUT_MS).catch((err: unknown) => {
-      throw new Error(
-        `${err instanceof Error ? err.message : String(err)}\n${logTails([VICTIM, `poller-${SENDING}`])}`,
-      );
+      throw new Error(`${err instanceof Error ? err.message : String(err)}\n${logTails([VICTIM, "poller"])}`);
     });
     console.log(`pm2-sdk: undisturbed swap in ${r.totalMs} ms`);
     await expectSettled(s, user.address, before, r);
@@ -257,9 +257,7 @@ describe("PM2 runs the whole ecosystem: a real SDK swap survives a SIGKILLed rec
     // Settled below; a failure meanwhile must not be an unhandled rejection.
     swap.catch(() => undefined);
     const failWith = (err: unknown): never => {
-      throw new Error(
-        `${err instanceof Error ? err.message : String(err)}\n${logTails([VICTIM, `poller-${SENDING}`])}`,
-      );
+      throw new Error(`${err instanceof Error ? err.message : String(err)}\n${logTails([VICTIM, "poller"])}`);
     };
     await Promise.race([
       quoted,
@@ -368,7 +366,7 @@ describe("PM2 runs the whole ecosystem: a real SDK swap survives a SIGKILLed rec
         };
         const r = await runSdkSwap(params, SWAP_TIMEOUT_MS).catch((err: unknown) => {
           throw new Error(
-            `${pool.name} relayed swap ${round}: ${err instanceof Error ? err.message : String(err)}\n${logTails(["auction", `poller-${RECEIVING}`, `submitter-${RECEIVING}`])}`,
+            `${pool.name} relayed swap ${round}: ${err instanceof Error ? err.message : String(err)}\n${logTails(["auction", "poller", `submitter-${RECEIVING}`])}`,
           );
         });
         timings.push(`${pool.name}#${round} ${r.totalMs} ms (fulfilled at ${r.fulfilled.ms})`);

@@ -136,7 +136,7 @@ describe("PM2: ecosystem.config.js runs the router", () => {
     await stopE2eStack(s);
   });
 
-  it("starts the admin API, two auctions and one submitter and one poller per pool chain, all online", async () => {
+  it("starts the admin API, two auctions, one submitter per pool chain and one poller for both, all online", async () => {
     const output = (await pm2("jlist")).output;
     const list = JSON.parse(output.slice(output.indexOf("["))) as Array<{ name: string; pm2_env: { status: string } }>;
     const online = list
@@ -148,9 +148,9 @@ describe("PM2: ecosystem.config.js runs the router", () => {
       // AUCTION_INSTANCES defaults to 2: a killed instance's requests are taken over by the other (docs/auction.md).
       "auction",
       "auction",
-      // Chain 1 is in no swap pool: gas pricing only, so no submitter or poller (ROUTER_ROLES could name it).
-      "poller-1337",
-      "poller-1338",
+      // One poller process for both swap chains (CHAIN_ID=1337,1338). Chain 1 is in no swap pool: gas pricing
+      // only, so no submitter and no poller of it (ROUTER_ROLES could name it).
+      "poller",
       "submitter-1337",
       "submitter-1338",
     ]);

@@ -46,8 +46,11 @@ export interface SdkStack {
   /** Router processes, by name. */
   readonly processes: Map<string, ManagedProcess>;
   spawn(name: string, main: string, env?: readonly string[]): ManagedProcess;
-  /** Spawns the poller of `chainId` from the next block and resolves once it stored a head in Redis. */
-  spawnPoller(chainId: number): Promise<ManagedProcess>;
+  /**
+   * Spawns one poller process for both swap chains (CHAIN_ID=1337,1338, as ecosystem.config.js runs it) and
+   * resolves once each chain's poller stored a head in Redis.
+   */
+  spawnPoller(): Promise<ManagedProcess>;
   /** The last output of every router process, for failure messages. */
   outputTails(): string;
   stop(): Promise<void>;
@@ -171,12 +174,16 @@ export async function startSdkStack(options: SdkStackOptions = {}): Promise<SdkS
       processes.set(name, proc);
       return proc;
     };
-    const spawnPoller = async (chainId: number): Promise<ManagedProcess> => {
+    const spawnPoller = async (): Promise<ManagedProcess> => {
       const spawnedAtMs = Date.now();
-      const start = (await stack.chain(chainId).provider.getBlockNumber()) + 1;
+      const chainIds = [SENDING, RECEIVING];
       // The shipped poll interval (no POLLER_INTERVAL_MS): the SDK's relayed fulfill must not depend on a fast poller.
-      const proc = spawn(`poller-${chainId}`, "poller/main.js", [`CHAIN_ID=${chainId}`, `POLLER_START_BLOCK=${start}`]);
-      await waitForReady(proc, async () => ((await store.getHead(chainId))?.updatedAtMs ?? 0) > spawnedAtMs, 20_000);
+      // The shipped start too (no POLLER_START_BLOCK: head − 100 000, all of a fresh stack's blocks, none of them a
+      // transfer yet), since one start block would serve both chains.
+      const proc = spawn("poller", "poller/main.js", [`CHAIN_ID=${chainIds.join(",")}`]);
+      const stored = async (chainId: number): Promise<boolean> =>
+        ((await store.getHead(chainId))?.updatedAtMs ?? 0) > spawnedAtMs;
+      await waitForReady(proc, async () => (await Promise.all(chainIds.map(stored))).every(Boolean), 20_000);
       return proc;
     };
     return {
@@ -245,7 +252,7 @@ export async function startRouterProcesses(s: SdkStack): Promise<StatusResponse>
   for (const chainId of [SENDING, RECEIVING])
     s.spawn(`submitter-${chainId}`, "submitter/main.js", [`CHAIN_ID=${chainId}`]);
   const auction = s.spawn("auction", "auction/main.js");
-  await Promise.all([SENDING, RECEIVING].map((chainId) => s.spawnPoller(chainId)));
+  await s.spawnPoller();
   let status: StatusResponse | undefined;
   await waitForReady(
     auction,

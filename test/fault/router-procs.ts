@@ -135,7 +135,7 @@ export interface RouterProcs {
   readonly configFile: string;
   readonly store: TransferStore;
   readonly redis: Redis;
-  /** submitter-1337, submitter-1338, poller-1337, poller-1338 (and standbys submitter-<chain>#<i>). */
+  /** submitter-1337, submitter-1338, poller (of both chains) (and standbys submitter-<chain>#<i>). */
   readonly procs: ReadonlyMap<string, Supervised>;
   proc(name: string): Supervised;
   /** Last output of every process, for a failure message; the whole of each is kept in a file it names. */
@@ -144,8 +144,9 @@ export interface RouterProcs {
 }
 
 /**
- * One submitter and one poller per swap chain as supervised children, over the config the e2e tests use
- * (with `chainOverrides`). Resolves once both pollers stored a cursor (they read and write Redis and a chain).
+ * One submitter per swap chain and one poller process for both (CHAIN_ID=1337,1338, as ecosystem.config.js runs
+ * them) as supervised children, over the config the e2e tests use (with `chainOverrides`). Resolves once both
+ * chains' pollers stored a cursor (they read and write Redis and a chain).
  */
 export async function startRouterProcs(s: E2eStack, dir: string, p: RouterProcsParams = {}): Promise<RouterProcs> {
   const prefix = uniquePrefix();
@@ -161,18 +162,22 @@ export async function startRouterProcs(s: E2eStack, dir: string, p: RouterProcsP
   const procs = new Map<string, Supervised>();
   const base = { ROUTER_CONFIG_FILE: configFile, NODE_APP_INSTANCE: "0", ...p.env };
   const spawnedAtMs = Date.now();
+  procs.set(
+    "poller",
+    supervise({
+      name: "poller",
+      entry: join(DIST, "poller/main.js"),
+      // Shortened polls (default 1 s) so the fault cases' many swaps fit the suite's time; recovery itself is
+      // governed by the leases and PM2's restart delay, which stay at their shipped values unless a case says otherwise.
+      env: {
+        ...base,
+        CHAIN_ID: `${SENDING},${RECEIVING}`,
+        POLLER_INTERVAL_MS: "50",
+        POLLER_START_BLOCK: String(await levelStartBlock(s)),
+      },
+    }),
+  );
   for (const chainId of [SENDING, RECEIVING]) {
-    const start = (await s.stack.chain(chainId).provider.getBlockNumber()) + 1;
-    procs.set(
-      `poller-${chainId}`,
-      supervise({
-        name: `poller-${chainId}`,
-        entry: join(DIST, "poller/main.js"),
-        // Shortened polls (default 1 s) so the fault cases' many swaps fit the suite's time; recovery itself is
-        // governed by the leases and PM2's restart delay, which stay at their shipped values unless a case says otherwise.
-        env: { ...base, CHAIN_ID: String(chainId), POLLER_INTERVAL_MS: "50", POLLER_START_BLOCK: String(start) },
-      }),
-    );
     procs.set(
       `submitter-${chainId}`,
       supervise({
@@ -208,7 +213,7 @@ export async function startRouterProcs(s: E2eStack, dir: string, p: RouterProcsP
   try {
     for (const chainId of [SENDING, RECEIVING]) {
       await waitFor(
-        `poller-${chainId} stored a cursor`,
+        `the poller of ${chainId} stored a cursor`,
         async () => (((await store.getHead(chainId))?.updatedAtMs ?? 0) > spawnedAtMs ? true : undefined),
         20_000,
       );
@@ -232,4 +237,18 @@ export async function startRouterProcs(s: E2eStack, dir: string, p: RouterProcsP
         throw new Error(`no process ${name}`);
       })(),
   };
+}
+
+/**
+ * POLLER_START_BLOCK serves every chain of the poller process: the lower chain is brought level with empty blocks,
+ * and the next block is the start, so neither chain reads an earlier case's transfers.
+ */
+async function levelStartBlock(s: E2eStack): Promise<number> {
+  const chains = [SENDING, RECEIVING].map((id) => s.stack.chain(id));
+  const heads = await Promise.all(chains.map((c) => c.provider.getBlockNumber()));
+  const top = Math.max(...heads);
+  for (const [i, c] of chains.entries()) {
+    if (top > heads[i]) await c.anvil.mine(top - heads[i]);
+  }
+  return top + 1;
 }

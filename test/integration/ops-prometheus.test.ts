@@ -153,10 +153,11 @@ describe("npm run ops:prometheus against the running processes of a config", () 
       {},
     );
     const single = prometheusConfigFor(configFile, [], {});
-    // admin, 2 auction instances, a submitter and a poller for each of 1337 and 1338; nothing for chain 1.
-    expect(procs).toHaveLength(7);
+    // admin, 2 auction instances, a submitter for each of 1337 and 1338 and one poller for both (on 1337's poller
+    // port); nothing for chain 1.
+    expect(procs).toHaveLength(6);
     expect(targetPorts(split)).toEqual(targetPorts(single));
-    expect(new Set(targetPorts(single)).size).toBe(7);
+    expect(new Set(targetPorts(single)).size).toBe(6);
 
     const answering = new Set<number>();
     await waitFor(

@@ -169,22 +169,24 @@ export function usePollerSuite(name: string): PollerSuite {
 }
 
 /**
- * The suite's test's poller of `chainId` as a child process (dist/services/poller/main.js), over a config file
- * written for it, stopped after the test. `instance` is its PM2 instance (NODE_APP_INSTANCE: its metrics port).
+ * The suite's test's poller of `chainId` (or of several chains, CHAIN_ID=1337,1338) as a child process
+ * (dist/services/poller/main.js), over a config file written for it, stopped after the test. `instance` is its PM2
+ * instance (NODE_APP_INSTANCE: its metrics port).
  */
 export function spawnPollerChild(
   s: PollerSuite,
-  p: { chainId: number; startBlock: number; instance?: number; config?: PollerConfigParams },
+  p: { chainId: number | readonly number[]; startBlock: number; instance?: number; config?: PollerConfigParams },
 ): ManagedProcess {
   const configFile = join(s.scratchDir, `${s.prefix}-${p.instance ?? 0}.json`);
   writeFileSync(configFile, JSON.stringify(pollerConfigJson(s, s.prefix, { logLevel: "info", ...p.config })));
+  const chainIds = typeof p.chainId === "number" ? [p.chainId] : p.chainId;
   return s.stopAfterTest(
     spawnRouterProcess({
-      name: `poller-${p.chainId}-${p.instance ?? 0}`,
+      name: `poller-${chainIds.join("+")}-${p.instance ?? 0}`,
       main: "poller/main.js",
       configFile,
       env: [
-        `CHAIN_ID=${p.chainId}`,
+        `CHAIN_ID=${chainIds.join(",")}`,
         ...(p.instance === undefined ? [] : [`NODE_APP_INSTANCE=${p.instance}`]),
         // Shortened (default 1 s) so a resumed tick comes right after a restart or takeover; the lease TTL stays default.
         "POLLER_INTERVAL_MS=100",

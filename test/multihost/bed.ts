@@ -525,7 +525,11 @@ function waitForLeasesOnA(procs: ReadonlyMap<string, Supervised>): Promise<true>
   );
 }
 
-/** Direct mode: one supervised process per role and chain on a, then the same on b (instance 1). */
+/**
+ * Direct mode: one supervised process per role and chain on a, then the same on b (instance 1). The pollers run
+ * one process per chain here (POLLER_PROCESS_PER_CHAIN=1's layout, still supported), so the direct bed keeps that
+ * layout covered across hosts; the PM2 bed runs the shipped default, one poller process for both chains.
+ */
 async function startDirectRouter(p: {
   a: Host;
   b: Host;
@@ -557,16 +561,36 @@ async function startDirectRouter(p: {
   run("auction", b, "auction", { NODE_APP_INSTANCE: "1" });
 }
 
-/** The apps `pm2 start ecosystem.config.js` runs for `roles` on the bed's config (chain 1 is in no pool). */
+/**
+ * The apps `pm2 start ecosystem.config.js` runs for `roles` on the bed's config (chain 1 is in no pool): a
+ * submitter per chain, one poller process for both (the shipped default).
+ */
 export function pm2AppsOf(roles: string): string[] {
   const items = roles.split(",");
   return [
     ...(items.includes("admin") ? ["admin"] : []),
     ...(items.includes("auction") ? ["auction"] : []),
-    ...[SENDING, RECEIVING].flatMap((id) =>
-      ["submitter", "poller"].filter((r) => items.includes(r)).map((r) => `${r}-${id}`),
-    ),
+    ...(items.includes("submitter") ? [SENDING, RECEIVING].map((id) => `submitter-${id}`) : []),
+    ...(items.includes("poller") ? ["poller"] : []),
   ].sort();
+}
+
+/** The PM2 app of `role` for `chainId`: `submitter-<id>`, or the one `poller` of both chains. */
+export function pm2AppOf(role: "submitter" | "poller", chainId: number): string {
+  return role === "poller" ? "poller" : `submitter-${chainId}`;
+}
+
+/** The log lines of one chain (its `chainId` field): a poller process's lines are every chain's. */
+export function chainLines(output: string, chainId: number): string {
+  const ofChain = new RegExp(`"chainId":${chainId}[,}]`);
+  return output
+    .split("\n")
+    .filter((line) => ofChain.test(line))
+    .join("\n");
+}
+
+function pm2ChainOutput(ph: Pm2Host, role: string, chainId: number): string {
+  return chainLines(ph.output(pm2AppOf(role === "poller" ? "poller" : "submitter", chainId)), chainId);
 }
 
 /**
@@ -592,7 +616,7 @@ async function startPm2Router(p: {
   const pa = await start(p.a, PM2_ROLES.a);
   await waitFor(
     "a's pollers and submitters (PM2) to hold their leases",
-    async () => (holdsLeases((role, id) => pa.output(`${role}-${id}`)) ? true : undefined),
+    async () => (holdsLeases((role, id) => pm2ChainOutput(pa, role, id)) ? true : undefined),
     30_000,
   );
   const pb = await start(p.b, PM2_ROLES.b);

@@ -8,7 +8,7 @@ import { describeAudit, fundUsers } from "../fault/swap-audit";
 import { mintToken } from "../harness/deploy";
 import type { StackChain } from "../harness/stack";
 import { startSubgraphServer, type SubgraphServer } from "../harness/subgraph-server";
-import { PM2_ROLES, pm2AppsOf, startBed, type Bed } from "./bed";
+import { PM2_ROLES, chainLines, pm2AppOf, pm2AppsOf, startBed, type Bed } from "./bed";
 import {
   SWAP_STEP_MS,
   auditBed,
@@ -130,10 +130,11 @@ describeBed("multi-host bed under PM2 (ROUTER_ROLES per host)", () => {
   const leaseHost = async (b: Bed, role: "submitter" | "poller", chainId: number): Promise<string | undefined> => {
     const prefix = role === "submitter" ? "sender" : "poller";
     for (const h of ["a", "b"]) {
-      const app = `${role}-${chainId}`;
+      const app = pm2AppOf(role, chainId);
       const { pid } = await pm2Of(b, h).app(app);
-      const lines = linesOf(b, h, app, new RegExp(`${prefix} (lease acquired|lease lost|term ended)`)).filter((l) =>
-        l.includes(`"pid":${pid},`),
+      const lines = linesOf(b, h, app, new RegExp(`${prefix} (lease acquired|lease lost|term ended)`)).filter(
+        // The one poller process's lines are both chains': this chain's only.
+        (l) => l.includes(`"pid":${pid},`) && (role === "submitter" || chainLines(l, chainId) !== ""),
       );
       if (lines.length > 0 && lines[lines.length - 1].includes(`${prefix} lease acquired`)) return h;
     }
@@ -267,7 +268,11 @@ describeBed("multi-host bed under PM2 (ROUTER_ROLES per host)", () => {
     const [c, d] = ["c", "d"].map((n) => b.host(n));
     const receiving = b.s.receiving;
     const sub = `submitter-${RECEIVING}`;
-    const poller = `poller-${RECEIVING}`;
+    // The one poller process of both chains (the shipped default): its lines of the receiving chain are the ones
+    // looked at, as the poller-1338 app's were; a partition takes the process's other lease with it too.
+    const poller = "poller";
+    const receivingLinesOf = (host: string, messages: RegExp, from: number): string[] =>
+      linesOf(b, host, poller, messages, from).filter((l) => chainLines(l, RECEIVING) !== "");
     const [u] = await fundUsers(b.s, 1, 1);
     const { reply } = await c0.requestBid(u.user.address);
     // The receiving chain stops mining: the prepare stays pending, so its sender holds the job when the
@@ -303,7 +308,7 @@ describeBed("multi-host bed under PM2 (ROUTER_ROLES per host)", () => {
           pollerOnX
             ? waitFor(
                 `${y}'s poller to take the poller lease`,
-                async () => since(linesOf(b, y, poller, /poller lease acquired/, pollerFrom[y]).length > 0),
+                async () => since(receivingLinesOf(y, /poller lease acquired/, pollerFrom[y]).length > 0),
                 30_000,
               )
             : Promise.resolve(undefined),
@@ -326,7 +331,7 @@ describeBed("multi-host bed under PM2 (ROUTER_ROLES per host)", () => {
           `${x}'s submitter${pollerOnX ? " and poller" : ""} to see the leases gone`,
           async () =>
             linesOf(b, x, sub, /sender (lease lost|term ended)/, subFrom[x]).length > 0 &&
-            (!pollerOnX || linesOf(b, x, poller, /poller (lease lost|term ended)/, pollerFrom[x]).length > 0)
+            (!pollerOnX || receivingLinesOf(x, /poller (lease lost|term ended)/, pollerFrom[x]).length > 0)
               ? true
               : undefined,
           30_000,
@@ -344,7 +349,7 @@ describeBed("multi-host bed under PM2 (ROUTER_ROLES per host)", () => {
       expect(linesOf(b, x, sub, /transaction broadcast|fee bumped/, xAtTakeover)).toEqual([]);
       // Nor does x's poller, whose lease moved: no job enqueued by it from the takeover on (its cursor and record
       // writes are fenced by the same term: test/integration/poller-lease.test.ts).
-      if (pollerOnX) expect(linesOf(b, x, poller, /job enqueued/, xPollerAtTakeover)).toEqual([]);
+      if (pollerOnX) expect(receivingLinesOf(x, /job enqueued/, xPollerAtTakeover)).toEqual([]);
       expect(takeoverMs).toBeLessThanOrEqual(TAKEOVER_BOUND_MS);
       if (pollerOnX) expect(pollerTakeoverMs).toBeLessThanOrEqual(POLLER_TAKEOVER_BOUND_MS);
     } finally {

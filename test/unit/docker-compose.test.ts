@@ -163,9 +163,11 @@ describe("docker-compose.yml", () => {
       AUCTION_INSTANCES: "",
       SUBMITTER_STANDBYS: "",
       POLLER_STANDBYS: "",
+      POLLER_PROCESS_PER_CHAIN: "",
     });
     const targets = [...generated.matchAll(/"router:(\d+)"/g)].map((m) => Number(m[1]));
-    expect(targets).toHaveLength(7);
+    // admin, two auctions, a submitter per swap chain (56, 137), one poller for both.
+    expect(targets).toHaveLength(6);
     expect(exampleInContainer().config.metricsHost).toBe("0.0.0.0");
     const publishedContainerPorts = (service("router").ports ?? []).map((p) => Number(p.split(":").pop()));
     expect(targets.filter((t) => publishedContainerPorts.includes(t))).toEqual([]);

@@ -60,21 +60,21 @@ function load(env: Record<string, string>, file = configFile): Promise<Loaded> {
 describe("ecosystem.config.js: ROUTER_ROLES", () => {
   it("runs everything when unset, but no submitter or poller for chain 1, which is in no swap pool", async () => {
     expect(await load({})).toEqual({
-      names: ["admin", "auction", "submitter-1337", "submitter-1338", "poller-1337", "poller-1338"],
+      names: ["admin", "auction", "submitter-1337", "submitter-1338", "poller"],
     });
     expect(await load({ ROUTER_ROLES: "" })).toEqual(await load({}));
   });
 
   it("runs only the selected roles and chains", async () => {
     expect(await load({ ROUTER_ROLES: "auction,submitter,poller:1337" })).toEqual({
-      names: ["auction", "submitter-1337", "submitter-1338", "poller-1337"],
+      names: ["auction", "submitter-1337", "submitter-1338", "poller"],
     });
     expect(await load({ ROUTER_ROLES: " admin , submitter:1338 " })).toEqual({ names: ["admin", "submitter-1338"] });
   });
 
   it("gives chain 1 a submitter and a poller when named explicitly", async () => {
     expect(await load({ ROUTER_ROLES: "submitter:1,poller:1,poller" })).toEqual({
-      names: ["submitter-1", "poller-1", "poller-1337", "poller-1338"],
+      names: ["submitter-1", "poller"],
     });
   });
 
@@ -98,7 +98,7 @@ describe("ecosystem.config.js: ROUTER_ROLES", () => {
   it("runs every chain when there is no swap pool at all (a router winding down still claims)", async () => {
     const noPools = join(dir, "no-pools.json");
     writeFileSync(noPools, JSON.stringify({ chainConfig: { "1": {}, "1337": {} }, swapPools: [] }));
-    expect(await load({ ROUTER_ROLES: "poller" }, noPools)).toEqual({ names: ["poller-1", "poller-1337"] });
+    expect(await load({ ROUTER_ROLES: "poller" }, noPools)).toEqual({ names: ["poller"] });
   });
 
   it.each([
@@ -137,8 +137,52 @@ describe("ecosystem.config.js: ROUTER_ROLES", () => {
     expect(JSON.parse(out)).toEqual([
       ["auction", 3, null],
       ["submitter-1338", 2, "1338"],
-      ["poller-1337", 3, "1337"],
+      ["poller", 3, "1337"],
     ]);
+  });
+});
+
+describe("ecosystem.config.js: one poller process for every polled chain, or one per chain", () => {
+  const pollers = (env: Record<string, string>): Promise<Array<[string, number, string]>> =>
+    new Promise((res, rej) =>
+      execFile(
+        process.execPath,
+        [
+          "-e",
+          'try { const c = require("./ecosystem.config.js"); console.log(JSON.stringify(c.apps.filter((a) => a.script.includes("/poller/")).map((a) => [a.name, a.instances, a.env.CHAIN_ID]))); }' +
+            " catch (e) { console.log(JSON.stringify(e.message)); }",
+        ],
+        {
+          cwd: ROOT,
+          env: {
+            PATH: process.env.PATH ?? "",
+            ROUTER_CONFIG_FILE: configFile,
+            ROUTER_LOG_DIR: join(dir, "logs"),
+            ...env,
+          },
+        },
+        (err, stdout) => (err ? rej(err) : res(JSON.parse(stdout) as Array<[string, number, string]>)),
+      ),
+    );
+
+  it("runs one `poller` app (1 + POLLER_STANDBYS instances) with CHAIN_ID listing every chain this host polls", async () => {
+    expect(await pollers({})).toEqual([["poller", 1, "1337,1338"]]);
+    expect(await pollers({ POLLER_STANDBYS: "1", POLLER_PROCESS_PER_CHAIN: "0" })).toEqual([
+      ["poller", 2, "1337,1338"],
+    ]);
+    // chainConfig order, whatever order ROUTER_ROLES names them in.
+    expect(await pollers({ ROUTER_ROLES: "poller:1338,poller:1" })).toEqual([["poller", 1, "1,1338"]]);
+    expect(await pollers({ ROUTER_ROLES: "admin" })).toEqual([]);
+  });
+
+  it("runs poller-<chainId> per chain with POLLER_PROCESS_PER_CHAIN=1, and refuses another value naming it", async () => {
+    expect(await pollers({ POLLER_PROCESS_PER_CHAIN: "1", POLLER_STANDBYS: "1" })).toEqual([
+      ["poller-1337", 2, "1337"],
+      ["poller-1338", 2, "1338"],
+    ]);
+    expect(await pollers({ POLLER_PROCESS_PER_CHAIN: "yes" })).toBe(
+      'ecosystem.config.js: POLLER_PROCESS_PER_CHAIN must be 0 or 1, got "yes"',
+    );
   });
 });
 
@@ -174,14 +218,7 @@ describe("ecosystem.config.js: memory limits per role (docs/operating.md, npm ru
 
   it("limits the heap of admin, auction and poller, with PM2's restart threshold above it; the submitter only its young generation", async () => {
     const all = await apps({});
-    expect(all.map((a) => a.name)).toEqual([
-      "admin",
-      "auction",
-      "submitter-1337",
-      "submitter-1338",
-      "poller-1337",
-      "poller-1338",
-    ]);
+    expect(all.map((a) => a.name)).toEqual(["admin", "auction", "submitter-1337", "submitter-1338", "poller"]);
     for (const app of all) {
       const semi = flag(app.node_args, "max-semi-space-size");
       const old = flag(app.node_args, "max-old-space-size");
@@ -207,8 +244,8 @@ describe("ecosystem.config.js: memory limits per role (docs/operating.md, npm ru
       expect(restartMb).toBeGreaterThan(old as number);
       expect(app.env).toMatchObject({ MALLOC_ARENA_MAX: "2", MALLOC_MMAP_THRESHOLD_: "131072" });
     }
-    // The role's env is merged, not replaced: pollers and submitters keep their chain.
-    expect(all.filter((a) => a.name.startsWith("poller-")).map((a) => a.env.CHAIN_ID)).toEqual(["1337", "1338"]);
+    // The role's env is merged, not replaced: pollers and submitters keep their chains.
+    expect(all.filter((a) => a.name.startsWith("poller")).map((a) => a.env.CHAIN_ID)).toEqual(["1337,1338"]);
   });
 
   it("preloads jemalloc for the auction instances only, where the library exists (ROUTER_JEMALLOC: another path, empty: off)", async () => {
@@ -221,8 +258,7 @@ describe("ecosystem.config.js: memory limits per role (docs/operating.md, npm ru
       ["auction", library, "narenas:2,dirty_decay_ms:1000,muzzy_decay_ms:0"],
       ["submitter-1337", undefined, undefined],
       ["submitter-1338", undefined, undefined],
-      ["poller-1337", undefined, undefined],
-      ["poller-1338", undefined, undefined],
+      ["poller", undefined, undefined],
     ]);
     for (const off of ["", join(dir, "no-such-libjemalloc.so.2")]) {
       expect((await preloads({ ROUTER_JEMALLOC: off })).filter(([, preload]) => preload !== undefined)).toEqual([]);
@@ -237,7 +273,7 @@ describe("ecosystem.config.js: memory limits per role (docs/operating.md, npm ru
   });
 
   it("lets ROUTER_NODE_ARGS replace the flags (empty: node's defaults, to measure without them)", async () => {
-    expect((await apps({ ROUTER_NODE_ARGS: "" })).map((a) => a.node_args)).toEqual(Array(6).fill(""));
+    expect((await apps({ ROUTER_NODE_ARGS: "" })).map((a) => a.node_args)).toEqual(Array(5).fill(""));
     const custom = await apps({ ROUTER_NODE_ARGS: "--max-old-space-size=512" });
     expect(new Set(custom.map((a) => a.node_args))).toEqual(new Set(["--max-old-space-size=512"]));
   });

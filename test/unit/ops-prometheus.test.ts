@@ -18,6 +18,7 @@ function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
     "SUBMITTER_STANDBYS",
     "SUBMITTER_INSTANCES",
     "POLLER_STANDBYS",
+    "POLLER_PROCESS_PER_CHAIN",
     "REDIS_URL",
     "ROUTER_LISTEN_HOST",
   ]) {
@@ -43,20 +44,24 @@ describe("npm run ops:prometheus", () => {
   it("ops/prometheus.example.yml is what the command prints for config.example.json", () => {
     const generated = prometheusConfigFor(join(ROOT, "config.example.json"), [], cleanEnv(), "config.example.json");
     expect(readFileSync(join(ROOT, "ops/prometheus.example.yml"), "utf8")).toBe(generated);
-    // The example's processes: admin, two auction instances, a submitter and a poller per swap chain (56, 137),
-    // none for chain 1, which is there for gas prices only.
-    expect(targetsOf(generated)).toEqual(
-      ["9460", "9492", "9493", "9524", "9556", "9588", "9620"].map((p) => `127.0.0.1:${p}`),
-    );
+    // The example's processes: admin, two auction instances, a submitter per swap chain (56, 137) and one poller
+    // for both (on 56's poller port), none for chain 1, which is there for gas prices only.
+    expect(targetsOf(generated)).toEqual(["9460", "9492", "9493", "9524", "9556", "9588"].map((p) => `127.0.0.1:${p}`));
   });
 
   it("lists one target per instance: auction instances and submitter/poller standbys", () => {
     const env = cleanEnv({ AUCTION_INSTANCES: "3", SUBMITTER_STANDBYS: "1", POLLER_STANDBYS: "2" });
     const apps = ecosystemApps(join(ROOT, "config.example.json"), env);
     const yaml = prometheusConfigFor(join(ROOT, "config.example.json"), [], env);
-    // 1 admin + 3 auctions + 2 chains × (2 submitters + 3 pollers)
-    expect(targetsOf(yaml)).toHaveLength(1 + 3 + 2 * (2 + 3));
-    expect(apps.map((a) => a.name)).toEqual([
+    // 1 admin + 3 auctions + 2 chains × 2 submitters + 3 pollers of both chains
+    expect(targetsOf(yaml)).toHaveLength(1 + 3 + 2 * 2 + 3);
+    expect(apps.map((a) => a.name)).toEqual(["admin", "auction", "submitter-56", "submitter-137", "poller"]);
+  });
+
+  it("with POLLER_PROCESS_PER_CHAIN=1, one poller target per chain and instance, on each chain's poller port", () => {
+    const file = join(ROOT, "config.example.json");
+    const env = cleanEnv({ POLLER_PROCESS_PER_CHAIN: "1", POLLER_STANDBYS: "1" });
+    expect(ecosystemApps(file, env).map((a) => a.name)).toEqual([
       "admin",
       "auction",
       "submitter-56",
@@ -64,6 +69,9 @@ describe("npm run ops:prometheus", () => {
       "poller-56",
       "poller-137",
     ]);
+    const targets = targetsOf(prometheusConfigFor(file, [], env)).map((t) => t.split(":")[1]);
+    // The one `poller` app's ports (56's slot) are poller-56's: the two layouts never run side by side on a host.
+    expect(targets).toEqual(["9460", "9492", "9493", "9524", "9556", "9557", "9588", "9620", "9621"]);
   });
 
   it("for a role split, each host's targets are the processes its ROUTER_ROLES picks, together all of them", () => {
@@ -84,7 +92,6 @@ describe("npm run ops:prometheus", () => {
       "9492",
       "9493",
       "9556",
-      "9620",
     ]);
     expect(split.map((t) => t.split(":")[1]).sort()).toEqual(all.map((t) => t.split(":")[1]).sort());
   });

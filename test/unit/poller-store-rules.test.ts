@@ -2,7 +2,8 @@ import { ZeroAddress, keccak256 } from "ethers";
 import type { TransferRecord } from "../../shared/protocol/types";
 import { mergeTransferRecord } from "../../shared/transfers/transfer-store";
 import { exhaustedByRetriableErrors } from "../../services/poller/plan-executor";
-import { readPollerEnv } from "../../services/poller/env";
+import type { RouterConfig } from "../../shared/config/types";
+import { checkPollerEnv, readPollerEnv } from "../../services/poller/env";
 import { ProcessEnvError } from "../../shared/process/process-env";
 
 const USER = "0x1111111111111111111111111111111111111111";
@@ -94,11 +95,32 @@ describe("failed job classification", () => {
 describe("poller env", () => {
   it("reads CHAIN_ID and the optional tuning, refusing bad values", () => {
     expect(readPollerEnv({ CHAIN_ID: "1337", POLLER_INTERVAL_MS: "100", POLLER_START_BLOCK: "0" })).toEqual({
-      chainId: 1337,
+      chainIds: [1337],
       options: { intervalMs: 100, startBlock: 0, maxRangeBlocks: undefined },
     });
     expect(() => readPollerEnv({})).toThrow(ProcessEnvError);
     expect(() => readPollerEnv({ CHAIN_ID: "1337", POLLER_START_BLOCK: "-1" })).toThrow(ProcessEnvError);
     expect(() => readPollerEnv({ CHAIN_ID: "abc" })).toThrow(ProcessEnvError);
+  });
+
+  it("reads CHAIN_ID as a comma-separated list, in its order; a bad entry names the key", () => {
+    expect(readPollerEnv({ CHAIN_ID: "1338, 1337" }).chainIds).toEqual([1338, 1337]);
+    for (const [raw, message] of [
+      ["", "CHAIN_ID must be set"],
+      ["1337,", 'CHAIN_ID: "" is not a chain id'],
+      ["1337,0", 'CHAIN_ID: "0" is not a chain id'],
+      ["1337;1338", 'CHAIN_ID: "1337;1338" is not a chain id'],
+      ["1337,1338,1337", "CHAIN_ID names chain 1337 twice"],
+    ]) {
+      expect(() => readPollerEnv({ CHAIN_ID: raw })).toThrow(message);
+    }
+  });
+
+  it("checks each CHAIN_ID entry against chainConfig, naming the key", () => {
+    const config = { chainConfig: { "1": {}, "1337": {} } } as unknown as RouterConfig;
+    expect(() => checkPollerEnv({ CHAIN_ID: "1337,1" }, config)).not.toThrow();
+    expect(() => checkPollerEnv({ CHAIN_ID: "1337,1338" }, config)).toThrow(
+      "CHAIN_ID 1338 is not a key of chainConfig (configured: 1, 1337)",
+    );
   });
 });

@@ -57,7 +57,17 @@ describe("npm run status: /status as tables", () => {
 
   it("processes alive and ready, pollers with their lease, and a dead or unready one marked", () => {
     const all = lines(body);
-    expect(rowOf(all, "poller-1337-0", "21673", "yes", "yes", "active (term 1)", "0.4 s")).toBeDefined();
+    // One poller process of both chains: each chain's lease.
+    const leases = "1337 active (term 1), 1338 active (term 1)";
+    expect(rowOf(all, "poller-1337+1338-0", "21673", "yes", "yes", leases, "0.4 s")).toBeDefined();
+    // One chain's process (POLLER_PROCESS_PER_CHAIN=1): its lease alone.
+    const perChain = {
+      ...body,
+      processes: body.processes.map((p) =>
+        p.role === "poller" ? { ...p, processId: "poller-1337-0", lease: { role: "standby" } } : p,
+      ),
+    };
+    expect(rowOf(lines(perChain), "poller-1337-0", "21673", "yes", "yes", "standby", "0.4 s")).toBeDefined();
     expect(rowOf(all, "auction-1", "21709", "yes", "yes")).toBeDefined();
     const dead = {
       ...body,
