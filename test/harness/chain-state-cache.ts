@@ -11,16 +11,16 @@ import { approveNxtpRouter, deployNxtpContracts, type NxtpContractAddresses, typ
  * The NXTP contracts, deployed once per chain id and reused as anvil state: a stack start loads the chain as it
  * stood after `deployNxtpContracts` (anvil_loadState restores the blocks, transactions, nonces and storage, so the
  * chain's history is the one a fresh deploy leaves) and sends only the router's approval. A deploy is ten
- * transactions signed in JS per chain, a few seconds per three-chain stack on a loaded machine, paid by about a
- * hundred test files; a load takes about 0.1 s.
+ * transactions signed in JS per chain, 5-7 s per three-chain stack on a loaded machine (load 6-8 on 2 cores),
+ * paid by some seventy test files; a load takes about 0.1 s (the stack 0.4 s in all).
  *
  * The state files live in the OS temp directory under a key of everything the state depends on (chain id, the
- * contracts' bytecode, the deployer, the anvil binary), so a new anvil or contracts package makes a new one.
+ * contracts' bytecode, the deployer, the anvil binary, the deploy's source), so a change to any makes a new one.
  * TEST_CHAIN_STATE_CACHE=0 deploys every time. Each RPC is bounded by the harness's anvil client (test/harness/anvil.ts).
  */
 const CACHE_DIR = join(tmpdir(), "nxtp-router-chain-state");
-/** Bump when deployNxtpContracts changes what it leaves on the chain. */
-const LAYOUT_VERSION = "1";
+/** What the deploy does is part of the key: an edit of it makes a new state. */
+const DEPLOY_SOURCE = join(__dirname, "../../scripts/local/deploy-nxtp.ts");
 const CONTRACTS: readonly NxtpContractName[] = [
   "TransactionManager",
   "TestERC20",
@@ -38,7 +38,8 @@ interface CachedState {
 function cacheFile(chainId: number, deployer: string): string {
   const anvil = anvilBinary();
   const { size, mtimeMs } = statSync(anvil);
-  const hash = createHash("sha256").update(`${LAYOUT_VERSION}|${chainId}|${deployer}|${anvil}|${size}|${mtimeMs}`);
+  const hash = createHash("sha256").update(`${chainId}|${deployer}|${anvil}|${size}|${mtimeMs}|`);
+  hash.update(readFileSync(DEPLOY_SOURCE));
   for (const name of CONTRACTS) hash.update(packageArtifact(name).bytecode);
   return join(CACHE_DIR, `chain-${chainId}-${hash.digest("hex").slice(0, 16)}.json`);
 }
