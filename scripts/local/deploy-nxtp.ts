@@ -113,7 +113,7 @@ export async function readAddress(contract: Contract, method: string, args: read
   return getAddress(value);
 }
 
-async function assertDeployerChain(params: DeployNxtpParams): Promise<void> {
+async function assertDeployerChain(params: Pick<DeployNxtpParams, "deployer" | "rpcUrl" | "chainId">): Promise<void> {
   const provider = params.deployer.provider;
   if (!provider) {
     throw new Error(`deployNxtp: the deployer must be connected to ${params.rpcUrl}`);
@@ -124,14 +124,27 @@ async function assertDeployerChain(params: DeployNxtpParams): Promise<void> {
   }
 }
 
+/** Addresses of the contracts `deployNxtpContracts` left on a chain, before any router is approved. */
+export interface NxtpContractAddresses {
+  readonly chainId: number;
+  readonly transactionManager: string;
+  readonly interpreter: string;
+  readonly token: string;
+  readonly priceOracle: string;
+  readonly multicall: string;
+  readonly routerFactory: string;
+}
+
 /**
- * Deploys and wires the NXTP v0 contracts, each transaction awaited to its receipt. Nonces come from a
- * local NonceManager: ethers' default provider caches `getTransactionCount` for 250 ms, so back-to-back
- * sends through a plain signer reuse a nonce. The returned handles use the caller's `deployer`.
+ * Deploys the NXTP v0 contracts and wires what does not depend on a router (the factory's init, the TEST and
+ * native assets), each transaction awaited to its receipt. Nonces come from a local NonceManager: ethers'
+ * default provider caches `getTransactionCount` for 250 ms, so back-to-back sends through a plain signer reuse a
+ * nonce. Split from the router's approval so the test harness can reuse one chain state for any router.
  */
-export async function deployNxtp(params: DeployNxtpParams): Promise<NxtpDeployment> {
+export async function deployNxtpContracts(
+  params: Omit<DeployNxtpParams, "routerSigner" | "withRouterContract">,
+): Promise<NxtpContractAddresses> {
   const { chainId } = params;
-  const routerSigner = getAddress(params.routerSigner);
   await assertDeployerChain(params);
   const owner = await params.deployer.getAddress();
   const deployer = new NonceManager(params.deployer);
@@ -145,21 +158,9 @@ export async function deployNxtp(params: DeployNxtpParams): Promise<NxtpDeployme
   const tmAddress = await transactionManager.getAddress();
   const tokenAddress = await token.getAddress();
   await sendTx(routerFactory, "init", [tmAddress]);
-  // Without these, addLiquidity reverts "#AL:003" (router) / "#AL:004" (asset), and prepare "#P:003".
-  await sendTx(transactionManager, "addRouter", [routerSigner]);
+  // Without these, addLiquidity reverts "#AL:004" (asset) and prepare "#P:003"; the router comes in approveNxtpRouter.
   await sendTx(transactionManager, "addAssetId", [tokenAddress]);
   await sendTx(transactionManager, "addAssetId", [ZeroAddress]);
-
-  let routerContract: Contract | undefined;
-  if (params.withRouterContract) {
-    await sendTx(routerFactory, "createRouter", [routerSigner, getAddress(params.withRouterContract.recipient)]);
-    const routerAddress = await readAddress(routerFactory, "getRouterAddress", [routerSigner]);
-    await sendTx(transactionManager, "addRouter", [routerAddress]);
-    routerContract = nxtpContractAt("Router", routerAddress, params.deployer);
-  }
-  const handle = (name: NxtpContractName, c: Contract): Promise<Contract> =>
-    c.getAddress().then((address) => nxtpContractAt(name, address, params.deployer));
-
   return {
     chainId,
     transactionManager: tmAddress,
@@ -168,17 +169,50 @@ export async function deployNxtp(params: DeployNxtpParams): Promise<NxtpDeployme
     priceOracle: await priceOracle.getAddress(),
     multicall: await multicall.getAddress(),
     routerFactory: await routerFactory.getAddress(),
+  };
+}
+
+/**
+ * Approves `routerSigner` on the TransactionManager `deployNxtpContracts` deployed (without it addLiquidity
+ * reverts "#AL:003"), and, when asked, creates and approves its router contract. The handles use `deployer`.
+ */
+export async function approveNxtpRouter(
+  addresses: NxtpContractAddresses,
+  params: Pick<DeployNxtpParams, "deployer" | "routerSigner" | "withRouterContract">,
+): Promise<NxtpDeployment> {
+  const routerSigner = getAddress(params.routerSigner);
+  const at = (name: NxtpContractName, address: string): Contract => nxtpContractAt(name, address, params.deployer);
+  // Sent through a NonceManager, as deployNxtpContracts does: back-to-back sends must not reuse a nonce.
+  const sender = new NonceManager(params.deployer);
+  const transactionManager = nxtpContractAt("TransactionManager", addresses.transactionManager, sender);
+  const routerFactory = nxtpContractAt("RouterFactory", addresses.routerFactory, sender);
+  await sendTx(transactionManager, "addRouter", [routerSigner]);
+
+  let routerContract: Contract | undefined;
+  if (params.withRouterContract) {
+    await sendTx(routerFactory, "createRouter", [routerSigner, getAddress(params.withRouterContract.recipient)]);
+    const routerAddress = await readAddress(routerFactory, "getRouterAddress", [routerSigner]);
+    await sendTx(transactionManager, "addRouter", [routerAddress]);
+    routerContract = at("Router", routerAddress);
+  }
+  return {
+    ...addresses,
     routerSigner,
     routerContract: routerContract ? await routerContract.getAddress() : undefined,
     contracts: {
-      transactionManager: await handle("TransactionManager", transactionManager),
-      token: await handle("TestERC20", token),
-      priceOracle: await handle("ConnextPriceOracle", priceOracle),
-      multicall: await handle("Multicall", multicall),
-      routerFactory: await handle("RouterFactory", routerFactory),
+      transactionManager: at("TransactionManager", addresses.transactionManager),
+      token: at("TestERC20", addresses.token),
+      priceOracle: at("ConnextPriceOracle", addresses.priceOracle),
+      multicall: at("Multicall", addresses.multicall),
+      routerFactory: at("RouterFactory", addresses.routerFactory),
       routerContract,
     },
   };
+}
+
+/** Deploys and wires the NXTP v0 contracts for `routerSigner` (deployNxtpContracts, then approveNxtpRouter). */
+export async function deployNxtp(params: DeployNxtpParams): Promise<NxtpDeployment> {
+  return approveNxtpRouter(await deployNxtpContracts(params), params);
 }
 
 export interface FundRouterLiquidityParams {

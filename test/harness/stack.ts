@@ -4,7 +4,8 @@ import { join } from "node:path";
 import type { JsonRpcProvider, Wallet } from "ethers";
 import { anvilProvider, anvilWallet, startAnvil, type Anvil } from "./anvil";
 import { liveChildPids } from "./child-process";
-import { deployNxtp, type NxtpDeployment } from "./deploy";
+import { deployNxtpCached } from "./chain-state-cache";
+import type { NxtpDeployment } from "./deploy";
 import { startNats, type NatsServer } from "./nats";
 import { startRedis, type RedisServer } from "./redis";
 import { settlesWithin, withTimeout } from "../../shared/timing";
@@ -122,9 +123,8 @@ export async function startStackAnd<T>(
       anvils.map(async (anvil, i): Promise<StackChain> => {
         const provider = providers[i];
         const deployer = anvilWallet(0, provider);
-        const deployment = await deployNxtp({
-          rpcUrl: anvil.url,
-          chainId: anvil.chainId,
+        const deployment = await deployNxtpCached({
+          anvil,
           deployer,
           routerSigner,
           withRouterContract: opts.withRouterContract,
