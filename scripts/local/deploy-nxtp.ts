@@ -23,17 +23,7 @@ export interface NxtpContracts {
 }
 
 /** Checksummed addresses of one chain's NXTP deployment, plus handles connected to the deployer. */
-export interface NxtpDeployment {
-  readonly chainId: number;
-  readonly transactionManager: string;
-  /** FulfillInterpreter, deployed by the TransactionManager's constructor. */
-  readonly interpreter: string;
-  /** TestERC20 "TEST" (18 decimals); the deployer holds 1 000 000 TEST and anyone may mint. */
-  readonly token: string;
-  /** ConnextPriceOracle with wrapped = address(0): price native with `setDirectPrice(ZeroAddress, p)`. */
-  readonly priceOracle: string;
-  readonly multicall: string;
-  readonly routerFactory: string;
+export interface NxtpDeployment extends NxtpContractAddresses {
   readonly routerSigner: string;
   /** Router contract created by the factory for `routerSigner`, approved on the TransactionManager. */
   readonly routerContract?: string;
@@ -128,8 +118,11 @@ async function assertDeployerChain(params: Pick<DeployNxtpParams, "deployer" | "
 export interface NxtpContractAddresses {
   readonly chainId: number;
   readonly transactionManager: string;
+  /** FulfillInterpreter, deployed by the TransactionManager's constructor. */
   readonly interpreter: string;
+  /** TestERC20 "TEST" (18 decimals); the deployer holds 1 000 000 TEST and anyone may mint. */
   readonly token: string;
+  /** ConnextPriceOracle with wrapped = address(0): price native with `setDirectPrice(ZeroAddress, p)`. */
   readonly priceOracle: string;
   readonly multicall: string;
   readonly routerFactory: string;
