@@ -40,10 +40,8 @@ beforeAll(() => {
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function load(env: Record<string, string>, file = configFile): Promise<Loaded> {
-  const script =
-    'try { const c = require("./ecosystem.config.js"); console.log(JSON.stringify({ names: c.apps.map((a) => a.name) })); }' +
-    " catch (e) { console.log(JSON.stringify({ error: e.message })); }";
+/** Runs `script` in a fresh node process with the env PM2 would see (ecosystem.config.js reads it at require). */
+function runEcosystem(script: string, env: Record<string, string>, file = configFile): Promise<string> {
   return new Promise((resolvePromise, reject) => {
     execFile(
       process.execPath,
@@ -52,9 +50,16 @@ function load(env: Record<string, string>, file = configFile): Promise<Loaded> {
         cwd: ROOT,
         env: { PATH: process.env.PATH ?? "", ROUTER_CONFIG_FILE: file, ROUTER_LOG_DIR: join(dir, "logs"), ...env },
       },
-      (err, stdout) => (err ? reject(err) : resolvePromise(JSON.parse(stdout) as Loaded)),
+      (err, stdout) => (err ? reject(err) : resolvePromise(stdout)),
     );
   });
+}
+
+async function load(env: Record<string, string>, file = configFile): Promise<Loaded> {
+  const script =
+    'try { const c = require("./ecosystem.config.js"); console.log(JSON.stringify({ names: c.apps.map((a) => a.name) })); }' +
+    " catch (e) { console.log(JSON.stringify({ error: e.message })); }";
+  return JSON.parse(await runEcosystem(script, env, file)) as Loaded;
 }
 
 describe("ecosystem.config.js: ROUTER_ROLES", () => {
@@ -115,25 +120,12 @@ describe("ecosystem.config.js: ROUTER_ROLES", () => {
   it("keeps the per-chain env and instances of the apps it selects", async () => {
     const script =
       'const c = require("./ecosystem.config.js"); console.log(JSON.stringify(c.apps.map((a) => [a.name, a.instances, a.env.CHAIN_ID ?? null])));';
-    const out = await new Promise<string>((res, rej) =>
-      execFile(
-        process.execPath,
-        ["-e", script],
-        {
-          cwd: ROOT,
-          env: {
-            PATH: process.env.PATH ?? "",
-            ROUTER_CONFIG_FILE: configFile,
-            ROUTER_LOG_DIR: join(dir, "logs"),
-            ROUTER_ROLES: "auction,submitter:1338,poller:1337",
-            AUCTION_INSTANCES: "3",
-            SUBMITTER_STANDBYS: "1",
-            POLLER_STANDBYS: "2",
-          },
-        },
-        (err, stdout) => (err ? rej(err) : res(stdout)),
-      ),
-    );
+    const out = await runEcosystem(script, {
+      ROUTER_ROLES: "auction,submitter:1338,poller:1337",
+      AUCTION_INSTANCES: "3",
+      SUBMITTER_STANDBYS: "1",
+      POLLER_STANDBYS: "2",
+    });
     expect(JSON.parse(out)).toEqual([
       ["auction", 3, null],
       ["submitter-1338", 2, "1338"],
@@ -143,27 +135,14 @@ describe("ecosystem.config.js: ROUTER_ROLES", () => {
 });
 
 describe("ecosystem.config.js: one poller process for every polled chain, or one per chain", () => {
-  const pollers = (env: Record<string, string>): Promise<Array<[string, number, string]>> =>
-    new Promise((res, rej) =>
-      execFile(
-        process.execPath,
-        [
-          "-e",
-          'try { const c = require("./ecosystem.config.js"); console.log(JSON.stringify(c.apps.filter((a) => a.script.includes("/poller/")).map((a) => [a.name, a.instances, a.env.CHAIN_ID]))); }' +
-            " catch (e) { console.log(JSON.stringify(e.message)); }",
-        ],
-        {
-          cwd: ROOT,
-          env: {
-            PATH: process.env.PATH ?? "",
-            ROUTER_CONFIG_FILE: configFile,
-            ROUTER_LOG_DIR: join(dir, "logs"),
-            ...env,
-          },
-        },
-        (err, stdout) => (err ? rej(err) : res(JSON.parse(stdout) as Array<[string, number, string]>)),
+  const pollers = async (env: Record<string, string>): Promise<Array<[string, number, string]> | string> =>
+    JSON.parse(
+      await runEcosystem(
+        'try { const c = require("./ecosystem.config.js"); console.log(JSON.stringify(c.apps.filter((a) => a.script.includes("/poller/")).map((a) => [a.name, a.instances, a.env.CHAIN_ID]))); }' +
+          " catch (e) { console.log(JSON.stringify(e.message)); }",
+        env,
       ),
-    );
+    ) as Array<[string, number, string]> | string;
 
   it("runs one `poller` app (1 + POLLER_STANDBYS instances) with CHAIN_ID listing every chain this host polls", async () => {
     expect(await pollers({})).toEqual([["poller", 1, "1337,1338"]]);
@@ -194,23 +173,8 @@ describe("ecosystem.config.js: memory limits per role (docs/operating.md, npm ru
     disable_source_map_support?: boolean;
     env: Record<string, string>;
   };
-  const apps = (env: Record<string, string>): Promise<App[]> =>
-    new Promise((res, rej) =>
-      execFile(
-        process.execPath,
-        ["-e", 'console.log(JSON.stringify(require("./ecosystem.config.js").apps));'],
-        {
-          cwd: ROOT,
-          env: {
-            PATH: process.env.PATH ?? "",
-            ROUTER_CONFIG_FILE: configFile,
-            ROUTER_LOG_DIR: join(dir, "logs"),
-            ...env,
-          },
-        },
-        (err, stdout) => (err ? rej(err) : res(JSON.parse(stdout) as App[])),
-      ),
-    );
+  const apps = async (env: Record<string, string>): Promise<App[]> =>
+    JSON.parse(await runEcosystem('console.log(JSON.stringify(require("./ecosystem.config.js").apps));', env)) as App[];
   const flag = (args: string | undefined, name: string): number | undefined => {
     const m = new RegExp(`--${name}=([0-9]+)`).exec(args ?? "");
     return m ? Number(m[1]) : undefined;
