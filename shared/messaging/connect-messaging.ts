@@ -46,7 +46,9 @@ export interface ConnectMessagingParams {
 /**
  * Logs in at the auth server (docs/protocol.md#login), connects to NATS with the token as the CONNECT `jwt`, and
  * returns a `Messaging`. The client reconnects forever; every disconnect triggers a fresh login whose token the
- * (synchronous) authenticator hands to the next CONNECT. Rejects with MessagingAuthError when the first
+ * (synchronous) authenticator hands to the CONNECTs after it (one sent before that login completes carries the
+ * previous token, refused only if it has expired, and the next attempt the fresh one). Rejects with
+ * MessagingAuthError when the first
  * login fails and with MessagingUnavailableError when no server accepts the first connection.
  */
 export async function connectMessaging(params: ConnectMessagingParams): Promise<Messaging> {

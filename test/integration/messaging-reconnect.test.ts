@@ -109,6 +109,11 @@ describe("messaging reconnect", () => {
 
     await first.stop();
     await waitFor("router sees the disconnect", () => !router.isConnected());
+    // The new server starts once the router's login after the disconnect is done: a server back sooner is given the
+    // previous token while it is still valid (the NATS authenticator cannot wait for a login), which CI met once.
+    await waitFor("the router's login after the disconnect", () =>
+      routerLogs.find("messaging.auth", "messaging token refreshed").length > 0 ? true : undefined,
+    );
     nats = await natsOnPort(port, secondLog);
 
     await waitFor("both reconnected", () => router.isConnected() && client.isConnected());
