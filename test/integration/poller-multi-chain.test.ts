@@ -148,7 +148,14 @@ describe("poller: one process polls several chains (anvil 1337 + 1338, redis)", 
     });
     const helpLines = metrics.split("\n").filter((l) => l.startsWith("# HELP "));
     expect(new Set(helpLines).size).toBe(helpLines.length);
-    const readyz = await fetch(`http://127.0.0.1:${metricsPortFor(config, "poller", SENDING, 1)}/readyz`);
+    // The standby's heartbeat is written as its pollers start, which can be before its metrics server listens.
+    const standbyReadyz = `http://127.0.0.1:${metricsPortFor(config, "poller", SENDING, 1)}/readyz`;
+    const readyz = await waitFor("the standby's /readyz answering", () =>
+      fetch(standbyReadyz).then(
+        (response) => response,
+        () => undefined,
+      ),
+    );
     expect(readyz.status).toBe(200);
     const checks = ((await readyz.json()) as { checks: unknown[] }).checks;
     for (const id of BOTH) {
