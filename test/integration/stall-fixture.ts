@@ -78,6 +78,19 @@ export function broadcastHashes(lines: ReadonlyArray<Record<string, unknown>>): 
   return lines.filter((l) => l.message === "transaction broadcast").map((l) => String(l.transactionHash));
 }
 
+/**
+ * Every transaction the senders' log lines say they broadcast is some job's result: no second transaction. Not the
+ * converse: a send that reached the node as the lease lapsed (or Redis died) fails its fenced nonce write before its
+ * "transaction broadcast" line, and the job's next run finds it by its record and hash (seen in full runs).
+ */
+export function expectNoStrayBroadcast(
+  lines: ReadonlyArray<Record<string, unknown>>,
+  results: readonly TxJobResult[],
+): void {
+  const resultHashes = new Set(results.map((r) => r.transactionHash));
+  expect(broadcastHashes(lines).filter((h) => !resultHashes.has(h))).toEqual([]);
+}
+
 /** The job outcome lines of a captured sender log with this outcome ("handover", …). */
 export function outcomes(logs: LogCapture, outcome: string): Array<Record<string, unknown>> {
   return logs.find("submitter.job", "job outcome").filter((l) => l.outcome === outcome);
