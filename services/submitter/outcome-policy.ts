@@ -97,7 +97,7 @@ export function decideOutcome(error: unknown, facts: OutcomeFacts): Outcome {
 /**
  * A receiving prepare's transaction mined with status 0 (or an estimate's revert without a known reason): the job
  * never sends again, so the sender's refund is enqueued. While the transfer's decision says "prepare", that refund
- * goes ahead only once the chain proves the revert final (operations/reverted-receiving-prepare.ts).
+ * goes ahead only once the chain proves the revert final (shared/chain/reverted-prepare.ts).
  */
 function isRevert(error: unknown): boolean {
   return error instanceof TransactionRevertedError && error.revertCode === undefined;

@@ -43,6 +43,18 @@ export class SenderTooNewError extends errorClass(RouterError, "SENDER_TOO_NEW",
  */
 export class ReceiverPrepareDecidedError extends errorClass(RouterError, "RECEIVER_PREPARE_DECIDED", "retriable") {}
 
+/**
+ * The transfer's recorded receiving prepare was mined reverted, but not yet the receiving chain's `confirmations`
+ * deep: a re-org could free its nonce and mine the same signed transaction successfully
+ * (shared/chain/reverted-prepare.ts). Not yet: the submitter parks the refund until the revert is final
+ * (`retryAtMs` in the context), the admin route answers 409 at once.
+ */
+export class ReceiverPrepareRevertNotFinalError extends errorClass(
+  RouterError,
+  "RECEIVER_PREPARE_REVERT_NOT_FINAL",
+  "not-yet",
+) {}
+
 export interface RefusalOptions {
   /** Wall-clock ms after which a time rule may pass (SENDER_TOO_NEW, RECEIVER_UNVERIFIABLE); put in the context. */
   readonly retryAtMs?: number;

@@ -45,6 +45,28 @@ export async function findPrepareReceiverInFlight(params: PrepareReceiverInFligh
 }
 
 /**
+ * The fields of a job's send record (the submitter's send/tx-record.ts TxRecord) that other processes judge by,
+ * as stored: untyped, since another process wrote them.
+ */
+export interface TxRecordView {
+  readonly status?: unknown;
+  /** The attempt mined with status 0 (set with status `reverted`). */
+  readonly revertedHash?: unknown;
+  readonly call?: { readonly to?: unknown };
+}
+
+/** A job's send record as stored, or undefined when the job never persisted a transaction. */
+export async function readTxRecord(
+  redis: Pick<Redis, "hget">,
+  prefix: string,
+  chainId: number,
+  jobId: string,
+): Promise<TxRecordView | undefined> {
+  const json = await redis.hget(txRecordKey(prefix, chainId, jobId), "record");
+  return json === null ? undefined : (JSON.parse(json) as TxRecordView);
+}
+
+/**
  * The status of a job's send record (the submitter's send/tx-record.ts): `sending` (a transaction may be in a
  * mempool or mined), `confirmed`, `reverted`, or undefined when the job never persisted a transaction.
  */
@@ -54,10 +76,9 @@ export async function txRecordStatus(
   chainId: number,
   jobId: string,
 ): Promise<string | undefined> {
-  const json = await redis.hget(txRecordKey(prefix, chainId, jobId), "record");
-  if (json === null) {
+  const record = await readTxRecord(redis, prefix, chainId, jobId);
+  if (record === undefined) {
     return undefined;
   }
-  const status = (JSON.parse(json) as { status?: unknown }).status;
-  return typeof status === "string" ? status : "unknown";
+  return typeof record.status === "string" ? record.status : "unknown";
 }

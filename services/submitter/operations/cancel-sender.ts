@@ -4,11 +4,22 @@ import type { CancelSenderJobData } from "../../../shared/queues";
 import { findPrepareReceiverInFlight } from "../../../shared/coordination/in-flight";
 import { claimTransferDecision, readTransferDecision } from "../../../shared/coordination/transfer-decision";
 import type { TxCall, TxNoop } from "../send/tx-record";
-import { ReceiverPrepareDecidedError, senderCancelRefusalError } from "../../../shared/chain/sender-cancel-errors";
+import {
+  ReceiverPrepareDecidedError,
+  ReceiverPrepareRevertNotFinalError,
+  senderCancelRefusalError,
+} from "../../../shared/chain/sender-cancel-errors";
+import { proveReceivingPrepareReverted } from "../../../shared/chain/reverted-prepare";
 import type { RouterError } from "../../../shared/errors";
-import { REVERT_FINALITY_RETRY_MS, ReceiverPrepareRevertNotFinalError } from "./errors";
-import { proveReceivingPrepareReverted } from "./reverted-receiving-prepare";
-import { buildUnlessCompleted, openPreparedSide, wallClockMsWhenChainPasses, type LifecycleContext } from "./lifecycle";
+import { REVERT_FINALITY_RETRY_MS } from "./errors";
+import {
+  buildUnlessCompleted,
+  chainConfigOf,
+  openPreparedSide,
+  readProviderOf,
+  wallClockMsWhenChainPasses,
+  type LifecycleContext,
+} from "./lifecycle";
 
 /**
  * Refund of the sending side to `sendingChainFallback` (docs/protocol.md#cancel-rules), on the sending chain (the
@@ -22,7 +33,7 @@ import { buildUnlessCompleted, openPreparedSide, wallClockMsWhenChainPasses, typ
  * 3. the transfer's decision is claimed as "cancel-sender" (shared/coordination/transfer-decision.ts). A recorded
  *    "prepare" is only replaced when the check proved the receiving side cancelled on chain, or when the receiving
  *    side is not prepared and the prepare's own transaction was mined reverted at least `confirmations` deep
- *    (reverted-receiving-prepare.ts; parked until then: RECEIVER_PREPARE_REVERT_NOT_FINAL). Otherwise the
+ *    (shared/chain/reverted-prepare.ts; parked until then: RECEIVER_PREPARE_REVERT_NOT_FINAL). Otherwise the
  *    receiving prepare may be in a mempool or in blocks a lagging provider misses: RECEIVER_PREPARE_DECIDED
  *    (retried). `force` never overrides a recorded prepare;
  * 4. cancel({txData, signature: 0x, encodedMeta: 0x}) from the router: before expiry only the router may
@@ -119,13 +130,28 @@ async function recordedPrepareOver(
   if (receiverState !== "not-prepared") {
     return { over: false, detail: `the receiving side is ${receiverState}` };
   }
-  const proof = await proveReceivingPrepareReverted(ctx, txData);
+  const receiving = chainConfigOf(ctx, txData.receivingChainId);
+  const proof = await proveReceivingPrepareReverted({
+    redis: ctx.redis,
+    prefix: ctx.config.redisPrefix,
+    receiving: {
+      transactionManager: receiving.transactionManagerAddress,
+      confirmations: receiving.confirmations,
+      provider: readProviderOf(ctx, txData.receivingChainId),
+    },
+    txData,
+  });
   const context = { transactionId: txData.transactionId, receivingChainId: txData.receivingChainId };
   if (proof.kind === "not-final") {
     throw new ReceiverPrepareRevertNotFinalError(
       `the receiving prepare ${proof.transactionHash} reverted ${proof.depth} of ${proof.required} blocks deep`,
-      Date.now() + REVERT_FINALITY_RETRY_MS,
-      { ...context, transactionHash: proof.transactionHash, depth: proof.depth, required: proof.required },
+      {
+        ...context,
+        transactionHash: proof.transactionHash,
+        depth: proof.depth,
+        required: proof.required,
+        retryAtMs: Date.now() + REVERT_FINALITY_RETRY_MS,
+      },
     );
   }
   if (proof.kind === "none") {

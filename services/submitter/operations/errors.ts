@@ -130,16 +130,5 @@ export class SenderRefundUnsettledError extends errorClass(NotYetError, "SENDER_
 /** Unknown transactions in flight are mined within a few blocks; the receiving prepare looks again this soon. */
 export const SENDER_REFUND_UNSETTLED_RETRY_MS = 5_000;
 
-/**
- * A sender cancel found the transfer's recorded receiving prepare mined reverted, but not yet the receiving chain's
- * `confirmations` deep: a re-org could free its nonce and mine the same signed transaction successfully. Parked
- * until the revert is final (operations/reverted-receiving-prepare.ts), not refused.
- */
-export class ReceiverPrepareRevertNotFinalError extends errorClass(
-  NotYetError,
-  "RECEIVER_PREPARE_REVERT_NOT_FINAL",
-  "not-yet",
-) {}
-
 /** Blocks come every few seconds: a sender cancel waiting for a revert to be final looks again this soon. */
 export const REVERT_FINALITY_RETRY_MS = 3_000;

@@ -3,6 +3,7 @@ import type { FeeJson } from "../../../shared/protocol/gas";
 import { transferRetentionSec } from "../../../shared/protocol/retention";
 import { TX_JOB, type TxJobResult } from "../../../shared/queues";
 import { nonceJobsKey, txRecordKey } from "../../../shared/coordination/keys";
+import { readTxRecord } from "../../../shared/coordination/in-flight";
 import { TxRecordConflictError } from "./errors";
 import { defineScript, reply } from "../../../shared/redis/script-runner";
 import { senderFenceArgs, senderFencedOut, type FenceSource } from "./fence";
@@ -196,8 +197,8 @@ export async function loadTxRecordOn(
   at: { redis: Pick<Redis, "hget">; prefix: string; chainId: number },
   jobId: string,
 ): Promise<TxRecord | undefined> {
-  const json = await at.redis.hget(txRecordKey(at.prefix, at.chainId, jobId), "record");
-  return json === null ? undefined : (JSON.parse(json) as TxRecord);
+  // The submitter wrote it: the shared reader's view is the whole record.
+  return (await readTxRecord(at.redis, at.prefix, at.chainId, jobId)) as TxRecord | undefined;
 }
 
 export function createTxRecordStore(params: {
