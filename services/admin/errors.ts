@@ -36,6 +36,8 @@ export const HTTP_STATUS = {
   RECEIVER_STATE_UNKNOWN: { status: 409, as: "receiver_unverifiable" },
   RECEIVER_FULFILLED: { status: 409 },
   RECEIVER_PREPARE_DECIDED: { status: 409 },
+  // The recorded receiving prepare reverted, not yet `confirmations` deep: the same request passes once it is.
+  RECEIVER_PREPARE_REVERT_NOT_FINAL: { status: 409 },
   RECEIVER_UNVERIFIABLE: { status: 409 },
   SENDER_TOO_NEW: { status: 409 },
   // The liquidity routes' refusals, decided before anything is enqueued (docs/admin-api.md).

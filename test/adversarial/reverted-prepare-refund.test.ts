@@ -1,17 +1,16 @@
-import { AbiCoder, ZeroHash, keccak256, toBeHex } from "ethers";
+import { ZeroHash } from "ethers";
 import { transferDecisionKey } from "../../shared/coordination/keys";
 import { completedVariantDigest } from "../../shared/protocol/digests";
 import { TX_JOB, txJobId } from "../../shared/queues";
 import { liveChildPids } from "../harness/child-process";
-import type { StackChain } from "../harness/stack";
 import { waitFor } from "../harness/wait";
 import {
   RECEIVING,
   SENDING,
+  drainRouterLiquidity,
   keyOf,
   makeTransfer,
   pendingNonce,
-  routerBalance,
   startLifecycleStack,
   startRun,
   tokenBalance,
@@ -176,24 +175,3 @@ describe("adversarial: a receiving prepare mined reverted is refunded once the r
     expect(await tokenBalance(s.sending, t.fallback)).toBe(0n);
   });
 });
-
-/**
- * Sets the router's liquidity on `chain` to zero in the TransactionManager's storage (routerBalances[router][token],
- * its mapping slot found by probing); returns what puts it back.
- */
-async function drainRouterLiquidity(chain: StackChain, router: string): Promise<() => Promise<void>> {
-  const balance = await routerBalance(chain, router);
-  const tm = chain.deployment.transactionManager;
-  const coder = AbiCoder.defaultAbiCoder();
-  for (let mappingSlot = 0; mappingSlot < 64; mappingSlot += 1) {
-    const inner = keccak256(coder.encode(["address", "uint256"], [router, mappingSlot]));
-    const slot = keccak256(coder.encode(["address", "bytes32"], [chain.deployment.token, inner]));
-    if (BigInt(await chain.provider.getStorage(tm, slot)) === balance) {
-      await chain.anvil.rpc("anvil_setStorageAt", [tm, slot, ZeroHash]);
-      return async () => {
-        await chain.anvil.rpc("anvil_setStorageAt", [tm, slot, toBeHex(balance, 32)]);
-      };
-    }
-  }
-  throw new Error("routerBalances slot not found");
-}

@@ -1,25 +1,29 @@
 import { randomBytes } from "node:crypto";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { hexlify } from "ethers";
+import { ZeroHash, hexlify } from "ethers";
 import { Redis } from "ioredis";
 import { createApp } from "../../services/admin/app";
 import { createChainQueues, type ChainQueues } from "../../services/admin/chain-queues";
 import { closeServer, listen } from "../../services/admin/listen";
 import { createCancelSenderOperation, type CancelSenderDeps } from "../../services/admin/operations/cancel-sender";
 import { createChainProvider, type ChainProvider } from "../../shared/chain/chain-provider";
+import { transferDecisionKey } from "../../shared/coordination/keys";
 import { completedVariantDigest } from "../../shared/protocol/digests";
 import { TX_JOB, TX_JOB_DEFAULTS, producerConnection, txJobId } from "../../shared/queues";
 import { createTransferStore } from "../../shared/transfers/transfer-store";
 import { liveChildPids } from "../harness/child-process";
+import { waitFor } from "../harness/wait";
 import {
   DAY,
   EXPIRY_OFFSET_SEC,
   RECEIVING,
   SENDING,
+  drainRouterLiquidity,
   increaseTime,
   keyOf,
   makeTransfer,
+  pendingNonce,
   receiverTxData,
   routerOf,
   startLifecycleStack,
@@ -33,6 +37,9 @@ import {
   type Transfer,
 } from "./lifecycle-fixture";
 
+/** The receiving chain's confirmations in the reverted-prepare tests: a revert is final two blocks after its own. */
+const RECEIVING_CONFIRMATIONS = 3;
+
 /** POST /cancel-sender through the real Express app, real Redis queues, real chains and in-process submitters. */
 describe("admin POST /cancel-sender (real app, redis, anvil, submitters)", () => {
   let s: LifecycleStack;
@@ -44,8 +51,12 @@ describe("admin POST /cancel-sender (real app, redis, anvil, submitters)", () =>
     readonly body: Record<string, unknown>;
   }
 
-  const startAdmin = async (mode: RouterMode, deps: Partial<CancelSenderDeps> = {}): Promise<LifecycleRun> => {
-    const r = await startRun(s, mode);
+  const startAdmin = async (
+    mode: RouterMode,
+    deps: Partial<CancelSenderDeps> = {},
+    runOptions: { receivingConfirmations?: number } = {},
+  ): Promise<LifecycleRun> => {
+    const r = await startRun(s, mode, runOptions);
     run = r;
     const { config, logs } = r;
     const queues: ChainQueues = createChainQueues(config, logs.logger);
@@ -114,12 +125,57 @@ describe("admin POST /cancel-sender (real app, redis, anvil, submitters)", () =>
     r.queues.get(SENDING)?.getJob(txJobId(TX_JOB.cancelSender, keyOf(t)));
   const senderCancelled = async (t: Transfer): Promise<boolean> =>
     (await variantOf(s.sending, t.txData)) === completedVariantDigest(t.txData.amount, t.txData.expiry);
+  const decisionOf = (r: LifecycleRun, t: Transfer) => r.redis.get(transferDecisionKey(r.prefix, keyOf(t)));
+  const jobLogs = (r: LifecycleRun, jobId: string | undefined) => r.logs.lines().filter((l) => l.jobId === jobId);
+
+  /**
+   * The transfer's receiving prepare broadcast with the receiving chain not mining, then mined reverted (the router's
+   * liquidity gone when its block is mined, as in test/adversarial/reverted-prepare-refund.test.ts). Before the
+   * revert, asks once: a prepare in flight is a receiving side on its way (409 receiver_live).
+   */
+  const revertedPrepare = async (r: LifecycleRun, t: Transfer, router: string): Promise<void> => {
+    await s.receiving.anvil.setAutomine(false);
+    const prepare = await r.add(RECEIVING, TX_JOB.prepareReceiver, { chainId: RECEIVING, sender: t.sender }, keyOf(t));
+    await waitFor("the receiving prepare's broadcast", async () =>
+      jobLogs(r, prepare.id).some((l) => l.message === "transaction broadcast") ? true : undefined,
+    );
+    expect(await post(cancelBody(r, t))).toMatchObject({
+      status: 409,
+      body: {
+        error: "receiver_live",
+        message: expect.stringMatching(/prepare-receiver job .* (is active|has a sending transaction)/),
+      },
+    });
+    const restoreLiquidity = await drainRouterLiquidity(s.receiving, router);
+    await s.receiving.anvil.mine(1);
+    await expect(r.finish(prepare)).rejects.toThrow(/^TRANSACTION_REVERTED: /);
+    await restoreLiquidity();
+    expect(await variantOf(s.receiving, t.txData)).toBe(ZeroHash);
+    expect(await decisionOf(r, t)).toBe("prepare");
+  };
+
+  /**
+   * The refund the failed prepare enqueues itself, once it ran, taken away: the gap the admin route closes is a
+   * transfer whose lifecycle refund is gone (failed for good, or never enqueued: a crash, a Redis failover).
+   */
+  const dropLifecycleRefund = async (r: LifecycleRun, t: Transfer): Promise<void> => {
+    const refund = await waitFor("the lifecycle's refund job", async () => (await cancelJob(r, t)) ?? undefined);
+    await waitFor("the lifecycle's refund run once", async () =>
+      jobLogs(r, refund.id).some((l) => l.outcome !== undefined) ? true : undefined,
+    );
+    // Removed between two runs (a job the submitter holds is locked: 0 then).
+    await waitFor("the lifecycle's refund removed", async () =>
+      (await r.queues.get(SENDING)?.remove(refund.id ?? "")) === 1 ? true : undefined,
+    );
+    expect(jobLogs(r, refund.id).filter((l) => l.message === "transaction broadcast")).toEqual([]);
+  };
 
   beforeAll(async () => {
     s = await startLifecycleStack();
   });
 
   afterEach(async () => {
+    await s.receiving.anvil.setAutomine(true);
     await admin?.close();
     await run?.stop();
     admin = undefined;
@@ -251,6 +307,62 @@ describe("admin POST /cancel-sender (real app, redis, anvil, submitters)", () =>
     expect(warnings).toContainEqual(
       expect.objectContaining({ at: "submitter.cancelSender", requestId: "forced-cancel-1" }),
     );
+  });
+
+  it("after a receiving prepare mined reverted: 409 receiver_prepare_revert_not_final until the revert is confirmations deep, then 200 and the sender refunded", async () => {
+    const r = await startAdmin("direct", {}, { receivingConfirmations: RECEIVING_CONFIRMATIONS });
+    const t = await makeTransfer(s, { mode: "direct" });
+    await increaseTime(s, 800);
+    const sendingNonce = await pendingNonce(s, s.sending);
+    await revertedPrepare(r, t, s.signerAddress);
+    await dropLifecycleRefund(r, t);
+
+    // One block deep, then two: refused as not final, forced or not, nothing enqueued or sent.
+    for (const depth of [1, 2]) {
+      for (const force of [false, true]) {
+        expect(await post(cancelBody(r, t, { force }))).toMatchObject({
+          status: 409,
+          body: {
+            error: "receiver_prepare_revert_not_final",
+            message: expect.stringContaining(`reverted ${depth} of ${RECEIVING_CONFIRMATIONS} blocks deep`),
+          },
+        });
+      }
+      expect(await cancelJob(r, t)).toBeUndefined();
+      await s.receiving.anvil.mine(1);
+    }
+    expect(await pendingNonce(s, s.sending)).toBe(sendingNonce);
+    expect(await decisionOf(r, t)).toBe("prepare");
+
+    const reply = await post(cancelBody(r, t), "admin-cancel-reverted");
+    expect(reply).toMatchObject({ status: 200, body: { transactionHash: expect.stringMatching(/^0x[0-9a-f]{64}$/) } });
+    await r.finish((await cancelJob(r, t)) ?? (await Promise.reject(new Error("no job"))));
+    expect(await senderCancelled(t)).toBe(true);
+    expect(await tokenBalance(s.sending, t.fallback)).toBe(BigInt(t.txData.amount));
+    expect(await variantOf(s.receiving, t.txData)).toBe(ZeroHash);
+    expect(await decisionOf(r, t)).toBe("cancel-sender");
+    expect(await pendingNonce(s, s.sending)).toBe(sendingNonce + 1);
+    const tx = await s.sending.provider.getTransaction(String(reply.body.transactionHash));
+    expect(tx).toMatchObject({ from: s.signerAddress, to: s.sending.deployment.transactionManager });
+  });
+
+  it("a reverted Router contract prepare stays 409 receiver_prepare_decided, forced or not: its signature can be relayed again", async () => {
+    const r = await startAdmin("router-contract", {}, { receivingConfirmations: RECEIVING_CONFIRMATIONS });
+    const t = await makeTransfer(s, { mode: "router-contract" });
+    await increaseTime(s, 800);
+    await revertedPrepare(r, t, s.routerContract);
+    await dropLifecycleRefund(r, t);
+    await s.receiving.anvil.mine(RECEIVING_CONFIRMATIONS);
+
+    for (const force of [false, true]) {
+      expect(await post(cancelBody(r, t, { force }))).toMatchObject({
+        status: 409,
+        body: { error: "receiver_prepare_decided", message: expect.stringMatching(/called the Router contract/) },
+      });
+    }
+    expect(await cancelJob(r, t)).toBeUndefined();
+    expect(await senderCancelled(t)).toBe(false);
+    expect(await decisionOf(r, t)).toBe("prepare");
   });
 
   it("finds the sending side in the transfer store when the log lookback cannot reach it", async () => {

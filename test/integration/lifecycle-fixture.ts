@@ -1,6 +1,17 @@
 import { randomBytes } from "node:crypto";
 import { Queue, QueueEvents, type Job } from "bullmq";
-import { HDNodeWallet, Wallet, ZeroAddress, hexlify, keccak256, parseEther, type JsonRpcProvider } from "ethers";
+import {
+  AbiCoder,
+  HDNodeWallet,
+  Wallet,
+  ZeroAddress,
+  ZeroHash,
+  hexlify,
+  keccak256,
+  parseEther,
+  toBeHex,
+  type JsonRpcProvider,
+} from "ethers";
 import { Redis } from "ioredis";
 import { startSubmitter, type RunningSubmitter, type SubmitterOptions } from "../../services/submitter/start-submitter";
 import { readVariantTransactionData } from "../../shared/chain/router-balances";
@@ -305,6 +316,27 @@ export function variantOf(chain: StackChain, txData: TransactionData): Promise<s
 
 export function routerBalance(chain: StackChain, router: string): Promise<bigint> {
   return readBigInt(chain.deployment.contracts.transactionManager, "routerBalances", [router, chain.deployment.token]);
+}
+
+/**
+ * Sets the router's liquidity on `chain` to zero in the TransactionManager's storage (routerBalances[router][token],
+ * its mapping slot found by probing); returns what puts it back.
+ */
+export async function drainRouterLiquidity(chain: StackChain, router: string): Promise<() => Promise<void>> {
+  const balance = await routerBalance(chain, router);
+  const tm = chain.deployment.transactionManager;
+  const coder = AbiCoder.defaultAbiCoder();
+  for (let mappingSlot = 0; mappingSlot < 64; mappingSlot += 1) {
+    const inner = keccak256(coder.encode(["address", "uint256"], [router, mappingSlot]));
+    const slot = keccak256(coder.encode(["address", "bytes32"], [chain.deployment.token, inner]));
+    if (BigInt(await chain.provider.getStorage(tm, slot)) === balance) {
+      await chain.anvil.rpc("anvil_setStorageAt", [tm, slot, ZeroHash]);
+      return async () => {
+        await chain.anvil.rpc("anvil_setStorageAt", [tm, slot, toBeHex(balance, 32)]);
+      };
+    }
+  }
+  throw new Error("routerBalances slot not found");
 }
 
 export function tokenBalance(chain: StackChain, owner: string): Promise<bigint> {

@@ -10,6 +10,7 @@ import {
   ReceiverLiveError,
   ReceiverNotCancelledError,
   ReceiverPrepareDecidedError,
+  ReceiverPrepareRevertNotFinalError,
   ReceiverStateUnknownError,
   ReceiverUnverifiableError,
   SenderNotPreparedError,
@@ -28,6 +29,7 @@ import { sameHex } from "../../../shared/protocol/values";
 import { TX_JOB, txJobOptions, transferKey, txJobId, type CancelSenderJobData } from "../../../shared/queues";
 import { findPrepareReceiverInFlight } from "../../../shared/coordination/in-flight";
 import { readTransferDecision } from "../../../shared/coordination/transfer-decision";
+import { proveReceivingPrepareReverted } from "../../../shared/chain/reverted-prepare";
 import type { CancelSenderRequest, OperationContext, TransactionResponse } from "../types";
 import { DEFAULT_BROADCAST_TIMEOUT_MS, QUEUE_CALL_TIMEOUT_MS, queueCall, type TxRequestDeps } from "./enqueue-and-wait";
 import { ChainUnavailableError, QueueUnavailableError, TransactionNotFoundError } from "./errors";
@@ -72,8 +74,11 @@ interface PreparedSender {
  *    lookback), each proven on chain by its variant: none → 404; only completed ones → 409;
  * 3. unless `force`, the on-chain sender-cancel check: 409 receiver_live (prepared and live, expired but
  *    not cancelled, or being prepared), receiver_fulfilled, receiver_unverifiable, sender_too_new. When a
- *    receiving prepare is the transfer's recorded decision the check runs even with `force`, and only a
- *    receiving side cancelled on chain lets the refund through (409 receiver_prepare_decided otherwise);
+ *    receiving prepare is the transfer's recorded decision the check runs even with `force`, and only the proof
+ *    the submitter's refund itself demands lets it through: the receiving side cancelled on chain, or not
+ *    prepared with the prepare's own transaction reverted for good (shared/chain/reverted-prepare.ts;
+ *    409 receiver_prepare_revert_not_final while the revert is not yet `confirmations` deep,
+ *    409 receiver_prepare_decided otherwise);
  * 4. enqueue (a failed job under the id is replaced) and answer once broadcast. The submitter re-checks.
  */
 export function createCancelSenderOperation(deps: CancelSenderDeps): CancelSenderOperation {
@@ -104,7 +109,7 @@ export function createCancelSenderOperation(deps: CancelSenderDeps): CancelSende
         ),
       )) === "prepare";
     if (prepareRecorded) {
-      await assertReceiverCancelled(deps, sender, params.force);
+      await assertRecordedPrepareOver(deps, sender, params.force, logger);
     } else if (params.force) {
       logger.warn(
         "FORCED cancel-sender: receiving-side checks skipped; a live or fulfilled receiving side loses the router's funds",
@@ -240,13 +245,20 @@ async function fromLogs(
 }
 
 /**
- * With a receiving prepare recorded, only a receiving side cancelled on chain lets the refund through, forced
- * or not. Unforced, the check's own refusals answer (receiver_live, ...); forced, every refusal is
+ * With a receiving prepare recorded, the refund goes through, forced or not, only when that prepare can no longer
+ * take effect: the receiving side cancelled on chain, or not prepared while the prepare's own transaction was mined
+ * reverted for good (the same proof the submitter's cancel-sender demands before it replaces the decision; it runs
+ * it again). Unforced, the check's own refusals answer (receiver_live, ...); forced, every refusal is
  * receiver_prepare_decided, since `force` would otherwise be the advice.
  */
-async function assertReceiverCancelled(deps: CancelSenderDeps, sender: PreparedSender, force: boolean): Promise<void> {
+async function assertRecordedPrepareOver(
+  deps: CancelSenderDeps,
+  sender: PreparedSender,
+  force: boolean,
+  logger: Logger,
+): Promise<void> {
   const message =
-    'a receiving prepare is recorded for this transfer and the receiving chain does not show it cancelled; its transaction may still land ("force" does not override this)';
+    'a receiving prepare is recorded for this transfer and the receiving chain shows it neither cancelled nor reverted for good; its transaction may still land ("force" does not override this)';
   let receiverState: string;
   try {
     receiverState = await decisionRead(() => assertCancelSafe(deps, sender));
@@ -256,8 +268,44 @@ async function assertReceiverCancelled(deps: CancelSenderDeps, sender: PreparedS
     }
     throw err;
   }
-  if (receiverState !== "cancelled") {
-    throw new ReceiverPrepareDecidedError(message);
+  if (receiverState === "cancelled") {
+    return;
+  }
+  if (receiverState !== "not-prepared") {
+    throw new ReceiverPrepareDecidedError(`${message}; the receiving side is ${receiverState}`);
+  }
+  const { txData } = sender;
+  // assertCancelSafe judged this chain configured: "not-prepared" comes only from its reads.
+  const receivingChain = deps.config.chainConfig[String(txData.receivingChainId)];
+  const proof = await decisionRead(() =>
+    proveReceivingPrepareReverted({
+      redis: deps.redis,
+      prefix: deps.config.redisPrefix,
+      receiving: {
+        transactionManager: receivingChain.transactionManagerAddress,
+        confirmations: receivingChain.confirmations,
+        provider: deps.readProvider(txData.receivingChainId),
+      },
+      txData,
+    }),
+  );
+  switch (proof.kind) {
+    case "final":
+      logger.warn("the recorded receiving prepare reverted for good: the refund may replace it", {
+        at: "admin.cancelSender",
+        transactionId: txData.transactionId,
+        receivingChainId: txData.receivingChainId,
+        revertedHash: proof.transactionHash,
+        revertedBlock: proof.blockNumber,
+      });
+      return;
+    case "not-final":
+      throw new ReceiverPrepareRevertNotFinalError(
+        `the recorded receiving prepare ${proof.transactionHash} reverted ${proof.depth} of ${proof.required} blocks deep on chain ${txData.receivingChainId}: a re-org could still mine it; ask again once it is ${proof.required} deep`,
+        { transactionHash: proof.transactionHash, depth: proof.depth, required: proof.required },
+      );
+    case "none":
+      throw new ReceiverPrepareDecidedError(`${message}; ${proof.detail}`);
   }
 }
 
@@ -306,6 +354,7 @@ const DECISION_ERRORS = [
   ReceiverBeingPreparedError,
   ReceiverStateUnknownError,
   ReceiverPrepareDecidedError,
+  ReceiverPrepareRevertNotFinalError,
   ReceiverUnverifiableError,
   SenderTooNewError,
   QueueUnavailableError,
