@@ -7,6 +7,20 @@ export function adminUrlOf(config: Pick<RouterConfig, "host" | "port">, env: Nod
   return `http://${host.includes(":") ? `[${host}]` : host}:${config.port}`;
 }
 
+/** GET <path> of the admin API: its status and parsed JSON body ({} when not JSON). Only a failed request throws. */
+export async function getAdminJson(
+  adminUrl: string,
+  adminToken: string,
+  path: string,
+  timeoutMs = 10_000,
+): Promise<{ status: number; body: unknown }> {
+  const response = await fetch(`${adminUrl}${path}`, {
+    headers: { authorization: `Bearer ${adminToken}` },
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  return { status: response.status, body: await response.json().catch(() => ({})) };
+}
+
 /** GET /status of the admin API (docs/operating.md), as parsed JSON; a non-2xx answer throws naming its status. */
 export async function fetchStatus(adminUrl: string, adminToken: string): Promise<unknown> {
   const response = await fetch(`${adminUrl}/status`, {

@@ -1,4 +1,6 @@
-import { formatUnits } from "ethers";
+import { formatUnits, ZeroAddress } from "ethers";
+import type { PnlAsset } from "../shared/ledger/pnl-reads";
+import type { ReconciliationRow } from "../shared/ledger/reconcile-reads";
 
 /**
  * GET /status (services/admin/status.ts) as tables for a person (`npm run status`): no I/O here, so the output
@@ -49,7 +51,20 @@ export interface StatusView {
     readonly openTransfers?: number;
     readonly pendingTransactions: readonly unknown[];
   }>;
+  /** The latest reconciliation per chain (services/admin/status.ts `LedgerStatus`); absent when the books are off. */
+  readonly ledger?:
+    | { readonly drift: boolean; readonly reconciliation: readonly ReconciliationRow[] }
+    | { readonly unavailable: string };
 }
+
+/**
+ * The books' figures (GET /pnl over all time, its `assets`), or why there are none: the config has no `ledger`
+ * section, or the admin could not read the database (the rest of the status still prints).
+ */
+export type LedgerView =
+  | { readonly state: "on"; readonly toSec: number; readonly assets: readonly PnlAsset[] }
+  | { readonly state: "off" }
+  | { readonly state: "unavailable"; readonly reason: string };
 
 /** A pool asset's name (its swap pool's) and decimals, keyed by `assetKey`; decimals undefined when unknown. */
 export type AssetNames = ReadonlyMap<string, { readonly name: string; readonly decimals?: number }>;
@@ -93,7 +108,7 @@ function onOff(on: boolean): string {
   return on ? "ON" : "off";
 }
 
-export function formatStatus(status: StatusView, names: AssetNames): string {
+export function formatStatus(status: StatusView, names: AssetNames, ledger?: LedgerView): string {
   const out: string[] = [];
   const modes = status.modes;
   const cleanUp =
@@ -163,7 +178,66 @@ export function formatStatus(status: StatusView, names: AssetNames): string {
       ]),
     ),
   );
+  if (ledger !== undefined) out.push("", ...ledgerSection(status, names, ledger));
   return `${out.join("\n")}\n`;
+}
+
+/**
+ * The books per chain and asset, exact: base-unit integers as the ledger sums them (NUMERIC, never a float),
+ * so each can be checked against the chain to the wei; and each chain's latest reconciliation against the chain.
+ */
+function ledgerSection(status: StatusView, names: AssetNames, ledger: LedgerView): string[] {
+  if (ledger.state === "off") return ["LEDGER", "off: the config has no `ledger` section (docs/accounting.md)"];
+  if (ledger.state === "unavailable") return ["LEDGER", `! unavailable: ${ledger.reason}`];
+  const out = [
+    `LEDGER (all time to ${new Date(ledger.toSec * 1000).toISOString()}; exact base units: gas in wei of the ` +
+      "native asset, a fee in the asset the swap paid out)",
+  ];
+  const reconcile = status.ledger === undefined || "unavailable" in status.ledger ? [] : status.ledger.reconciliation;
+  const figures = new Map(ledger.assets.map((a) => [assetKey(a.chainId, a.assetId), a]));
+  const keys = new Map<string, { chainId: number; assetId: string }>();
+  for (const a of [...ledger.assets, ...reconcile]) keys.set(assetKey(a.chainId, a.assetId), a);
+  const rows = [...keys.entries()]
+    .sort(([, a], [, b]) => a.chainId - b.chainId || a.assetId.localeCompare(b.assetId))
+    .map(([key, { chainId, assetId }]) => {
+      const f = figures.get(key);
+      const lines = reconcile.filter((r) => assetKey(r.chainId, r.assetId) === key);
+      const drifting = lines.filter((r) => r.flagged);
+      return [
+        String(chainId),
+        names.get(key)?.name ?? (assetId.toLowerCase() === ZeroAddress ? "native" : assetId),
+        f?.feeEarned ?? "0",
+        f?.relayerFeeEarned ?? "0",
+        f?.gasSpentWei ?? "0",
+        f?.net ?? "0",
+        lines.length === 0 ? "-" : drifting.length === 0 ? "clean" : "DRIFT",
+        [
+          ...drifting.map((r) => `! ${r.subject} drift ${r.drift} over blocks ${r.fromBlock}-${r.toBlock}`),
+          f !== undefined && f.feeUnknown > 0
+            ? `! ${f.feeUnknown} claimed swap(s) without their receiving side booked: fee left out`
+            : "",
+        ]
+          .filter((m) => m !== "")
+          .join(", "),
+      ];
+    });
+  out.push(...table(["chain", "asset", "fee earned", "relayer fee", "gas spent", "net", "reconciled", ""], rows));
+  out.push(reconcileLine(status));
+  return out;
+}
+
+/** Each chain's latest reconciliation run: clean or drifting, to which block, when. */
+function reconcileLine(status: StatusView): string {
+  const ledger = status.ledger;
+  if (ledger === undefined) return "reconciliation: not in GET /status";
+  if ("unavailable" in ledger) return `! reconciliation: ${ledger.unavailable}`;
+  const chains = status.chains.map((c) => {
+    const lines = ledger.reconciliation.filter((r) => r.chainId === c.chainId);
+    if (lines.length === 0) return `${c.chainId} not run yet`;
+    const flagged = lines.some((r) => r.flagged);
+    return `${c.chainId} ${flagged ? "DRIFT" : "clean"} to block ${lines[0].toBlock} at ${lines[0].checkedAt}`;
+  });
+  return `${ledger.drift ? "! " : ""}reconciliation: ${chains.join("; ")}`;
 }
 
 /** `active (term 3)`; for a poller of several chains each chain's, `1337 active (term 3), 1338 standby`. */

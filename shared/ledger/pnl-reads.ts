@@ -45,6 +45,23 @@ export interface PnlOperation {
   readonly usd: { readonly gasCost: number };
 }
 
+/**
+ * One asset on one chain in its own base units, exact (decimal strings from NUMERIC, never a float): what
+ * `npm run status` shows. The fee is in the receiving asset (its definition: docs/accounting.md), so it sits on
+ * the receiving chain's asset, not on the sending chain as the USD per-chain figure does; a relayer fee on the
+ * relay's chain and asset; gas on the chain's native asset (address 0). net = fee + relayer fee − gas.
+ */
+export interface PnlAsset {
+  readonly chainId: number;
+  readonly assetId: string;
+  readonly feeEarned: string;
+  readonly relayerFeeEarned: string;
+  readonly gasSpentWei: string;
+  readonly net: string;
+  /** Claimed swaps whose fee is not known yet (the receiving side not booked): left out of feeEarned. */
+  readonly feeUnknown: number;
+}
+
 export interface PnlBucket {
   readonly start: number;
   readonly usd: Omit<PnlUsd, "volume">;
@@ -58,6 +75,7 @@ export interface PnlReport {
   readonly routes: PnlRoute[];
   readonly chains: PnlChain[];
   readonly operations: PnlOperation[];
+  readonly assets: PnlAsset[];
   /** Figures left out of the USD sums because a price (or the swap's receiving side) is not booked yet. */
   readonly unpriced: number;
   readonly series?: PnlBucket[];
@@ -130,7 +148,8 @@ counted AS (
    WHERE f.at >= to_timestamp($1) AND f.at < to_timestamp($2)
 ),
 relays AS (
-  SELECT e.chain_id, e.transaction_id, e.block_time AS at, e.relayer_fee_usd
+  SELECT e.chain_id, lower(e.asset_id) AS asset_id, e.transaction_id, e.block_time AS at, e.relayer_fee,
+         e.relayer_fee_usd
     FROM ledger_events e
    WHERE e.side = 'receiving' AND e.event = 'fulfilled' AND lower(e.caller) = $3 AND e.relayer_fee > 0
      AND e.block_time >= to_timestamp($1) AND e.block_time < to_timestamp($2)
@@ -200,6 +219,20 @@ SELECT chain_id, COALESCE(g.wei, 0)::text AS wei, COALESCE(g.transactions, 0) AS
 const OPERATIONS = `SELECT kind, chain_id, count(*) AS transactions, sum(cost_wei)::text AS wei, COALESCE(sum(cost_usd), 0) AS gas
   FROM gas GROUP BY kind, chain_id ORDER BY chain_id, kind`;
 
+/** Base units per (chain, asset), as text: gas is paid in the native asset, the zero address as the books name it. */
+const NATIVE = "'0x0000000000000000000000000000000000000000'";
+const ASSETS = `WITH
+f AS (SELECT receiving_chain_id AS chain_id, lower(receiving_asset_id) AS asset_id,
+             COALESCE(sum(fee_units), 0) AS fee,
+             count(*) FILTER (WHERE outcome = 'claimed' AND fee_units IS NULL) AS unknown
+        FROM counted GROUP BY 1, 2),
+r AS (SELECT chain_id, asset_id, sum(relayer_fee) AS relay FROM relays GROUP BY 1, 2),
+g AS (SELECT chain_id, ${NATIVE} AS asset_id, sum(cost_wei) AS wei FROM gas GROUP BY 1)
+SELECT chain_id, asset_id, COALESCE(f.fee, 0)::text AS fee, COALESCE(r.relay, 0)::text AS relay,
+       COALESCE(g.wei, 0)::text AS wei, (COALESCE(f.fee, 0) + COALESCE(r.relay, 0) - COALESCE(g.wei, 0))::text AS net,
+       COALESCE(f.unknown, 0) AS unknown
+  FROM f FULL JOIN r USING (chain_id, asset_id) FULL JOIN g USING (chain_id, asset_id)`;
+
 /** $4 the step, $5 the number of buckets: each row's bucket is floor((t - from) / step), every bucket listed, empty ones at 0. */
 const SERIES = `WITH
 b AS (SELECT generate_series(0, $5::int - 1) AS bucket),
@@ -227,7 +260,8 @@ function pnlStatement(withSeries: boolean): string {
 SELECT ${part(TOTALS)} AS totals,
        ${part(ROUTES, ROUTE_ORDER)} AS routes,
        ${part(CHAINS, "x.chain_id")} AS chains,
-       ${part(OPERATIONS, "x.chain_id, x.kind")} AS operations${
+       ${part(OPERATIONS, "x.chain_id, x.kind")} AS operations,
+       ${part(ASSETS, "x.chain_id, x.asset_id")} AS assets${
          withSeries
            ? `,
        ${part(SERIES, "x.bucket")} AS series`
@@ -247,11 +281,18 @@ const str = (value: string | number | null): string => String(value ?? "0");
 export async function readPnl(pool: LedgerPool, range: PnlRange, signer: string): Promise<PnlReport> {
   const params = [range.from, range.to, signer.toLowerCase()];
   const step = range.step;
-  const { rows } = await pool.query<{ totals: Row; routes: Row[]; chains: Row[]; operations: Row[]; series?: Row[] }>(
+  const { rows } = await pool.query<{
+    totals: Row;
+    routes: Row[];
+    chains: Row[];
+    operations: Row[];
+    assets: Row[];
+    series?: Row[];
+  }>(
     step === undefined ? PNL : PNL_WITH_SERIES,
     step === undefined ? params : [...params, step, bucketCount({ ...range, step })],
   );
-  const { totals, routes, chains, operations, series } = rows[0];
+  const { totals, routes, chains, operations, assets, series } = rows[0];
   return {
     from: range.from,
     to: range.to,
@@ -277,6 +318,15 @@ export async function readPnl(pool: LedgerPool, range: PnlRange, signer: string)
       transactions: num(o.transactions),
       gasSpentWei: str(o.wei),
       usd: { gasCost: num(o.gas) },
+    })),
+    assets: assets.map((a) => ({
+      chainId: num(a.chain_id),
+      assetId: str(a.asset_id),
+      feeEarned: str(a.fee),
+      relayerFeeEarned: str(a.relay),
+      gasSpentWei: str(a.wei),
+      net: str(a.net),
+      feeUnknown: num(a.unknown),
     })),
     unpriced: num(totals.unpriced),
     ...(series === undefined || step === undefined

@@ -318,7 +318,8 @@ function adminMetrics(registers: Registry[]) {
 
 /**
  * The ledger process (services/ledger, docs/accounting.md). Incremented only when a row was inserted, so each
- * equals the sum of the booked rows; floats: the exact figures are in PostgreSQL.
+ * equals the sum of the booked rows; floats (exact to the wei only below 2^53), for rates and alerts: the exact
+ * figures are in PostgreSQL (npm run status, GET /pnl; docs/accounting.md "Which figure to act on").
  */
 function ledgerMetrics(registers: Registry[]) {
   return {

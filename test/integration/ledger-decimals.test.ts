@@ -228,5 +228,14 @@ describe.each([
     expect(report.swaps).toMatchObject({ claimed: 1 });
     expect(report.usd.feeEarned).toBeCloseTo(feeUsd, 12);
     expect(report.usd.feeEarned).toBeCloseTo(view.usd.feeEarned ?? NaN, 15);
+    // In base units (npm run status's LEDGER): the same fee, exact, on the receiving chain's asset.
+    expect(report.assets.filter((a) => a.feeEarned !== "0")).toEqual([
+      expect.objectContaining({
+        chainId: RECEIVING,
+        assetId: locked.txData.receivingAssetId.toLowerCase(),
+        feeEarned: fee.toString(),
+        feeUnknown: 0,
+      }),
+    ]);
   });
 });

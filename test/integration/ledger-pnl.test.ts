@@ -134,6 +134,31 @@ describe("GET /pnl and GET /ledger (real swaps on anvil, booked by the ledger pr
         },
       },
     ]);
+    // Per asset, exact base units (npm run status's LEDGER): gas on each chain's native row to the wei of the
+    // receipts; the claimed swap's fee and its relay's fee (GET /ledger's, in base units) on the receiving asset.
+    const native = "0x0000000000000000000000000000000000000000";
+    const gasRow = (chainId: number) => ({
+      chainId,
+      assetId: native,
+      feeEarned: "0",
+      relayerFeeEarned: "0",
+      gasSpentWei: String(weiByChain.get(chainId)),
+      net: String(-(weiByChain.get(chainId) ?? 0n)),
+      feeUnknown: 0,
+    });
+    expect(report.assets).toEqual([
+      gasRow(SENDING),
+      gasRow(RECEIVING),
+      {
+        chainId: RECEIVING,
+        assetId: report.routes[0].receivingAssetId.toLowerCase(),
+        feeEarned: claimed.feeEarned,
+        relayerFeeEarned: claimed.relayerFeeEarned,
+        gasSpentWei: "0",
+        net: String(BigInt(claimed.feeEarned ?? "0") + BigInt(claimed.relayerFeeEarned)),
+        feeUnknown: 0,
+      },
+    ]);
     // Per route: both swaps, their own gas only.
     expect(report.routes).toHaveLength(1);
     const route = report.routes[0];

@@ -35,6 +35,7 @@ const REPORT: PnlReport = {
     },
   ],
   operations: [{ kind: "approve", chainId: 1338, transactions: 1, gasSpentWei: "46000000000000", usd: { gasCost: 0 } }],
+  assets: [],
   unpriced: 1,
 };
 

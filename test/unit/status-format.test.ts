@@ -83,6 +83,33 @@ describe("npm run status: /status as tables", () => {
     expect(rowOf(lines(dead), "admin-0", "yes", "NO")).toMatch(/! not ready$/);
   });
 
+  it("the books: exact base units per chain and asset, a fee left out marked, the reconciliation unreadable said", () => {
+    const ledger = {
+      state: "on" as const,
+      toSec: 1_764_000_000,
+      assets: [
+        {
+          chainId: 1338,
+          assetId: TEST,
+          feeEarned: "9007199254740993",
+          relayerFeeEarned: "0",
+          gasSpentWei: "0",
+          net: "9007199254740993",
+          feeUnknown: 2,
+        },
+      ],
+    };
+    const unread = { ...body, ledger: { unavailable: "the ledger database did not answer" } };
+    const all = formatStatus(unread, names, ledger).split("\n");
+    // 2^53 + 1: a float would print ...992.
+    expect(rowOf(all, "1338", "TEST", "9007199254740993", "0", "0", "9007199254740993", "-")).toMatch(
+      /! 2 claimed swap\(s\) without their receiving side booked: fee left out$/,
+    );
+    expect(all).toContain("! reconciliation: the ledger database did not answer");
+    // Without a ledger view (the caller asked nothing of the books) no section at all.
+    expect(lines(body).some((l) => l.startsWith("LEDGER"))).toBe(false);
+  });
+
   it("whole units: rounded down to 6 decimals, trailing zeros dropped", () => {
     expect(wholeUnits("1999999999999999999", 18)).toBe("1.999999");
     expect(wholeUnits("1000000", 6)).toBe("1");
