@@ -9,7 +9,8 @@ import { anvilAnswers, natsAnswers, redisAnswers } from "../../scripts/local/pro
 import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
 import { anvilProvider, anvilWallet, type Anvil } from "../harness/anvil";
 import { spawnManaged, waitForReady, type ManagedProcess } from "../harness/child-process";
-import { deployNxtp, fundRouterLiquidity, mintToken, nxtpContractAt, sendTx } from "../harness/deploy";
+import { deployNxtpCached } from "../harness/chain-state-cache";
+import { fundRouterLiquidity, mintToken, nxtpContractAt, sendTx } from "../harness/deploy";
 import { redisServerBinary } from "../harness/redis";
 import type { Stack, StackChain } from "../harness/stack";
 import { AMOUNT, CHAIN1, LIQUIDITY, RECEIVING, SENDING, type E2eStack } from "../e2e/e2e-fixture";
@@ -189,7 +190,8 @@ export async function startBed(options: BedOptions = {}): Promise<Bed> {
         providers.push(provider);
         const anvil = localAnvil(url, local, chainId, proc);
         const deployer = anvilWallet(0, provider);
-        const deployment = await deployNxtp({ rpcUrl: url, chainId, deployer, routerSigner: router });
+        // The harness's cached deploy, as every stack's: anvil_loadState of the contracts as a deploy leaves them.
+        const deployment = await deployNxtpCached({ anvil, deployer, routerSigner: router });
         chains.set(chainId, { chainId, anvil, provider, deployer, deployment });
       }),
     );
