@@ -579,13 +579,14 @@ async function startDirectRouter(p: {
   const heads = await Promise.all(
     [SENDING, RECEIVING].map(async (id) => (await p.chain(id).provider.getBlockNumber()) + 1),
   );
-  // a's first, holding their chains' leases before b's start, as in production where the standbys join a
-  // running router.
+  // a's pollers and submitters first, holding their chains' leases before b's start, as in production where the
+  // standbys join a running router. The auctions hold no lease: b's warms up beside a's.
   for (const [i, id] of [SENDING, RECEIVING].entries()) {
     run(`poller-${id}`, a, "poller", { CHAIN_ID: String(id), POLLER_START_BLOCK: String(heads[i]) });
     run(`submitter-${id}`, a, "submitter", { CHAIN_ID: String(id) });
   }
   run("auction", a, "auction", {});
+  run("auction", b, "auction", { NODE_APP_INSTANCE: "1" });
   run("admin", a, "admin", {});
   await waitForLeasesOnA(procs);
   for (const [i, id] of [SENDING, RECEIVING].entries()) {
@@ -596,7 +597,6 @@ async function startDirectRouter(p: {
     });
     run(`submitter-${id}`, b, "submitter", { CHAIN_ID: String(id), NODE_APP_INSTANCE: "1" });
   }
-  run("auction", b, "auction", { NODE_APP_INSTANCE: "1" });
 }
 
 /**
