@@ -564,7 +564,8 @@ function waitForLeasesOnA(procs: ReadonlyMap<string, Supervised>): Promise<true>
 }
 
 /**
- * Direct mode: one supervised process per role and chain on a, then the same on b (instance 1). The pollers run
+ * Direct mode: one supervised process per role and chain on a (and b's auction), then b's pollers and submitters
+ * (instance 1) once a holds every lease. The pollers run
  * one process per chain here (POLLER_PROCESS_PER_CHAIN=1's layout, still supported), so the direct bed keeps that
  * layout covered across hosts; the PM2 bed runs the shipped default, one poller process for both chains.
  */
