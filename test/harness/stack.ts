@@ -64,7 +64,7 @@ export const STACK_START_DEADLINE_MS = 45_000;
 const ABANDON_WAIT_MS = 8_000;
 
 /** Settles all starts; if any failed, rethrows the first failure (the caller stops the ones that came up). */
-async function allOrFirstFailure<T>(starts: readonly Promise<T>[]): Promise<T[]> {
+export async function allOrFirstFailure<T>(starts: readonly Promise<T>[]): Promise<T[]> {
   const settled = await Promise.allSettled(starts);
   const failure = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
   if (failure) throw failure.reason;

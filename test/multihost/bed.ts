@@ -9,9 +9,10 @@ import { anvilAnswers, natsAnswers, redisAnswers } from "../../scripts/local/pro
 import { createMnemonicSigner } from "../../shared/signer/mnemonic-signer";
 import { anvilProvider, anvilWallet, type Anvil } from "../harness/anvil";
 import { spawnManaged, waitForReady, type ManagedProcess } from "../harness/child-process";
-import { deployNxtp, fundRouterLiquidity, mintToken, nxtpContractAt, sendTx } from "../harness/deploy";
+import { deployNxtpCached } from "../harness/chain-state-cache";
+import { fundRouterLiquidity, mintToken, nxtpContractAt, sendTx } from "../harness/deploy";
 import { redisServerBinary } from "../harness/redis";
-import type { Stack, StackChain } from "../harness/stack";
+import { allOrFirstFailure, type Stack, type StackChain } from "../harness/stack";
 import { AMOUNT, CHAIN1, LIQUIDITY, RECEIVING, SENDING, type E2eStack } from "../e2e/e2e-fixture";
 import { DIST, supervise, type Supervised } from "../fault/router-procs";
 import { SUBNET, bedPrefix, createBed, destroyBed, type Host } from "./netns";
@@ -164,65 +165,70 @@ export async function startBed(options: BedOptions = {}): Promise<Bed> {
         });
       });
 
+    // 2-4 start side by side (the chains, Redis with its sentinels, NATS, the auth service): none needs another.
     // 2. Chains on e, reached through the door; the real NXTP contracts deployed on each.
     const routerWallet = Wallet.createRandom();
     const mnemonic = routerWallet.mnemonic?.phrase;
     if (!mnemonic) throw new Error("random wallet without mnemonic");
     const router = routerWallet.address;
     const chains = new Map<number, StackChain>();
-    await Promise.all(
-      Object.entries(CHAIN_PORTS).map(async ([id, port]) => {
-        const chainId = Number(id);
-        const proc = inNs(`anvil-${chainId}`, e, anvilBinary(), [
-          "--host",
-          e.addr,
-          "--port",
-          String(port),
-          "--chain-id",
-          String(chainId),
-          "--silent",
-        ]);
-        const local = await door(e, port);
-        await waitForReady(proc, (ms) => anvilAnswers(local, chainId, ms), 20_000);
-        const url = `http://127.0.0.1:${local}`;
-        const provider = anvilProvider(url, chainId);
-        providers.push(provider);
-        const anvil = localAnvil(url, local, chainId, proc);
-        const deployer = anvilWallet(0, provider);
-        const deployment = await deployNxtp({ rpcUrl: url, chainId, deployer, routerSigner: router });
-        chains.set(chainId, { chainId, anvil, provider, deployer, deployment });
-      }),
-    );
     const chain = (id: number): StackChain =>
       chains.get(id) ??
       (() => {
         throw new Error(`no chain ${id}`);
       })();
-    const [chain1, sending, receiving] = [chain(CHAIN1), chain(SENDING), chain(RECEIVING)];
-    for (const ch of [sending, receiving]) {
-      await ch.anvil.setBalance(router, parseEther("100"));
-      const funder = anvilWallet(3, ch.provider);
-      await mintToken(ch.deployment, funder.address, LIQUIDITY);
-      await fundRouterLiquidity({
-        deployment: ch.deployment,
-        funder,
-        router,
-        assetId: ch.deployment.token,
-        amount: LIQUIDITY,
-      });
-      // Native and TEST at the same price: the auction's gas fee in TEST is the gas cost in wei.
-      await sendTx(ch.deployment.contracts.priceOracle, "setDirectPrice", [ZeroAddress, parseEther("1")]);
-      await sendTx(ch.deployment.contracts.priceOracle, "setDirectPrice", [ch.deployment.token, parseEther("1")]);
-    }
-    const user = anvilWallet(5, sending.provider);
-    await sendTx(nxtpContractAt("TestERC20", sending.deployment.token, sending.deployer), "mint", [
-      user.address,
-      AMOUNT * 1000n,
-    ]);
-    await sendTx(nxtpContractAt("ERC20", sending.deployment.token, user), "approve", [
-      sending.deployment.transactionManager,
-      MaxUint256,
-    ]);
+    const chainsStarted = (async () => {
+      await Promise.all(
+        Object.entries(CHAIN_PORTS).map(async ([id, port]) => {
+          const chainId = Number(id);
+          const proc = inNs(`anvil-${chainId}`, e, anvilBinary(), [
+            "--host",
+            e.addr,
+            "--port",
+            String(port),
+            "--chain-id",
+            String(chainId),
+            "--silent",
+          ]);
+          const local = await door(e, port);
+          await waitForReady(proc, (ms) => anvilAnswers(local, chainId, ms), 20_000);
+          const url = `http://127.0.0.1:${local}`;
+          const provider = anvilProvider(url, chainId);
+          providers.push(provider);
+          const anvil = localAnvil(url, local, chainId, proc);
+          const deployer = anvilWallet(0, provider);
+          // The harness's cached deploy, as every stack's: anvil_loadState of the contracts as a deploy leaves them.
+          const deployment = await deployNxtpCached({ anvil, deployer, routerSigner: router });
+          chains.set(chainId, { chainId, anvil, provider, deployer, deployment });
+        }),
+      );
+      const [chain1, sending, receiving] = [chain(CHAIN1), chain(SENDING), chain(RECEIVING)];
+      for (const ch of [sending, receiving]) {
+        await ch.anvil.setBalance(router, parseEther("100"));
+        const funder = anvilWallet(3, ch.provider);
+        await mintToken(ch.deployment, funder.address, LIQUIDITY);
+        await fundRouterLiquidity({
+          deployment: ch.deployment,
+          funder,
+          router,
+          assetId: ch.deployment.token,
+          amount: LIQUIDITY,
+        });
+        // Native and TEST at the same price: the auction's gas fee in TEST is the gas cost in wei.
+        await sendTx(ch.deployment.contracts.priceOracle, "setDirectPrice", [ZeroAddress, parseEther("1")]);
+        await sendTx(ch.deployment.contracts.priceOracle, "setDirectPrice", [ch.deployment.token, parseEther("1")]);
+      }
+      const user = anvilWallet(5, sending.provider);
+      await sendTx(nxtpContractAt("TestERC20", sending.deployment.token, sending.deployer), "mint", [
+        user.address,
+        AMOUNT * 1000n,
+      ]);
+      await sendTx(nxtpContractAt("ERC20", sending.deployment.token, user), "approve", [
+        sending.deployment.transactionManager,
+        MaxUint256,
+      ]);
+      return { chain1, sending, receiving, user };
+    })();
 
     // 3. Redis: primary on c, replica on d, sentinels on a, b, d (quorum 2).
     const redisArgs = (h: Host): string[] => [
@@ -245,57 +251,77 @@ export async function startBed(options: BedOptions = {}): Promise<Bed> {
       "--loglevel",
       "warning",
     ];
-    const primary = inNs("redis-primary", c, redisServerBinary(), redisArgs(c));
-    const replica = inNs("redis-replica", d, redisServerBinary(), [
-      ...redisArgs(d),
-      "--replicaof",
-      c.addr,
-      String(REDIS_PORT),
-    ]);
-    const [cPort, dPort] = [await door(c, REDIS_PORT), await door(d, REDIS_PORT)];
-    await waitForReady(primary, (ms) => redisAnswers(cPort, ms));
-    await waitForReady(replica, (ms) => redisAnswers(dPort, ms));
     const sentinelHosts = [a, b, d];
-    const sentinelDoors: number[] = [];
-    for (const h of sentinelHosts) {
-      const file = join(dir, `sentinel-${h.name}.conf`);
-      writeFileSync(
-        file,
-        [
-          `port ${SENTINEL_PORT}`,
-          `bind ${h.addr}`,
-          "protected-mode no",
-          `dir ${dir}`,
-          `sentinel monitor ${SENTINEL_NAME} ${c.addr} ${REDIS_PORT} 2`,
-          // 1 s instead of Sentinel's default 30 s so a failover fits the suite's time bound.
-          `sentinel down-after-milliseconds ${SENTINEL_NAME} 1000`,
-          `sentinel failover-timeout ${SENTINEL_NAME} 10000`,
-          "",
-        ].join("\n"),
+    const sentinels: Redis[] = [];
+    const redisStarted = (async () => {
+      // The first primary syncs its replica at once, not after Redis's default 5 s repl-diskless-sync-delay: that
+      // first sync is bed set-up (with redis.minReplicas the router's first write waits for it). d, the primary
+      // after a failover, keeps the default: the replicas case's rejoin syncs as Redis ships.
+      const primary = inNs("redis-primary", c, redisServerBinary(), [
+        ...redisArgs(c),
+        "--repl-diskless-sync-delay",
+        "0",
+      ]);
+      const replica = inNs("redis-replica", d, redisServerBinary(), [
+        ...redisArgs(d),
+        "--replicaof",
+        c.addr,
+        String(REDIS_PORT),
+      ]);
+      const [cPort, dPort] = [await door(c, REDIS_PORT), await door(d, REDIS_PORT)];
+      await waitForReady(primary, (ms) => redisAnswers(cPort, ms));
+      await waitForReady(replica, (ms) => redisAnswers(dPort, ms));
+      // The sentinels start once the primary lists the replica: a sentinel reads the replicas from the primary's
+      // INFO as it connects, then every 10 s, so one started before the replica's connect knew it 10 s later.
+      const onC = new Redis({ host: "127.0.0.1", port: cPort, maxRetriesPerRequest: 1, lazyConnect: true });
+      clients.push(onC);
+      await waitFor(
+        "the replica connected to the primary",
+        async () => (/^connected_slaves:[1-9]/m.test(await onC.info("replication")) ? true : undefined),
+        10_000,
       );
-      const proc = inNs(`sentinel@${h.name}`, h, redisServerBinary(), [file, "--sentinel", "--loglevel", "warning"]);
-      const port = await door(h, SENTINEL_PORT);
-      sentinelDoors.push(port);
-      await waitForReady(proc, (ms) => redisAnswers(port, ms));
-    }
-    const sentinelClient = (port: number): Redis => {
-      const r = new Redis({ host: "127.0.0.1", port, maxRetriesPerRequest: 1, lazyConnect: true });
-      clients.push(r);
-      return r;
-    };
-    const sentinels = sentinelDoors.map(sentinelClient);
-    await waitFor(
-      "the sentinels to know each other and the replica",
-      async () => {
-        for (const r of sentinels) {
-          const m = (await r.call("SENTINEL", "master", SENTINEL_NAME)) as string[];
-          const field = (k: string): number => Number(m[m.indexOf(k) + 1]);
-          if (field("num-other-sentinels") < 2 || field("num-slaves") < 1) return undefined;
-        }
-        return true;
-      },
-      30_000,
-    );
+      const sentinelDoors: number[] = [];
+      for (const h of sentinelHosts) {
+        const file = join(dir, `sentinel-${h.name}.conf`);
+        writeFileSync(
+          file,
+          [
+            `port ${SENTINEL_PORT}`,
+            `bind ${h.addr}`,
+            "protected-mode no",
+            `dir ${dir}`,
+            `sentinel monitor ${SENTINEL_NAME} ${c.addr} ${REDIS_PORT} 2`,
+            // 1 s instead of Sentinel's default 30 s so a failover fits the suite's time bound.
+            `sentinel down-after-milliseconds ${SENTINEL_NAME} 1000`,
+            `sentinel failover-timeout ${SENTINEL_NAME} 10000`,
+            "",
+          ].join("\n"),
+        );
+        const proc = inNs(`sentinel@${h.name}`, h, redisServerBinary(), [file, "--sentinel", "--loglevel", "warning"]);
+        const port = await door(h, SENTINEL_PORT);
+        sentinelDoors.push(port);
+        await waitForReady(proc, (ms) => redisAnswers(port, ms));
+      }
+      const sentinelClient = (port: number): Redis => {
+        const r = new Redis({ host: "127.0.0.1", port, maxRetriesPerRequest: 1, lazyConnect: true });
+        clients.push(r);
+        return r;
+      };
+      sentinels.push(...sentinelDoors.map(sentinelClient));
+      await waitFor(
+        "the sentinels to know each other and the replica",
+        async () => {
+          for (const r of sentinels) {
+            const m = (await r.call("SENTINEL", "master", SENTINEL_NAME)) as string[];
+            const field = (k: string): number => Number(m[m.indexOf(k) + 1]);
+            if (field("num-other-sentinels") < 2 || field("num-slaves") < 1) return undefined;
+          }
+          return true;
+        },
+        30_000,
+      );
+      return { cPort };
+    })();
     const primaryAddr = async (): Promise<string> => {
       for (const r of sentinels) {
         const addr = (await r.call("SENTINEL", "get-master-addr-by-name", SENTINEL_NAME).catch(() => null)) as
@@ -323,38 +349,60 @@ export async function startBed(options: BedOptions = {}): Promise<Bed> {
     const natsHosts = [a, b, d];
     const natsDoors: number[] = [];
     const routes = natsHosts.map((h) => `nats://${h.addr}:6222`).join(",");
-    for (const h of natsHosts) {
-      const proc = inNs(`nats@${h.name}`, h, natsServerBinary(), [
-        "-a",
-        h.addr,
-        "-p",
-        String(NATS_PORT),
-        "--cluster_name",
-        "multihost",
-        "--cluster",
-        `nats://${h.addr}:6222`,
-        "--routes",
-        routes,
-        "-m",
-        "8222",
+    const natsStarted = (async () => {
+      for (const h of natsHosts) {
+        const proc = inNs(`nats@${h.name}`, h, natsServerBinary(), [
+          "-a",
+          h.addr,
+          "-p",
+          String(NATS_PORT),
+          "--cluster_name",
+          "multihost",
+          "--cluster",
+          `nats://${h.addr}:6222`,
+          "--routes",
+          routes,
+          "-m",
+          "8222",
+        ]);
+        const port = await door(h, NATS_PORT);
+        natsDoors.push(port);
+        await waitForReady(proc, (ms) => natsAnswers(port, ms));
+      }
+      const monitors = await Promise.all(natsHosts.map((h) => door(h, 8222)));
+      await waitFor(
+        "nats routes between all three servers",
+        async () => {
+          for (const port of monitors) {
+            const res = await fetch(`http://127.0.0.1:${port}/routez`).catch(() => undefined);
+            const n = res ? (((await res.json()) as { num_routes?: number }).num_routes ?? 0) : 0;
+            if (n < 2) return undefined;
+          }
+          return true;
+        },
+        20_000,
+      );
+    })();
+
+    // The messaging's auth service on a.
+    const authStarted = (async () => {
+      // messaging-auth takes its address from the environment only (`env` execs node: the pid stays node's).
+      const auth = inNs("messaging-auth@a", a, "/usr/bin/env", [
+        `MESSAGING_AUTH_HOST=${a.addr}`,
+        `MESSAGING_AUTH_PORT=${AUTH_PORT}`,
+        "MESSAGING_AUTH_LOG_LEVEL=warn",
+        process.execPath,
+        join(DIST, "messaging-auth/main.js"),
       ]);
-      const port = await door(h, NATS_PORT);
-      natsDoors.push(port);
-      await waitForReady(proc, (ms) => natsAnswers(port, ms));
-    }
-    const monitors = await Promise.all(natsHosts.map((h) => door(h, 8222)));
-    await waitFor(
-      "nats routes between all three servers",
-      async () => {
-        for (const port of monitors) {
-          const res = await fetch(`http://127.0.0.1:${port}/routez`).catch(() => undefined);
-          const n = res ? (((await res.json()) as { num_routes?: number }).num_routes ?? 0) : 0;
-          if (n < 2) return undefined;
-        }
-        return true;
-      },
-      20_000,
-    );
+      const port = await door(a, AUTH_PORT);
+      await waitForReady(auth, async () => (await fetch(`http://127.0.0.1:${port}/auth/${router}`)).ok, 15_000);
+      return port;
+    })();
+    // Every start settled before a failure is thrown: the teardown then stops all that came up.
+    await allOrFirstFailure<unknown>([chainsStarted, redisStarted, natsStarted, authStarted]);
+    const { chain1, sending, receiving, user } = await chainsStarted;
+    const { cPort } = await redisStarted;
+    const authPort = await authStarted;
 
     // 5. The router: one config file, every address a bed host's.
     const redisPrefix = uniquePrefix();
@@ -411,16 +459,6 @@ export async function startBed(options: BedOptions = {}): Promise<Bed> {
       procs.set(p.name, p);
       return p;
     };
-    // messaging-auth takes its address from the environment only (`env` execs node: the pid stays node's).
-    const auth = inNs("messaging-auth@a", a, "/usr/bin/env", [
-      `MESSAGING_AUTH_HOST=${a.addr}`,
-      `MESSAGING_AUTH_PORT=${AUTH_PORT}`,
-      "MESSAGING_AUTH_LOG_LEVEL=warn",
-      process.execPath,
-      join(DIST, "messaging-auth/main.js"),
-    ]);
-    const authPort = await door(a, AUTH_PORT);
-    await waitForReady(auth, async () => (await fetch(`http://127.0.0.1:${authPort}/auth/${router}`)).ok, 15_000);
     if (options.router === "pm2") await startPm2Router({ a, b, dir, configFile, pm2 });
     else await startDirectRouter({ a, b, chain, run, procs });
 
@@ -526,7 +564,8 @@ function waitForLeasesOnA(procs: ReadonlyMap<string, Supervised>): Promise<true>
 }
 
 /**
- * Direct mode: one supervised process per role and chain on a, then the same on b (instance 1). The pollers run
+ * Direct mode: one supervised process per role and chain on a (and b's auction), then b's pollers and submitters
+ * (instance 1) once a holds every lease. The pollers run
  * one process per chain here (POLLER_PROCESS_PER_CHAIN=1's layout, still supported), so the direct bed keeps that
  * layout covered across hosts; the PM2 bed runs the shipped default, one poller process for both chains.
  */
@@ -541,13 +580,14 @@ async function startDirectRouter(p: {
   const heads = await Promise.all(
     [SENDING, RECEIVING].map(async (id) => (await p.chain(id).provider.getBlockNumber()) + 1),
   );
-  // a's first, holding their chains' leases before b's start, as in production where the standbys join a
-  // running router.
+  // a's pollers and submitters first, holding their chains' leases before b's start, as in production where the
+  // standbys join a running router. The auctions hold no lease: b's warms up beside a's.
   for (const [i, id] of [SENDING, RECEIVING].entries()) {
     run(`poller-${id}`, a, "poller", { CHAIN_ID: String(id), POLLER_START_BLOCK: String(heads[i]) });
     run(`submitter-${id}`, a, "submitter", { CHAIN_ID: String(id) });
   }
   run("auction", a, "auction", {});
+  run("auction", b, "auction", { NODE_APP_INSTANCE: "1" });
   run("admin", a, "admin", {});
   await waitForLeasesOnA(procs);
   for (const [i, id] of [SENDING, RECEIVING].entries()) {
@@ -558,7 +598,6 @@ async function startDirectRouter(p: {
     });
     run(`submitter-${id}`, b, "submitter", { CHAIN_ID: String(id), NODE_APP_INSTANCE: "1" });
   }
-  run("auction", b, "auction", { NODE_APP_INSTANCE: "1" });
 }
 
 /**
