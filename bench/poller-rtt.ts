@@ -5,7 +5,7 @@
  * a fixed delay to every request (0 and 100 ms by default; POLLER_RTT_DELAYS_MS="0,50,200" to change). Per delay:
  *   - requests and sequential round trips (the tick's duration ÷ the delay) of one sending-chain tick on an
  *     empty new block, and of the tick that stores a user's prepare;
- *   - the user's prepare mined → the prepare-receiver job enqueued on tx-1338;
+ *   - over three swaps: the user's prepare mined → the prepare-receiver job enqueued on tx-1338;
  *   - the user's fulfill on 1338 mined → the fulfill-sender job enqueued on tx-1337 (the receiving poller sees
  *     the fulfill, then the sending poller decides its record).
  * Reads are counted at the proxy, so the background head refresh and the loop's own head poll count too.
@@ -39,10 +39,12 @@ import { abiPrepareArgs } from "../shared/protocol/router-signatures";
 import type { AuctionBid, TransactionData } from "../shared/protocol/types";
 import { TX_JOB, transferKey, txJobId, txQueueName, type TxJobName } from "../shared/queues";
 import { pollUntil, sleep } from "../shared/timing";
-import { printFigures, runBench } from "./support";
+import { percentile, printFigures, runBench } from "./support";
 
 const AMOUNT = parseEther("10");
 const TICK_SAMPLES = 3;
+/** Swaps per delay: the detection latencies depend on where in the poll interval a block lands. */
+const SWAPS = 3;
 
 /** A JSON-RPC proxy in front of `target` that holds every request `delayMs` before forwarding it, and logs it. */
 interface DelayProxy {
@@ -130,11 +132,19 @@ async function startServers(router: string, user: Wallet): Promise<Servers> {
   return { children, redisUrl: `redis://127.0.0.1:${redisPort}`, chains };
 }
 
-interface RunFigures {
-  readonly emptyTick: TickSample;
+interface SwapFigures {
   readonly transferTick: TickSample;
   readonly prepareDetectMs: number;
   readonly fulfillDetectMs: number;
+}
+
+interface RunFigures {
+  readonly emptyTick: TickSample;
+  /** The median of the swaps' ticks that stored the prepare. */
+  readonly transferTick: TickSample;
+  /** One per swap, ascending. */
+  readonly prepareDetectMs: readonly number[];
+  readonly fulfillDetectMs: readonly number[];
 }
 
 async function runAtDelay(
@@ -202,44 +212,55 @@ async function runAtDelay(
       );
       return job.timestamp;
     };
-    const seenBeforePrepare = ticks.length;
-    const bid = await userBid(servers, signer.address, user);
-    const bidSignature = await signBid(walletSigner(routerWallet(signer.mnemonic)), bid);
-    const sending = { ...localChainOf(chain(SENDING_CHAIN_ID)), provider: chain(SENDING_CHAIN_ID).provider };
-    const prepared = await prepareWithBid(
-      { chainId: SENDING_CHAIN_ID, provider: sending.provider, transactionManager: sending.transactionManager },
-      user,
-      bid,
-      bidSignature,
-    );
-    const preparedAtMs = Date.now();
-    const key = transferKey(bid.transactionId, user.address);
-    const prepareJobAtMs = await jobAt(RECEIVING_CHAIN_ID, TX_JOB.prepareReceiver, key);
-    // The job is enqueued during the tick's decide step: the tick itself ends a little later.
-    const storing = await pollUntil("the tick that stored the prepare", () =>
-      ticks.slice(seenBeforePrepare).find((t) => t.result.recordsChanged > 0),
-    );
-    const transferTick = sampleOf(sendingProxy, storing.result, storing.atMs);
+    const swapOnce = async (): Promise<SwapFigures> => {
+      const seenBeforePrepare = ticks.length;
+      const bid = await userBid(servers, signer.address, user);
+      const bidSignature = await signBid(walletSigner(routerWallet(signer.mnemonic)), bid);
+      const sending = { ...localChainOf(chain(SENDING_CHAIN_ID)), provider: chain(SENDING_CHAIN_ID).provider };
+      const prepared = await prepareWithBid(
+        { chainId: SENDING_CHAIN_ID, provider: sending.provider, transactionManager: sending.transactionManager },
+        user,
+        bid,
+        bidSignature,
+      );
+      const preparedAtMs = Date.now();
+      const key = transferKey(bid.transactionId, user.address);
+      const prepareJobAtMs = await jobAt(RECEIVING_CHAIN_ID, TX_JOB.prepareReceiver, key);
+      // The job is enqueued during the tick's decide step: the tick itself ends a little later.
+      const storing = await pollUntil("the tick that stored the prepare", () =>
+        ticks.slice(seenBeforePrepare).find((t) => t.result.recordsChanged > 0),
+      );
+      const transferTick = sampleOf(sendingProxy, storing.result, storing.atMs);
 
-    // The router's receiving prepare (as its submitter would send it), then the user's fulfill → fulfill-sender.
-    const receiver = await routerPrepareReceiver(servers, signer.mnemonic, bid, bidSignature, prepared.txData);
-    const receiving = chain(RECEIVING_CHAIN_ID);
-    await fulfillAsUser(
-      {
-        chainId: RECEIVING_CHAIN_ID,
-        provider: receiving.provider,
-        transactionManager: receiving.deployment.transactionManager,
-      },
-      user,
-      receiver,
-    );
-    const fulfilledAtMs = Date.now();
-    const fulfillJobAtMs = await jobAt(SENDING_CHAIN_ID, TX_JOB.fulfillSender, key);
+      // The router's receiving prepare (as its submitter would send it), then the user's fulfill → fulfill-sender.
+      const receiver = await routerPrepareReceiver(servers, signer.mnemonic, bid, bidSignature, prepared.txData);
+      const receiving = chain(RECEIVING_CHAIN_ID);
+      await fulfillAsUser(
+        {
+          chainId: RECEIVING_CHAIN_ID,
+          provider: receiving.provider,
+          transactionManager: receiving.deployment.transactionManager,
+        },
+        user,
+        receiver,
+      );
+      const fulfilledAtMs = Date.now();
+      const fulfillJobAtMs = await jobAt(SENDING_CHAIN_ID, TX_JOB.fulfillSender, key);
+      return {
+        transferTick,
+        prepareDetectMs: prepareJobAtMs - preparedAtMs,
+        fulfillDetectMs: fulfillJobAtMs - fulfilledAtMs,
+      };
+    };
+    await approveSwaps(servers, user);
+    const swaps: SwapFigures[] = [];
+    for (let i = 0; i < SWAPS; i += 1) swaps.push(await swapOnce());
+    const sorted = (pick: (f: SwapFigures) => number): number[] => swaps.map(pick).sort((a, b) => a - b);
     return {
       emptyTick: median(empty),
-      transferTick,
-      prepareDetectMs: prepareJobAtMs - preparedAtMs,
-      fulfillDetectMs: fulfillJobAtMs - fulfilledAtMs,
+      transferTick: median(swaps.map((f) => f.transferTick)),
+      prepareDetectMs: sorted((f) => f.prepareDetectMs),
+      fulfillDetectMs: sorted((f) => f.fulfillDetectMs),
     };
   } finally {
     await Promise.all(pollers.map((p) => p.stop()));
@@ -253,13 +274,19 @@ function median(samples: readonly TickSample[]): TickSample {
   return [...samples].sort((a, b) => a.durationMs - b.durationMs)[Math.floor(samples.length / 2)];
 }
 
+/** The user's allowance for every swap of a run, given once: an approve just before each prepare would start
+ * each prepare's block a fixed time after a tick. */
+async function approveSwaps(servers: Servers, user: Wallet): Promise<void> {
+  const sending = servers.chains.get(SENDING_CHAIN_ID) as LocalChainHandle;
+  const token = nxtpContractAt("ERC20", sending.deployment.token, user.connect(sending.provider));
+  await sendTx(token, "approve", [sending.deployment.transactionManager, AMOUNT * BigInt(SWAPS)]);
+}
+
 async function userBid(servers: Servers, router: string, user: Wallet): Promise<AuctionBid> {
   const sending = servers.chains.get(SENDING_CHAIN_ID) as LocalChainHandle;
   const receiving = servers.chains.get(RECEIVING_CHAIN_ID) as LocalChainHandle;
   const latest = await sending.provider.getBlock("latest");
   if (latest === null) throw new Error("no latest block");
-  const token = nxtpContractAt("ERC20", sending.deployment.token, user.connect(sending.provider));
-  await sendTx(token, "approve", [sending.deployment.transactionManager, AMOUNT]);
   return {
     user: user.address,
     router,
@@ -341,14 +368,16 @@ async function main(): Promise<number> {
         `  tick storing a prepare: ${r.transferTick.requests} requests in ${r.transferTick.durationMs} ms${rt(r.transferTick)}`,
       );
       log(`    ${r.transferTick.methods}`);
-      log(`  prepare mined → prepare-receiver job: ${r.prepareDetectMs} ms`);
-      log(`  fulfill mined → fulfill-sender job: ${r.fulfillDetectMs} ms`);
+      log(`  prepare mined → prepare-receiver job: ${r.prepareDetectMs.join(", ")} ms`);
+      log(`  fulfill mined → fulfill-sender job: ${r.fulfillDetectMs.join(", ")} ms`);
       figures[`empty_tick_ms_at_${delayMs}ms`] = r.emptyTick.durationMs;
       figures[`empty_tick_requests_at_${delayMs}ms`] = r.emptyTick.requests;
       figures[`transfer_tick_ms_at_${delayMs}ms`] = r.transferTick.durationMs;
       figures[`transfer_tick_requests_at_${delayMs}ms`] = r.transferTick.requests;
-      figures[`prepare_detect_ms_at_${delayMs}ms`] = r.prepareDetectMs;
-      figures[`fulfill_detect_ms_at_${delayMs}ms`] = r.fulfillDetectMs;
+      figures[`prepare_detect_median_ms_at_${delayMs}ms`] = percentile(r.prepareDetectMs, 0.5);
+      figures[`prepare_detect_max_ms_at_${delayMs}ms`] = percentile(r.prepareDetectMs, 1);
+      figures[`fulfill_detect_median_ms_at_${delayMs}ms`] = percentile(r.fulfillDetectMs, 0.5);
+      figures[`fulfill_detect_max_ms_at_${delayMs}ms`] = percentile(r.fulfillDetectMs, 1);
     }
   } finally {
     for (const child of servers.children) child.kill("SIGTERM");
