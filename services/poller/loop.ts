@@ -48,7 +48,7 @@ export async function runPollLoop(ctx: PollerContext, opts: PollLoopOptions, sig
         Date.now() - lastTickAtMs >= opts.maxIdleMs;
       if (due) {
         lastOk = false;
-        last = await runTick(ctx, { head, tickNumber }, signal);
+        last = await runTick(ctx, { head, nowSec: latest.timestamp, tickNumber }, signal);
         tickNumber += 1;
         lastOk = true;
         lastFingerprint = fingerprint;

@@ -9,6 +9,11 @@ import type { TransferSource } from "./sources/transfer-source";
 
 export interface TickInput {
   readonly head: number;
+  /**
+   * The head block's timestamp, from the block the loop read to decide the tick was due (loop.ts): read again
+   * here, it was one more round trip to the RPC before anything was pulled, in every tick.
+   */
+  readonly nowSec: number;
   /** 0 for the first tick of the process: balances are refreshed then and every `balanceEveryTicks`. */
   readonly tickNumber: number;
 }
@@ -28,8 +33,8 @@ export interface TickResult {
 
 /**
  * One sequential tick:
- * 1. head block → `nowSec`: the chain's latest block timestamp, not the wall clock, because expiries are
- *    checked by the contract against block time (and anvil's evm_increaseTime only moves block time);
+ * 1. `nowSec`: the head block's timestamp (input), not the wall clock, because expiries are checked by the
+ *    contract against block time (and anvil's evm_increaseTime only moves block time);
  * 2. pull every confirmed change from the source into the store (cursor moves after each stored range);
  * 3. store the head with the block up to which the store is complete (other chains' pollers read it);
  * 4. decide every open record of this chain and enqueue the action's job under its deterministic id; when due
@@ -43,11 +48,7 @@ export interface TickResult {
  */
 export async function runTick(ctx: PollerContext, input: TickInput, signal: AbortSignal): Promise<TickResult> {
   const startedAtMs = Date.now();
-  const block = await ctx.provider.getBlock(input.head);
-  if (block === null) {
-    throw new Error(`head block ${input.head} not found`);
-  }
-  const nowSec = block.timestamp;
+  const { nowSec } = input;
   const confirmedHead = input.head - ctx.chain.confirmations + 1;
   const pulled = await pullChanges(ctx, { head: input.head, confirmedHead, nowSec, signal });
   await ctx.store.setHead(ctx.chainId, { blockNumber: input.head, timestamp: nowSec, syncedBlock: pulled.syncedBlock });

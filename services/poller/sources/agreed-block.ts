@@ -1,3 +1,4 @@
+import type { JsonRpcProvider } from "ethers";
 import type { ChainProvider } from "../../../shared/chain/chain-provider";
 import type { Logger } from "../../../shared/logging/create-logger";
 import { withTimeout } from "../../../shared/timing";
@@ -19,12 +20,26 @@ const AGREEMENT_ANSWER_TIMEOUT_MS = 1_500;
  */
 export async function agreedBlock(
   provider: ChainProvider,
-  p: { from: number; target: number; logger: Logger },
+  p: {
+    from: number;
+    target: number;
+    logger: Logger;
+    /** Told of every block a provider answered with its hash: that provider's head has reached it (logs-source.ts). */
+    seen?: (rpc: JsonRpcProvider, block: number, hash: string) => void;
+  },
 ): Promise<Required<BlockCheckpoint> | undefined> {
   let block = p.target;
   for (let step = 0; step < MAX_AGREEMENT_STEPS && block >= p.from; step += 1) {
+    const asked = block;
     const answers = await provider.readEach(
-      (rpc) => withTimeout(rpc.getBlock(block), AGREEMENT_ANSWER_TIMEOUT_MS),
+      (rpc) =>
+        withTimeout(
+          rpc.getBlock(asked).then((answer) => {
+            if (typeof answer?.hash === "string") p.seen?.(rpc, asked, answer.hash);
+            return answer;
+          }),
+          AGREEMENT_ANSWER_TIMEOUT_MS,
+        ),
       "getBlock",
     );
     const hashes = answers.map((a) => a.value?.hash ?? undefined).filter((h): h is string => typeof h === "string");

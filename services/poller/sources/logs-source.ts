@@ -1,4 +1,4 @@
-import { getAddress, zeroPadValue, type Log } from "ethers";
+import { getAddress, zeroPadValue, type JsonRpcProvider, type Log } from "ethers";
 import type { Redis } from "ioredis";
 import type { ChainProvider } from "../../../shared/chain/chain-provider";
 import type { Logger } from "../../../shared/logging/create-logger";
@@ -93,29 +93,48 @@ export function createLogsSource(p: LogsSourceParams): TransferSource {
     createAlertOnce(p.redis, p.prefix, p.chainId),
     p.chainId,
   );
-  const builder = createBatchBuilder({ ...p, tm, timestamps: createTimestampCache(p.provider), reportUndecodable });
+  const timestamps = createTimestampCache(p.provider);
+  const builder = createBatchBuilder({ ...p, tm, timestamps: timestamps.read, reportUndecodable });
+  /** The agreed block of the range starting at `from`, and which providers answered which block (RangeFetch). */
+  const agreeFrom = (from: number, confirmedHead: number): AgreedRange => {
+    const seen: BlocksSeen = new Map();
+    const agreed = agreedBlock(p.provider, {
+      from,
+      target: Math.min(from + maxRange - 1, confirmedHead),
+      logger: p.logger,
+      seen: (rpc, block, hash) => seen.set(rpc, new Set([...(seen.get(rpc) ?? []), `${block}:${hash}`])),
+    });
+    agreed.catch(() => undefined); // a speculative one may be dropped unawaited; awaited, it still throws
+    return { from, agreed, seen };
+  };
 
   return {
     name: "logs",
     isUsable: async () => true,
     sync: async ({ head, confirmedHead, signal, sink }) => {
-      let cursor = await resume(head);
+      // While the stored cursor's hash is checked against the chain, the next range's agreement is read with it:
+      // both are reads, and it is used only if the cursor stands (a rewind reads the agreement again).
+      let ahead: AgreedRange | undefined;
+      let cursor = await resume(head, (block) => {
+        ahead = block < confirmedHead ? agreeFrom(block + 1, confirmedHead) : undefined;
+      });
       while (cursor < confirmedHead) {
         if (signal.aborted) {
           throw new SyncAbortedError();
         }
         const from = cursor + 1;
-        const agreed = await agreedBlock(p.provider, {
-          from,
-          target: Math.min(from + maxRange - 1, confirmedHead),
-          logger: p.logger,
-        });
+        const range = ahead?.from === from ? ahead : agreeFrom(from, confirmedHead);
+        ahead = undefined;
+        const agreed = await range.agreed;
         if (agreed === undefined) {
           break; // no block the providers agree on yet; the next tick continues
         }
-        const { coveredTo, hash, logs } = await fetchRange(from, agreed.block);
+        const { coveredTo, hash, timestamp, logs } = await fetchRange(from, agreed, range.seen);
         if (coveredTo < from || hash === undefined || (coveredTo === agreed.block && hash !== agreed.hash)) {
           break; // every provider is behind, or the block changed under the read: the next tick reads it again
+        }
+        if (timestamp !== undefined) {
+          timestamps.remember(coveredTo, timestamp); // a transfer in the range's last block needs no read of its own
         }
         await sink(await builder(logs));
         await p.beforeCursorSave?.(coveredTo);
@@ -129,11 +148,23 @@ export function createLogsSource(p: LogsSourceParams): TransferSource {
 
 type CursorStore = ReturnType<typeof createLogCursorStore>;
 
+/** Per provider, the `block:hash` pairs it answered while the range's agreement was read. */
+type BlocksSeen = Map<JsonRpcProvider, Set<string>>;
+
+interface AgreedRange {
+  readonly from: number;
+  readonly agreed: Promise<Required<BlockCheckpoint> | undefined>;
+  readonly seen: BlocksSeen;
+}
+
 /**
  * Where reading resumes (the block before the next one to read): the stored cursor once it is verified against
  * the chain, else a rewind (re-org) or a start (no cursor, or a chain reset).
  */
-function createCursorResume(p: LogsSourceParams, cursors: CursorStore): (head: number) => Promise<number> {
+function createCursorResume(
+  p: LogsSourceParams,
+  cursors: CursorStore,
+): (head: number, verifying: (block: number) => void) => Promise<number> {
   const lookback = p.initialLookbackBlocks ?? DEFAULT_INITIAL_LOOKBACK_BLOCKS;
 
   /** The block before the first one to read: the start block if it is on chain, else head − lookback. */
@@ -159,7 +190,7 @@ function createCursorResume(p: LogsSourceParams, cursors: CursorStore): (head: n
     return undefined;
   };
 
-  return async (head) => {
+  return async (head, verifying) => {
     const stored = await cursors.load();
     if (stored === undefined) {
       const cursor = startCursor(head);
@@ -212,6 +243,7 @@ function createCursorResume(p: LogsSourceParams, cursors: CursorStore): (head: n
     if (stored.hash === undefined || stored.block > head) {
       return stored.block; // nothing to verify (no hash stored, or the provider is a little behind: wait for it)
     }
+    verifying(stored.block); // reading on from it is likely: the caller may start on the next range meanwhile
     const onChain = (await checkpointAt(stored.block)).hash;
     if (onChain === undefined) {
       return stored.block; // a provider that does not have it yet: nothing to rewind
@@ -248,16 +280,23 @@ function createCursorResume(p: LogsSourceParams, cursors: CursorStore): (head: n
 
 /**
  * One range's router logs, clamped to the answering provider's own head so a lagging node cannot make us skip
- * blocks; the same provider then reports the hash of the range's last block, which must be the agreed one.
+ * blocks; the same provider then reports the hash (and timestamp) of the range's last block, which must be the
+ * agreed one. A provider that already answered the agreed block with the agreed hash (`seen`, while the
+ * agreement was read) has its head there: it is not asked for its head again, a round trip less per range.
  */
 function createRangeFetch(
   p: LogsSourceParams,
   tm: string,
-): (from: number, to: number) => Promise<{ coveredTo: number; hash?: string; logs: Log[] }> {
+): (
+  from: number,
+  to: Required<BlockCheckpoint>,
+  seen: BlocksSeen,
+) => Promise<{ coveredTo: number; hash?: string; timestamp?: number; logs: Log[] }> {
   const filters = routerLogFilters(p.routerAddress);
-  return (from, to) =>
+  return (from, to, seen) =>
     p.provider.read(async (provider) => {
-      const end = Math.min(to, await provider.getBlockNumber());
+      const hasTo = seen.get(provider)?.has(`${to.block}:${to.hash}`) === true;
+      const end = hasTo ? to.block : Math.min(to.block, await provider.getBlockNumber());
       if (end < from) {
         return { coveredTo: from - 1, logs: [] };
       }
@@ -266,8 +305,13 @@ function createRangeFetch(
         provider.getLogs({ ...query, topics: filters.transfers }),
         provider.getLogs({ ...query, topics: filters.liquidity }),
       ]);
-      const hash = (await provider.getBlock(end))?.hash ?? undefined;
-      return { coveredTo: end, hash, logs: [...transfers, ...liquidity].filter((log) => !log.removed) };
+      const block = await provider.getBlock(end);
+      return {
+        coveredTo: end,
+        hash: block?.hash ?? undefined,
+        timestamp: block?.timestamp,
+        logs: [...transfers, ...liquidity].filter((log) => !log.removed),
+      };
     }, "getLogs");
 }
 
@@ -316,6 +360,10 @@ function createBatchBuilder(p: BatchBuilderParams): (logs: readonly Log[]) => Pr
   return async (logs) => {
     const { events, undecodable } = decodeTmLogs(logs);
     await p.reportUndecodable(undecodable);
+    await prefetchTimestamps(
+      p.timestamps,
+      events.filter(isTransferEvent).map((event) => event.blockNumber),
+    );
     const records = new Map<string, TransferRecord>();
     const liquidityEvents: LiquidityEvent[] = [];
     for (const event of events) {
@@ -335,23 +383,50 @@ function createBatchBuilder(p: BatchBuilderParams): (logs: readonly Log[]) => Pr
   };
 }
 
+/**
+ * Reads the timestamps of a range's transfer blocks into the cache this many at a time before the batch is built:
+ * one block after another they were a round trip each. Bounded, so a range of many blocks is no burst a
+ * rate-limited public RPC refuses (the decide step's DECISION_BATCH_SIZE, for the same reason).
+ */
+const TIMESTAMP_READS_AT_ONCE = 8;
+
+async function prefetchTimestamps(
+  timestamps: (blockNumber: number) => Promise<number>,
+  blockNumbers: readonly number[],
+): Promise<void> {
+  const distinct = [...new Set(blockNumbers)].slice(0, TIMESTAMP_CACHE_SIZE);
+  for (let start = 0; start < distinct.length; start += TIMESTAMP_READS_AT_ONCE) {
+    await Promise.all(distinct.slice(start, start + TIMESTAMP_READS_AT_ONCE).map(timestamps));
+  }
+}
+
 /** Block timestamps by number; a block's timestamp never changes once it is confirmed. */
-function createTimestampCache(provider: ChainProvider): (blockNumber: number) => Promise<number> {
+function createTimestampCache(provider: ChainProvider): {
+  read(blockNumber: number): Promise<number>;
+  /** A confirmed block's timestamp read with the block by someone else (the range's last block). */
+  remember(blockNumber: number, timestamp: number): void;
+} {
   const cache = new Map<number, number>();
-  return async (blockNumber) => {
-    const cached = cache.get(blockNumber);
-    if (cached !== undefined) {
-      return cached;
-    }
-    const block = await provider.getBlock(blockNumber);
-    if (block === null) {
-      throw new Error(`block ${blockNumber} not found`);
-    }
+  const remember = (blockNumber: number, timestamp: number): void => {
     if (cache.size >= TIMESTAMP_CACHE_SIZE) {
       cache.delete(cache.keys().next().value as number);
     }
-    cache.set(blockNumber, block.timestamp);
-    return block.timestamp;
+    cache.set(blockNumber, timestamp);
+  };
+  return {
+    remember,
+    read: async (blockNumber) => {
+      const cached = cache.get(blockNumber);
+      if (cached !== undefined) {
+        return cached;
+      }
+      const block = await provider.getBlock(blockNumber);
+      if (block === null) {
+        throw new Error(`block ${blockNumber} not found`);
+      }
+      remember(blockNumber, block.timestamp);
+      return block.timestamp;
+    },
   };
 }
 
