@@ -251,16 +251,19 @@ export interface StatusResponse {
 }
 
 /**
- * Starts the router as real processes: the messaging auth service, then submitter and poller per swap chain
- * and the auction. Resolves once every poller stored a head and the auction answered a status request over
- * NATS (so it is subscribed before the SDK asks for a quote); returns that status answer.
+ * Starts the router as real processes: submitter per swap chain, the poller and the messaging auth service side by
+ * side, then (the auth service answering) the auction, the only one that signs in. Resolves once every poller stored
+ * a head and the auction answered a status request over NATS (so it is subscribed before the SDK asks for a quote);
+ * returns that status answer.
  */
 export async function startRouterProcesses(s: SdkStack): Promise<StatusResponse> {
-  await startAuthProcess(s);
   for (const chainId of [SENDING, RECEIVING])
     s.spawn(`submitter-${chainId}`, "submitter/main.js", [`CHAIN_ID=${chainId}`]);
+  const poller = s.spawnPoller();
+  poller.catch(() => undefined); // awaited below; the auth service's failure may come first
+  await startAuthProcess(s);
   const auction = s.spawn("auction", "auction/main.js");
-  await s.spawnPoller();
+  await poller;
   let status: StatusResponse | undefined;
   await waitForReady(
     auction,
