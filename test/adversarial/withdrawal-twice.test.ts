@@ -29,15 +29,22 @@ import { uniquePrefix } from "../harness/prefix";
  * found to make the router pay one twice, or pay one it never accepted; each asserts the recipient is paid once
  * (or never). Real anvil with the NXTP contracts, real redis-server, the real submitter at its shipped defaults.
  */
+// One stack for both blocks: each case works under a Redis prefix of its own, and pays recipients of its own.
+let s: SubmitterStack;
+
+beforeAll(async () => {
+  s = await startSubmitterStack();
+});
+
+afterAll(async () => {
+  await s?.stack.stop();
+  expect(liveChildPids()).toEqual([]);
+});
+
 describe("adversarial: a withdrawal is paid at most once", () => {
-  let s: SubmitterStack;
   let client: TxQueueClient | undefined;
   let submitter: RunningSubmitter | undefined;
   let proxy: RpcProxy | undefined;
-
-  beforeAll(async () => {
-    s = await startSubmitterStack();
-  });
 
   afterEach(async () => {
     await submitter?.stop();
@@ -46,11 +53,6 @@ describe("adversarial: a withdrawal is paid at most once", () => {
     client = undefined;
     await proxy?.down();
     proxy = undefined;
-  });
-
-  afterAll(async () => {
-    await s?.stack.stop();
-    expect(liveChildPids()).toEqual([]);
   });
 
   const start = async (providers?: string[]) => {
@@ -187,18 +189,12 @@ describe("adversarial: a withdrawal is paid at most once", () => {
  * submitter that broadcast (send record `sending`) and then failed: the transaction may still be mined.
  */
 describe("adversarial: an identical request does not take over a failed withdrawal that may be mined", () => {
-  let s: SubmitterStack;
   let client: TxQueueClient | undefined;
   let worker: Worker | undefined;
-
-  beforeAll(async () => {
-    s = await startSubmitterStack();
-  });
 
   afterAll(async () => {
     await worker?.close();
     await client?.close();
-    await s?.stack.stop();
   });
 
   it("the second request is answered by the failed job's transaction, and nothing is enqueued", async () => {

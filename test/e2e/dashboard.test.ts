@@ -1,8 +1,8 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import type { BrowserContext } from "playwright-core";
+import type { Browser, BrowserContext } from "playwright-core";
 import type { StackChain } from "../harness/stack";
 import { getFreePort } from "../harness/free-port";
 import { transferEvents } from "./e2e-user";
@@ -120,13 +120,13 @@ describe("operating the router after a real swap", () => {
     adminToken = String(config.adminToken);
     writeFileSync(s.configFile, JSON.stringify({ ...config, metricsPort: metricsBase, port: adminPort }));
     adminUrl = `http://127.0.0.1:${adminPort}`;
-    await startRouterProcesses(s);
+    // The admin and the user's funding need none of the other processes: they start beside them.
     s.spawn("admin", "admin/main.js");
+    const [user] = await Promise.all([fundedUser(s), startRouterProcesses(s)]);
     await waitFor("admin API", async () =>
       (await fetch(`${adminUrl}/ping`).catch(() => undefined))?.ok ? true : undefined,
     );
 
-    const user = await fundedUser(s);
     const chain = (c: StackChain): SdkSwapParams["chains"][number] => ({
       rpcUrl: c.anvil.url,
       transactionManager: c.deployment.transactionManager,
@@ -248,20 +248,15 @@ describe("operating the router after a real swap", () => {
   });
 
   describe("the queue dashboard in a headless browser", () => {
+    let browser: Browser | undefined;
     let context: BrowserContext | undefined;
-    let profile: string | undefined;
     let browserNote: string | undefined;
 
+    // One browser for the block, a fresh context (cookies, credentials, cache of its own) per visitor: a launch
+    // costs about a second, a context a few hundred ms.
     const open = async (credentials?: { username: string; password: string }): Promise<BrowserContext> => {
-      const { chromium } = await import("playwright-core");
-      profile = mkdtempSync(join(tmpdir(), "chromium-profile-"));
-      return chromium.launchPersistentContext(profile, {
-        executablePath: CHROMIUM,
-        headless: true,
-        args: CHROMIUM_FLAGS,
-        httpCredentials: credentials,
-        viewport: { width: 1400, height: 900 },
-      });
+      if (!browser) throw new Error("browser not started");
+      return browser.newContext({ httpCredentials: credentials, viewport: { width: 1400, height: 900 } });
     };
 
     beforeAll(() => {
@@ -271,10 +266,19 @@ describe("operating the router after a real swap", () => {
       }
     });
 
+    beforeAll(async () => {
+      if (browserNote) return;
+      const { chromium } = await import("playwright-core");
+      browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS });
+    });
+
     afterEach(async () => {
       await context?.close();
       context = undefined;
-      if (profile) rmSync(profile, { recursive: true, force: true });
+    });
+
+    afterAll(async () => {
+      await browser?.close();
     });
 
     it("refuses a visitor without the token, and one with a wrong token", async () => {

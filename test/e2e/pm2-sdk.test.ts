@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { ZeroAddress, getAddress, parseEther } from "ethers";
+import { ZeroAddress, getAddress, parseEther, type Wallet } from "ethers";
 import { waitForAuctionStatus } from "../../scripts/local/demo-swap";
 import { auditRouterTxs, describeAudit, type ChainAudit } from "../fault/swap-audit";
 import { getFreePort } from "../harness/free-port";
@@ -12,6 +12,7 @@ import { runSdkSwap, type SdkSwapParams, type SdkSwapResult } from "./run-sdk-sw
 import {
   RECEIVING,
   SENDING,
+  PM2_START_ENV,
   assertPrerequisites,
   fundedUser,
   routerLiquidity,
@@ -76,6 +77,7 @@ describe("PM2 runs the whole ecosystem: a real SDK swap survives a SIGKILLed rec
       ROUTER_LOG_DIR: logDir,
       SUBMITTER_STANDBYS: "0",
       AUCTION_INSTANCES: "1",
+      ...PM2_START_ENV,
     };
     for (const secret of ["ROUTER_ADMIN_TOKEN", "ROUTER_MNEMONIC", "REDIS_URL", "SUBMITTER_INSTANCES"]) {
       delete env[secret];
@@ -350,10 +352,19 @@ describe("PM2 runs the whole ecosystem: a real SDK swap survives a SIGKILLed rec
       },
       { name: "ETH", amount: NATIVE_AMOUNT, sending: ZeroAddress, receiving: ZeroAddress },
     ];
-    const timings: string[] = [];
-    for (let round = 1; round <= RELAYED_ROUNDS; round += 1) {
-      for (const pool of pools) {
-        const user = await fundedUser(stack);
+    // Every user funded first, one after another: fundedUser's mints are the deployer's, one nonce sequence.
+    const users = new Map<string, Wallet[]>();
+    for (const pool of pools) {
+      const funded: Wallet[] = [];
+      for (let round = 1; round <= RELAYED_ROUNDS; round += 1) funded.push(await fundedUser(stack));
+      users.set(pool.name, funded);
+    }
+    // The two pools' rows side by side, each pool's swaps still one after another (a swap starts once the previous
+    // one's claim landed): what a row checks is its own pool's asset, which the other pool's swaps do not move.
+    const rows = pools.map(async (pool) => {
+      const timings: string[] = [];
+      for (const [i, user] of (users.get(pool.name) ?? []).entries()) {
+        const round = i + 1;
         const liquidityBefore = await routerLiquidity(stack.receiving, stack.router, pool.receiving);
         const userBefore = await tokenBalance(stack.receiving, user.address, pool.receiving);
         const params: SdkSwapParams = {
@@ -386,7 +397,13 @@ describe("PM2 runs the whole ecosystem: a real SDK swap survives a SIGKILLed rec
           15_000,
         );
       }
-    }
+      return timings;
+    });
+    // allSettled: a failed row must not leave the other's driver running past the test.
+    const settled = await Promise.allSettled(rows);
+    const failed = settled.find((x): x is PromiseRejectedResult => x.status === "rejected");
+    if (failed) throw failed.reason;
+    const timings = settled.flatMap((x) => (x.status === "fulfilled" ? x.value : []));
     console.log(`pm2-sdk: relayed swaps at the defaults: ${timings.join("; ")}`);
   }, 240_000);
 });

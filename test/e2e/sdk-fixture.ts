@@ -31,6 +31,14 @@ export const ORACLE_PRICE = parseEther("1");
 const ROOT = resolve(__dirname, "../..");
 export const SDK_MODULES = join(ROOT, "test/sdk/node_modules/@connext/nxtp-sdk/package.json");
 
+/**
+ * PM2's environment for starting the ecosystem in the PM2-run tests: every app started at once. PM2 starts two apps
+ * at a time by default and, with wait_ready, holds a slot until the app reports ready; the auction is ready only
+ * once the poller (the ecosystem's last app) wrote the pools' balances, so it held one slot for the whole start and
+ * the other apps started one by one (8-9 s on a loaded 2-core machine, against about 4 s all at once).
+ */
+export const PM2_START_ENV: Readonly<Record<string, string>> = { PM2_CONCURRENT_ACTIONS: "8" };
+
 export interface SdkStack {
   readonly stack: Stack;
   readonly sending: StackChain;
@@ -243,16 +251,19 @@ export interface StatusResponse {
 }
 
 /**
- * Starts the router as real processes: the messaging auth service, then submitter and poller per swap chain
- * and the auction. Resolves once every poller stored a head and the auction answered a status request over
- * NATS (so it is subscribed before the SDK asks for a quote); returns that status answer.
+ * Starts the router as real processes: submitter per swap chain, the poller and the messaging auth service side by
+ * side, then (the auth service answering) the auction, the only one that signs in. Resolves once every poller stored
+ * a head and the auction answered a status request over NATS (so it is subscribed before the SDK asks for a quote);
+ * returns that status answer.
  */
 export async function startRouterProcesses(s: SdkStack): Promise<StatusResponse> {
-  await startAuthProcess(s);
   for (const chainId of [SENDING, RECEIVING])
     s.spawn(`submitter-${chainId}`, "submitter/main.js", [`CHAIN_ID=${chainId}`]);
+  const poller = s.spawnPoller();
+  poller.catch(() => undefined); // awaited below; the auth service's failure may come first
+  await startAuthProcess(s);
   const auction = s.spawn("auction", "auction/main.js");
-  await s.spawnPoller();
+  await poller;
   let status: StatusResponse | undefined;
   await waitForReady(
     auction,

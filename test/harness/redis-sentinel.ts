@@ -64,6 +64,12 @@ export async function startSentinelGroup(opts: StartSentinelGroupOptions = {}): 
       probe: redisAnswers,
     });
     nodes.set(primary.port, primary.proc);
+    // Redis holds each full sync back repl-diskless-sync-delay (5 s) for more replicas to join it: off for the
+    // replicas' first syncs (of an empty data set), then back to Redis's own value for the resyncs a test causes.
+    const [, syncDelay] = (await withClient(primary.port, (r) =>
+      r.config("GET", "repl-diskless-sync-delay"),
+    )) as string[];
+    await withClient(primary.port, (r) => r.config("SET", "repl-diskless-sync-delay", "0"));
     for (let i = 0; i < (opts.replicas ?? 1); i += 1) {
       const replica = await startOnFreePort({
         name: "redis-replica",
@@ -74,6 +80,7 @@ export async function startSentinelGroup(opts: StartSentinelGroupOptions = {}): 
       nodes.set(replica.port, replica.proc);
     }
     await waitForReplicas(primary.port, opts.replicas ?? 1);
+    await withClient(primary.port, (r) => r.config("SET", "repl-diskless-sync-delay", syncDelay));
     for (let i = 0; i < (opts.sentinels ?? 3); i += 1) {
       const started = await startOnFreePort({
         name: "redis-sentinel",
