@@ -277,16 +277,6 @@ fs.mkdirSync(logDir, { recursive: true });
 module.exports = {
   apps: [
     ...(roles.admin ? [app("admin", "dist/services/admin/main.js", withMemory("admin", { instances: 1 }))] : []),
-    // The auction warms its price and gas caches (up to 15 s) before it connects to NATS and reports ready.
-    ...(roles.auction
-      ? [
-          app(
-            "auction",
-            "dist/services/auction/main.js",
-            withMemory("auction", { instances: auctionInstances, listen_timeout: 40000 }),
-          ),
-        ]
-      : []),
     ...(roles.ledger ? [app("ledger", "dist/services/ledger/main.js", withMemory("ledger", { instances: 1 }))] : []),
     ...roles.submitter.map((chainId) =>
       app(
@@ -296,5 +286,17 @@ module.exports = {
       ),
     ),
     ...pollerApps(roles.poller),
+    // Last: the auction reports ready only once the pollers' balances are fresh and its price and gas caches warm
+    // (up to 15 s). Listed before the pollers, it held one of PM2's two start slots (wait_ready) until a poller
+    // started behind it, and every app between them started one at a time.
+    ...(roles.auction
+      ? [
+          app(
+            "auction",
+            "dist/services/auction/main.js",
+            withMemory("auction", { instances: auctionInstances, listen_timeout: 40000 }),
+          ),
+        ]
+      : []),
   ],
 };

@@ -65,14 +65,14 @@ async function load(env: Record<string, string>, file = configFile): Promise<Loa
 describe("ecosystem.config.js: ROUTER_ROLES", () => {
   it("runs everything when unset, but no submitter or poller for chain 1, which is in no swap pool", async () => {
     expect(await load({})).toEqual({
-      names: ["admin", "auction", "submitter-1337", "submitter-1338", "poller"],
+      names: ["admin", "submitter-1337", "submitter-1338", "poller", "auction"],
     });
     expect(await load({ ROUTER_ROLES: "" })).toEqual(await load({}));
   });
 
   it("runs only the selected roles and chains", async () => {
     expect(await load({ ROUTER_ROLES: "auction,submitter,poller:1337" })).toEqual({
-      names: ["auction", "submitter-1337", "submitter-1338", "poller"],
+      names: ["submitter-1337", "submitter-1338", "poller", "auction"],
     });
     expect(await load({ ROUTER_ROLES: " admin , submitter:1338 " })).toEqual({ names: ["admin", "submitter-1338"] });
   });
@@ -127,9 +127,9 @@ describe("ecosystem.config.js: ROUTER_ROLES", () => {
       POLLER_STANDBYS: "2",
     });
     expect(JSON.parse(out)).toEqual([
-      ["auction", 3, null],
       ["submitter-1338", 2, "1338"],
       ["poller", 3, "1337"],
+      ["auction", 3, null],
     ]);
   });
 });
@@ -182,7 +182,7 @@ describe("ecosystem.config.js: memory limits per role (docs/operating.md, npm ru
 
   it("limits the heap of admin, auction and poller, with PM2's restart threshold above it; the submitter only its young generation", async () => {
     const all = await apps({});
-    expect(all.map((a) => a.name)).toEqual(["admin", "auction", "submitter-1337", "submitter-1338", "poller"]);
+    expect(all.map((a) => a.name)).toEqual(["admin", "submitter-1337", "submitter-1338", "poller", "auction"]);
     for (const app of all) {
       const semi = flag(app.node_args, "max-semi-space-size");
       const old = flag(app.node_args, "max-old-space-size");
@@ -219,10 +219,10 @@ describe("ecosystem.config.js: memory limits per role (docs/operating.md, npm ru
     const library = process.execPath;
     expect(await preloads({ ROUTER_JEMALLOC: library })).toEqual([
       ["admin", undefined, undefined],
-      ["auction", library, "narenas:2,dirty_decay_ms:1000,muzzy_decay_ms:0"],
       ["submitter-1337", undefined, undefined],
       ["submitter-1338", undefined, undefined],
       ["poller", undefined, undefined],
+      ["auction", library, "narenas:2,dirty_decay_ms:1000,muzzy_decay_ms:0"],
     ]);
     for (const off of ["", join(dir, "no-such-libjemalloc.so.2")]) {
       expect((await preloads({ ROUTER_JEMALLOC: off })).filter(([, preload]) => preload !== undefined)).toEqual([]);

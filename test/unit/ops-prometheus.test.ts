@@ -55,7 +55,7 @@ describe("npm run ops:prometheus", () => {
     const yaml = prometheusConfigFor(join(ROOT, "config.example.json"), [], env);
     // 1 admin + 3 auctions + 2 chains × 2 submitters + 3 pollers of both chains
     expect(targetsOf(yaml)).toHaveLength(1 + 3 + 2 * 2 + 3);
-    expect(apps.map((a) => a.name)).toEqual(["admin", "auction", "submitter-56", "submitter-137", "poller"]);
+    expect(apps.map((a) => a.name)).toEqual(["admin", "submitter-56", "submitter-137", "poller", "auction"]);
   });
 
   it("with POLLER_PROCESS_PER_CHAIN=1, one poller target per chain and instance, on each chain's poller port", () => {
@@ -63,11 +63,11 @@ describe("npm run ops:prometheus", () => {
     const env = cleanEnv({ POLLER_PROCESS_PER_CHAIN: "1", POLLER_STANDBYS: "1" });
     expect(ecosystemApps(file, env).map((a) => a.name)).toEqual([
       "admin",
-      "auction",
       "submitter-56",
       "submitter-137",
       "poller-56",
       "poller-137",
+      "auction",
     ]);
     const targets = targetsOf(prometheusConfigFor(file, [], env)).map((t) => t.split(":")[1]);
     // The one `poller` app's ports (56's slot) are poller-56's: the two layouts never run side by side on a host.
