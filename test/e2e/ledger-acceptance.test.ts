@@ -27,7 +27,6 @@ import {
   CHAIN1,
   RECEIVING,
   SENDING,
-  PM2_START_ENV,
   assertPrerequisites,
   fundedUser,
   routerLiquidity,
@@ -139,7 +138,6 @@ describe("acceptance: the operator's money, booked by the PM2-run ledger from re
       ROUTER_LOG_DIR: logDir,
       SUBMITTER_STANDBYS: "0",
       AUCTION_INSTANCES: "1",
-      ...PM2_START_ENV,
     };
     for (const secret of ["ROUTER_ADMIN_TOKEN", "ROUTER_MNEMONIC", "REDIS_URL", "SUBMITTER_INSTANCES"]) {
       delete env[secret];

@@ -12,7 +12,6 @@ import { runSdkSwap, type SdkSwapParams, type SdkSwapResult } from "./run-sdk-sw
 import {
   RECEIVING,
   SENDING,
-  PM2_START_ENV,
   assertPrerequisites,
   fundedUser,
   routerLiquidity,
@@ -77,7 +76,6 @@ describe("PM2 runs the whole ecosystem: a real SDK swap survives a SIGKILLed rec
       ROUTER_LOG_DIR: logDir,
       SUBMITTER_STANDBYS: "0",
       AUCTION_INSTANCES: "1",
-      ...PM2_START_ENV,
     };
     for (const secret of ["ROUTER_ADMIN_TOKEN", "ROUTER_MNEMONIC", "REDIS_URL", "SUBMITTER_INSTANCES"]) {
       delete env[secret];

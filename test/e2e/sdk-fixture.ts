@@ -31,14 +31,6 @@ export const ORACLE_PRICE = parseEther("1");
 const ROOT = resolve(__dirname, "../..");
 export const SDK_MODULES = join(ROOT, "test/sdk/node_modules/@connext/nxtp-sdk/package.json");
 
-/**
- * PM2's environment for starting the ecosystem in the PM2-run tests: every app started at once. PM2 starts two apps
- * at a time by default and, with wait_ready, holds a slot until the app reports ready; the auction is ready only
- * once the poller (the ecosystem's last app) wrote the pools' balances, so it held one slot for the whole start and
- * the other apps started one by one (8-9 s on a loaded 2-core machine, against about 4 s all at once).
- */
-export const PM2_START_ENV: Readonly<Record<string, string>> = { PM2_CONCURRENT_ACTIONS: "8" };
-
 export interface SdkStack {
   readonly stack: Stack;
   readonly sending: StackChain;
