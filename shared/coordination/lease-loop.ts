@@ -69,15 +69,18 @@ export function createLeaseLoop(params: LeaseLoopParams): LeaseLoop {
     }
   };
 
-  /** When the running tick's timer was due: how late it fired is how long the event loop stalled. */
+  /** When the running tick's timer was due. */
   let dueAtMs: number | undefined;
 
   const renew = async (fence: Fence): Promise<void> => {
-    const stallMs = dueAtMs === undefined ? 0 : Math.max(0, Date.now() - dueAtMs);
+    const due = dueAtMs;
     const renewed = await lease.renew().catch((err: unknown) => {
       warn(`cannot renew the ${params.leaseName}`, err);
       return undefined;
     });
+    // From when the renewal was due to its answer: a stall can fall before the timer fires or while the answer
+    // waits to be read, and both count (a stall after the send measured only 16 ms from the timer alone).
+    const stallMs = due === undefined ? 0 : Math.max(0, Date.now() - due);
     // A Redis error alone loses nothing: the lease is lost once it is no longer locally valid.
     if (params.held() !== fence || (renewed !== false && lease.current())) {
       return;
