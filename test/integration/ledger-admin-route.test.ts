@@ -11,14 +11,13 @@ import { closeServer, listen } from "../../services/admin/listen";
 import type { AdminOperations } from "../../services/admin/types";
 import { bookRows, type EventRow } from "../../shared/ledger/ledger-writer";
 import { usePostgres } from "../harness/postgres";
+import { DAI, SWAP_ID, USDC, swapEventRow } from "./ledger-rows";
 import { validConfig } from "../unit/config-fixtures";
 
 const logger = createLogger({ level: "silent", service: "admin" });
 const TOKEN = "a-long-enough-admin-token-for-tests";
 const SIGNER = "0x9100000000000000000000000000000000000001";
-const ID = `0x${"5e".repeat(32)}`;
-const USDC = "0x00000000000000000000000000000000000000c6";
-const DAI = "0x00000000000000000000000000000000000000d1";
+const ID = SWAP_ID;
 const refused = async (): Promise<never> => {
   throw new Error("not used by this test");
 };
@@ -27,33 +26,18 @@ const operations: AdminOperations = { removeLiquidity: refused, cancelSender: re
 /** A claimed swap of 100 USDC (6 decimals) on 1337 for 99.9 DAI (18 decimals) on 1338, as the ledger books it. */
 function swapEvent(side: "sending" | "receiving", event: EventRow["event"], logIndex: number): EventRow {
   const sending = side === "sending";
-  return {
-    chainId: sending ? 1337 : 1338,
-    txHash: `0x${String(logIndex).padStart(2, "0").repeat(32)}`,
-    logIndex,
-    blockNumber: 10 + logIndex,
-    blockTime: 1_764_000_000 + logIndex,
-    event,
+  const amount = sending ? "100000000" : "99900000000000000000";
+  return swapEventRow({
     side,
+    event,
+    n: logIndex,
     router: SIGNER,
-    assetId: sending ? USDC : DAI,
-    assetDecimals: sending ? 6 : 18,
-    amount: sending ? "100000000" : "99900000000000000000",
-    relayerFee: event === "fulfilled" ? "0" : null,
-    caller: SIGNER,
-    transactionId: ID,
-    user: "0x5256000000000000000000000000000000005baa",
-    sendingChainId: 1337,
-    sendingAssetId: USDC,
-    receivingChainId: 1338,
-    receivingAssetId: DAI,
-    receivingAddress: "0x5256000000000000000000000000000000005baa",
+    blockTime: 1_764_000_000 + logIndex,
     expiry: 1_764_100_000,
-    preparedBlockNumber: 10,
-    assetPriceUsd: "1",
-    amountUsd: sending ? "100" : "99.9",
-    relayerFeeUsd: event === "fulfilled" ? "0" : null,
-  };
+    amount,
+    relayerFee: "0",
+    usd: { price: "1", amount: sending ? "100" : "99.9", relayerFee: "0" },
+  });
 }
 
 describe("GET /ledger/<transactionId> (real PostgreSQL, read-only pool)", () => {

@@ -14,6 +14,7 @@ import { usePostgres } from "../harness/postgres";
 import { uniquePrefix } from "../harness/prefix";
 import { startRedis, type RedisServer } from "../harness/redis";
 import { MNEMONIC, validConfig } from "../unit/config-fixtures";
+import { DAI, SWAP_ID, USDC, swapEventRow } from "./ledger-rows";
 
 /**
  * `npm run status` (dist/scripts/status.js, as an operator runs it) against the real admin process (startAdmin)
@@ -24,10 +25,8 @@ import { MNEMONIC, validConfig } from "../unit/config-fixtures";
  */
 const ROOT = resolve(__dirname, "../..");
 const SIGNER = Wallet.fromPhrase(MNEMONIC).address.toLowerCase();
-const USDC = "0x00000000000000000000000000000000000000c6";
-const DAI = "0x00000000000000000000000000000000000000d1";
 const NATIVE = "0x0000000000000000000000000000000000000000";
-const ID = `0x${"5e".repeat(32)}`;
+const ID = SWAP_ID;
 const TIME = 1_764_000_000;
 
 /** 100 USDC (6 decimals) claimed on 1337; 99.900000000000000001 DAI (18) paid out on 1338, relayed by the router. */
@@ -63,33 +62,17 @@ function gasRow(chainId: number, n: number, gasUsed: bigint, price: bigint, l1: 
 
 function swapEvent(side: "sending" | "receiving", event: "prepared" | "fulfilled", n: number): EventRow {
   const sending = side === "sending";
-  return {
-    chainId: sending ? 1337 : 1338,
-    txHash: `0x${String(n).padStart(2, "0").repeat(32)}`,
-    logIndex: n,
-    blockNumber: 10 + n,
-    blockTime: TIME + n,
-    event,
+  return swapEventRow({
     side,
+    event,
+    n,
     router: SIGNER,
-    assetId: sending ? USDC : DAI,
-    assetDecimals: sending ? 6 : 18,
-    amount: String(sending ? CLAIMED : PAID_OUT),
-    relayerFee: event === "fulfilled" ? (sending ? "0" : String(RELAYER_FEE)) : null,
-    caller: SIGNER,
-    transactionId: ID,
-    user: "0x5256000000000000000000000000000000005baa",
-    sendingChainId: 1337,
-    sendingAssetId: USDC,
-    receivingChainId: 1338,
-    receivingAssetId: DAI,
-    receivingAddress: "0x5256000000000000000000000000000000005baa",
+    blockTime: TIME + n,
     expiry: TIME + 100_000,
-    preparedBlockNumber: 10,
-    assetPriceUsd: null,
-    amountUsd: null,
-    relayerFeeUsd: null,
-  };
+    amount: String(sending ? CLAIMED : PAID_OUT),
+    relayerFee: sending ? "0" : String(RELAYER_FEE),
+    usd: null,
+  });
 }
 
 /** The command as an operator runs it; asynchronous, so the admin in this process keeps answering. */
