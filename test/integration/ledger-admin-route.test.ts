@@ -11,7 +11,7 @@ import { closeServer, listen } from "../../services/admin/listen";
 import type { AdminOperations } from "../../services/admin/types";
 import { bookRows, type EventRow } from "../../shared/ledger/ledger-writer";
 import { usePostgres } from "../harness/postgres";
-import { DAI, SWAP_ID, USDC, swapEventRow } from "./ledger-rows";
+import { DAI, SWAP_ID, USDC, signerTransactionRow, swapEventRow } from "./ledger-rows";
 import { validConfig } from "../unit/config-fixtures";
 
 const logger = createLogger({ level: "silent", service: "admin" });
@@ -59,27 +59,18 @@ describe("GET /ledger/<transactionId> (real PostgreSQL, read-only pool)", () => 
     reader = createLedgerPool({ ledger, logger, mode: "reader", service: "admin" });
     await migrateLedger(writer, logger);
     await bookRows(writer, {
-      transaction: {
+      transaction: signerTransactionRow({
         chainId: 1338,
         hash: `0x${"aa".repeat(32)}`,
         kind: "prepare",
         from: SIGNER,
-        to: null,
         blockNumber: 11,
         blockHash: `0x${"bb".repeat(32)}`,
         blockTime: 1_764_000_001,
         gasUsed: 100_000n,
         effectiveGasPrice: 1_000_000_000n,
         l1FeeWei: 5n,
-        costWei: 100_000_000_000_005n,
-        valueWei: 0n,
-        reverted: false,
-        transactionId: ID,
-        requestId: null,
-        source: "submitter",
-        nativePriceUsd: null,
-        costUsd: null,
-      },
+      }),
       events: [
         swapEvent("sending", "prepared", 1),
         swapEvent("receiving", "prepared", 2),

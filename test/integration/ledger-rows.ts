@@ -1,4 +1,4 @@
-import type { EventRow } from "../../shared/ledger/ledger-writer";
+import type { EventRow, TransactionRow } from "../../shared/ledger/ledger-writer";
 
 /** The ledger tests' swap: USDC (6 decimals) sent on 1337, DAI (18 decimals) received on 1338. */
 export const USDC = "0x00000000000000000000000000000000000000c6";
@@ -53,5 +53,32 @@ export function swapEventRow(p: SwapEventParams): EventRow {
     assetPriceUsd: p.usd?.price ?? null,
     amountUsd: p.usd?.amount ?? null,
     relayerFeeUsd: fulfilled ? (p.usd?.relayerFee ?? null) : null,
+  };
+}
+
+/** A transaction of the router's signer on the swap, mined and not reverted, as the ledger books it (bookRows). */
+export function signerTransactionRow(p: {
+  readonly chainId: number;
+  readonly hash: string;
+  readonly kind: TransactionRow["kind"];
+  readonly from: string;
+  readonly blockNumber: number;
+  readonly blockHash: string;
+  readonly blockTime: number;
+  readonly gasUsed: bigint;
+  readonly effectiveGasPrice: bigint;
+  readonly l1FeeWei: bigint;
+}): TransactionRow {
+  return {
+    ...p,
+    to: null,
+    costWei: p.gasUsed * p.effectiveGasPrice + p.l1FeeWei,
+    valueWei: 0n,
+    reverted: false,
+    transactionId: SWAP_ID,
+    requestId: null,
+    source: "submitter",
+    nativePriceUsd: null,
+    costUsd: null,
   };
 }

@@ -14,7 +14,7 @@ import { usePostgres } from "../harness/postgres";
 import { uniquePrefix } from "../harness/prefix";
 import { startRedis, type RedisServer } from "../harness/redis";
 import { MNEMONIC, validConfig } from "../unit/config-fixtures";
-import { DAI, SWAP_ID, USDC, swapEventRow } from "./ledger-rows";
+import { DAI, USDC, signerTransactionRow, swapEventRow } from "./ledger-rows";
 
 /**
  * `npm run status` (dist/scripts/status.js, as an operator runs it) against the real admin process (startAdmin)
@@ -26,7 +26,6 @@ import { DAI, SWAP_ID, USDC, swapEventRow } from "./ledger-rows";
 const ROOT = resolve(__dirname, "../..");
 const SIGNER = Wallet.fromPhrase(MNEMONIC).address.toLowerCase();
 const NATIVE = "0x0000000000000000000000000000000000000000";
-const ID = SWAP_ID;
 const TIME = 1_764_000_000;
 
 /** 100 USDC (6 decimals) claimed on 1337; 99.900000000000000001 DAI (18) paid out on 1338, relayed by the router. */
@@ -37,27 +36,18 @@ const RELAYER_FEE = 123_456_789_012_345_678_901n;
 const FEE = CLAIMED * 10n ** 12n - PAID_OUT;
 
 function gasRow(chainId: number, n: number, gasUsed: bigint, price: bigint, l1: bigint): TransactionRow {
-  return {
+  return signerTransactionRow({
     chainId,
     hash: `0x${String(n).padStart(2, "0").repeat(32)}`,
     kind: chainId === 1337 ? "fulfill" : "prepare",
     from: SIGNER,
-    to: null,
     blockNumber: 10 + n,
     blockHash: `0x${"bb".repeat(31)}${String(n).padStart(2, "0")}`,
     blockTime: TIME + n,
     gasUsed,
     effectiveGasPrice: price,
     l1FeeWei: l1,
-    costWei: gasUsed * price + l1,
-    valueWei: 0n,
-    reverted: false,
-    transactionId: ID,
-    requestId: null,
-    source: "submitter",
-    nativePriceUsd: null,
-    costUsd: null,
-  };
+  });
 }
 
 function swapEvent(side: "sending" | "receiving", event: "prepared" | "fulfilled", n: number): EventRow {
