@@ -57,18 +57,21 @@ export function swapEventRow(p: SwapEventParams): EventRow {
 }
 
 /** A transaction of the router's signer on the swap, mined and not reverted, as the ledger books it (bookRows). */
-export function signerTransactionRow(p: {
-  readonly chainId: number;
-  readonly hash: string;
-  readonly kind: TransactionRow["kind"];
-  readonly from: string;
-  readonly blockNumber: number;
-  readonly blockHash: string;
-  readonly blockTime: number;
-  readonly gasUsed: bigint;
-  readonly effectiveGasPrice: bigint;
-  readonly l1FeeWei: bigint;
-}): TransactionRow {
+export function signerTransactionRow(
+  p: Pick<
+    TransactionRow,
+    | "chainId"
+    | "hash"
+    | "kind"
+    | "from"
+    | "blockNumber"
+    | "blockHash"
+    | "blockTime"
+    | "gasUsed"
+    | "effectiveGasPrice"
+    | "l1FeeWei"
+  >,
+): TransactionRow {
   return {
     ...p,
     to: null,
