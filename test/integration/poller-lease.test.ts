@@ -29,7 +29,7 @@ import {
   type StoredCursor,
   type UserPrepared,
 } from "./poller-fixture";
-import { waitFor } from "../harness/wait";
+import { fetchOnceListening, waitFor } from "../harness/wait";
 import { captureLogs, type LogCapture } from "../harness/logs";
 import { busyFor } from "./stall-fixture";
 
@@ -258,7 +258,7 @@ describe("poller lease: one active poller per chain (anvil 1337 → 1338, redis)
     // GET /status lists each process's heartbeat: the standby is ready and says it is a standby.
     await waitFor("both children's roles in their heartbeats", () => heartbeatRoles(["active", "standby"]), 15_000);
     const port = metricsPortFor({ ...pollerConfig(s, s.prefix), metricsPort }, "poller", SENDING, 1);
-    const readyz = await fetch(`http://127.0.0.1:${port}/readyz`);
+    const readyz = await fetchOnceListening(`http://127.0.0.1:${port}/readyz`);
     expect(readyz.status).toBe(200);
     expect(((await readyz.json()) as { checks: unknown[] }).checks).toContainEqual({
       name: "poller-lease",

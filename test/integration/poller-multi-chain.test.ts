@@ -8,7 +8,7 @@ import { startPollers, type RunningPollers } from "../../services/poller/start-p
 import { spawnRouterProcess, waitForReady, type ManagedProcess } from "../harness/child-process";
 import { getFreePort } from "../harness/free-port";
 import { captureLogs, type LogCapture } from "../harness/logs";
-import { waitFor } from "../harness/wait";
+import { fetchOnceListening, waitFor } from "../harness/wait";
 import {
   FAST,
   RECEIVING,
@@ -149,13 +149,7 @@ describe("poller: one process polls several chains (anvil 1337 + 1338, redis)", 
     const helpLines = metrics.split("\n").filter((l) => l.startsWith("# HELP "));
     expect(new Set(helpLines).size).toBe(helpLines.length);
     // The standby's heartbeat is written as its pollers start, which can be before its metrics server listens.
-    const standbyReadyz = `http://127.0.0.1:${metricsPortFor(config, "poller", SENDING, 1)}/readyz`;
-    const readyz = await waitFor("the standby's /readyz answering", () =>
-      fetch(standbyReadyz).then(
-        (response) => response,
-        () => undefined,
-      ),
-    );
+    const readyz = await fetchOnceListening(`http://127.0.0.1:${metricsPortFor(config, "poller", SENDING, 1)}/readyz`);
     expect(readyz.status).toBe(200);
     const checks = ((await readyz.json()) as { checks: unknown[] }).checks;
     for (const id of BOTH) {
