@@ -2,7 +2,8 @@
  * `npm run build`: compiles into dist.next/ and only then swaps it in for dist/, so the code PM2 serves from dist/
  * stays whole for the whole compile (about 20 s): a process restarting meanwhile starts the old code, one
  * restarting after the swap the new. The swap is two renames (dist → dist.old, dist.next → dist), apart by well
- * under a millisecond. A failed compile leaves dist/ as it was. Plain JavaScript: it runs before anything is built.
+ * under a millisecond unless the build is descheduled between them (a process PM2 restarts in that window fails
+ * to start and is restarted after its restart delay). A failed compile leaves dist/ as it was. Plain JavaScript: it runs before anything is built.
  * tsc copies no .lua file: the Redis scripts (the .lua files under shared/redis/scripts, read by shared/redis/script-loader.ts
  * next to its compiled self) are copied into dist.next/ before the swap, so a dist/ never lacks its scripts.
  */
