@@ -23,12 +23,9 @@ export async function getAdminJson(
 
 /** GET /status of the admin API (docs/operating.md), as parsed JSON; a non-2xx answer throws naming its status. */
 export async function fetchStatus(adminUrl: string, adminToken: string): Promise<unknown> {
-  const response = await fetch(`${adminUrl}/status`, {
-    headers: { authorization: `Bearer ${adminToken}` },
-    signal: AbortSignal.timeout(10_000),
-  });
-  if (!response.ok) {
-    throw new Error(`GET ${adminUrl}/status answered ${response.status}`);
+  const { status, body } = await getAdminJson(adminUrl, adminToken, "/status");
+  if (status < 200 || status > 299) {
+    throw new Error(`GET ${adminUrl}/status answered ${status}`);
   }
-  return response.json();
+  return body;
 }

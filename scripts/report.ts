@@ -7,7 +7,7 @@
  */
 import type { PnlReport } from "../shared/ledger/pnl-reads";
 import { errorMessage } from "../shared/errors";
-import { adminUrlOf } from "./admin-client";
+import { adminUrlOf, getAdminJson } from "./admin-client";
 import { loadCliConfig } from "./cli-config";
 import { formatPnlCsv, formatPnlTable, parseReportTime } from "./report-format";
 
@@ -46,22 +46,19 @@ export async function runReport(args: readonly string[], deps: ReportDeps): Prom
   } catch (err) {
     throw new ReportCliError(`${errorMessage(err)}\n${REPORT_USAGE}`);
   }
-  const url = `${deps.baseUrl}/pnl?from=${from}&to=${to}`;
-  let res: Response;
+  const path = `/pnl?from=${from}&to=${to}`;
+  let answer: { status: number; body: unknown };
   try {
-    res = await fetch(url, {
-      headers: { authorization: `Bearer ${deps.adminToken}` },
-      signal: AbortSignal.timeout(30_000),
-    });
+    answer = await getAdminJson(deps.baseUrl, deps.adminToken, path, 30_000);
   } catch (err) {
     throw new ReportCliError(
-      `GET ${url}: ${errorMessage(err)} (is the admin process running? ADMIN_URL overrides its address)`,
+      `GET ${deps.baseUrl}${path}: ${errorMessage(err)} (is the admin process running? ADMIN_URL overrides its address)`,
     );
   }
-  const body = (await res.json().catch(() => ({}))) as Record<string, unknown>;
-  if (res.status !== 200) {
+  const body = answer.body as Record<string, unknown>;
+  if (answer.status !== 200) {
     throw new ReportCliError(
-      `GET /pnl answered ${res.status} ${String(body.error ?? "")}: ${String(body.message ?? "")}`.trimEnd(),
+      `GET /pnl answered ${answer.status} ${String(body.error ?? "")}: ${String(body.message ?? "")}`.trimEnd(),
     );
   }
   const report = body as unknown as PnlReport;
